@@ -1,0 +1,106 @@
+"""python -m horde serve | users create|kudos | worker | schema-sql"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["worker"]:
+        from horde.bridge.cli import main as worker_main
+
+        return worker_main(argv[1:])
+    if argv[:1] == ["serve"]:
+        from gevent import monkey
+
+        monkey.patch_all()
+    args = _parser().parse_args(argv)
+    return args.run(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m horde")
+    commands = parser.add_subparsers(required=True)
+    serve = commands.add_parser("serve", help="serve the Horde on gevent")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=7001)
+    serve.set_defaults(run=_serve)
+    users = commands.add_parser("users", help="manage users").add_subparsers(required=True)
+    create = users.add_parser("create", help="create a user; prints its API key on the last line")
+    create.add_argument("name")
+    create.add_argument("--kudos", type=int, default=0)
+    create.add_argument("--trusted", action="store_true")
+    create.set_defaults(run=_users_create)
+    kudos = users.add_parser("kudos", help="set a user's kudos balance")
+    kudos.add_argument("name")
+    kudos.add_argument("kudos", type=int)
+    kudos.set_defaults(run=_users_kudos)
+    commands.add_parser("worker", help="run the reference worker (see --help after it)")
+    schema = commands.add_parser("schema-sql", help="print the PostgreSQL schema")
+    schema.set_defaults(run=_schema_sql)
+    return parser
+
+
+def _runtime():
+    from horde.app import init_schema
+    from horde.config import Settings
+    from horde.runtime import Runtime
+
+    runtime = Runtime.build(Settings.from_env())
+    init_schema(runtime)
+    return runtime
+
+
+def _serve(args) -> int:
+    import logging
+
+    from horde.app import create_app
+    from horde.server import serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    runtime = _runtime()
+    serve(create_app(runtime=runtime), runtime, args.host, args.port)
+    return 0
+
+
+def _users_create(args) -> int:
+    from horde.accounts import service as accounts
+
+    runtime = _runtime()
+    with runtime.db.transaction() as session:
+        user, key = accounts.create_user(session, args.name, kudos=args.kudos, trusted=args.trusted)
+        print(f"Created user {user.username} (id {user.id}, {user.kudos} kudos, trusted={user.trusted}). API key:")
+    print(key)
+    return 0
+
+
+def _users_kudos(args) -> int:
+    from horde.accounts import service as accounts
+
+    runtime = _runtime()
+    with runtime.db.transaction() as session:
+        user = accounts.find_by_name(session, args.name)
+        accounts.set_kudos(session, user, args.kudos)
+        print(f"{user.username} now has {user.kudos} kudos.")
+    return 0
+
+
+def _schema_sql(_args) -> int:
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    import horde.models  # noqa: F401
+    from horde.database import Base
+
+    for table in Base.metadata.sorted_tables:
+        print(str(CreateTable(table).compile(dialect=postgresql.dialect())).strip() + ";\n")
+        for index in sorted(table.indexes, key=lambda index: index.name):
+            print(str(CreateIndex(index).compile(dialect=postgresql.dialect())).strip() + ";")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Users, hashed API keys and the kudos ledger."""

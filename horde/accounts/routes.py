@@ -1,0 +1,20 @@
+"""Account routes: who am I."""
+
+from flask_restx import Namespace, Resource, fields
+
+from horde.api import api_key, runtime
+from horde.chat.service import authenticate
+
+namespace = Namespace("accounts", description="Users and kudos")
+
+user_model = namespace.model("User", {
+    "id": fields.Integer, "username": fields.String, "kudos": fields.Integer, "trusted": fields.Boolean})
+
+
+@namespace.route("/find_user")
+class FindUser(Resource):
+    @namespace.doc(params={"apikey": {"in": "header", "description": "API key"}})
+    @namespace.marshal_with(user_model)
+    def get(self):
+        """The caller's account."""
+        return authenticate(runtime(), api_key()).to_public()

@@ -1,0 +1,41 @@
+"""The native API at /api/v2: one flask-restx Api, its namespaces and its error handler."""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, request
+from flask_restx import Api
+
+from horde import errors
+
+
+def runtime():
+    return current_app.extensions["horde"]
+
+
+def api_key() -> str | None:
+    return request.headers.get("apikey")
+
+
+def json_body():
+    return request.get_json(silent=True)
+
+
+def make_blueprint() -> Blueprint:
+    from horde.accounts.routes import namespace as accounts_namespace
+    from horde.chat.routes import namespace as chat_namespace
+    from horde.chat.routes import status_namespace
+    from horde.workers.routes import namespace as workers_namespace
+
+    blueprint = Blueprint("native", __name__, url_prefix="/api/v2")
+    api = Api(blueprint, title="Horde native API", version="2", doc="/doc",
+              description="Chat requests, workers and accounts. Errors are {message, rc}; see README_return_codes.md.")
+    api.add_namespace(accounts_namespace, path="/")
+    api.add_namespace(chat_namespace, path="/generate/chat")
+    api.add_namespace(workers_namespace, path="/generate/chat")
+    api.add_namespace(status_namespace, path="/status")
+
+    @api.errorhandler(errors.HordeError)
+    def _horde_error(error):
+        return error.to_native(), error.status, error.headers
+
+    return blueprint

@@ -1,0 +1,38 @@
+"""The application factory. Importing this module has no side effects."""
+
+from __future__ import annotations
+
+from flask import Flask, jsonify
+
+from horde.config import Settings
+from horde.runtime import Runtime
+
+
+def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> Flask:
+    """Build the app: native API at /api/v2, the OpenAI front at settings.oai_prefix."""
+    from horde.api import make_blueprint
+    from horde.oai.app import make_blueprint as make_oai_blueprint
+
+    settings = settings or (runtime.settings if runtime else Settings.from_env())
+    runtime = runtime or Runtime.build(settings)
+    app = Flask("horde")
+    app.config["RESTX_MASK_SWAGGER"] = False
+    app.json.sort_keys = False
+    app.extensions["horde"] = runtime
+    app.register_blueprint(make_blueprint())
+    app.register_blueprint(make_oai_blueprint(), url_prefix=settings.oai_prefix)
+
+    @app.get("/health")
+    def health():
+        return jsonify({"status": "ok"})
+
+    return app
+
+
+def init_schema(runtime: Runtime) -> None:
+    """Create the tables and the anonymous user; safe to run on every start."""
+    from horde.accounts.service import ensure_anonymous_user
+
+    runtime.db.create_schema()
+    with runtime.db.transaction() as session:
+        ensure_anonymous_user(session)

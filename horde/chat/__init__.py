@@ -1,0 +1,1 @@
+"""The native chat contract: requests, requirements, eligibility, pricing, lifecycle."""

@@ -1,0 +1,186 @@
+"""Admission: turn a validated native request into a queued ChatRequest, or refuse it.
+
+Every refusal here happens before anything is queued or charged. Order of the
+checks: payload, rate, known models, online workers, declarations and limits,
+worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from sqlalchemy.orm import Session
+
+from horde import errors
+from horde.accounts.models import User
+from horde.chat import context, pricing, queue, requirements
+from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
+from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
+from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
+from horde.chat.tokens import count_images
+from horde.workers import service as workers
+
+DEFAULT_MAX_TOKENS = 512
+DEFAULT_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "frequency_penalty": 0, "presence_penalty": 0}
+FORWARDED_KEYS = ("tool_choice", "parallel_tool_calls", "response_format", "seed", "stop", "reasoning_effort")
+RATE_WINDOW_S = 60
+
+
+def validate(native: dict) -> dict:
+    return load(CHAT_REQUEST_SCHEMA, native)
+
+
+def models_of(native: dict) -> list[str]:
+    return list(native.get("models") or [native["model"]])
+
+
+def admit(session: Session, settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+          model_param: str | None = None) -> ChatRequest:
+    """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError."""
+    models = models_of(native)
+    model_param = model_param or ("model" if "model" in native else "models")
+    _check_rate(session, settings, user)
+    _check_known(session, models, model_param)
+    online = workers.online_workers(session, settings.worker_online_window_s, models)
+    if not online:
+        raise errors.NoEligibleWorker(
+            f"The model {_names(models)} is not served by any online worker.", param=model_param)
+    need = _need(native, models)
+    capable = [w for w in online if not missing_declarations(w, need) and not breaks_limits(w, need)]
+    if not capable:
+        raise _declaration_gap(online, need, models)
+    trust = workers.owners_trust(session, capable)
+    allowed = [w for w in capable if passes_restrictions(w, need, trust.get(w.owner_id, False))]
+    if not allowed:
+        raise errors.NoEligibleWorker(
+            f"No online worker serving {_names(models)} matches the request's worker restrictions "
+            "(horde.only, horde.trusted_workers).", param="horde")
+    adjustments = []
+    requested = native.get("max_tokens", DEFAULT_MAX_TOKENS)
+    largest_length = max(w.max_length for w in allowed)
+    need.max_tokens = min(requested, largest_length)
+    if need.max_tokens < requested:
+        adjustments.append({"from": requested, "to": largest_length, "reason": "worker_max_length"})
+    tools = native.get("tools") if requirements.forwards_tools(native) else None
+    fitted = context.fit(
+        native["messages"], tools, max_tokens=need.max_tokens, mode=native["context_fitting"],
+        default_context=settings.default_context_tokens,
+        largest_context=max(w.max_context_length for w in allowed if w.max_length >= need.max_tokens))
+    need.context_tokens = fitted.context_tokens
+    adjustments += fitted.adjustments
+    eligible = [w for w in allowed if fits(w, need)]
+    if not eligible:
+        raise errors.NoWorkerSupportsLimit(
+            f"No online worker serving {_names(models)} accepts max_tokens {need.max_tokens} "
+            f"with a context of {need.context_tokens} tokens.", param="max_tokens")
+    n_images = sum(count_images(message.get("content")) for message in fitted.messages)
+    estimate = pricing.price(models[0], completion_tokens=need.max_tokens, prompt_tokens=fitted.prompt_tokens,
+                             n_images=n_images, reference_path=settings.model_reference_path)
+    _check_price(native, user, estimate, need, eligible, session, models)
+    _check_queue(native, session, settings, eligible, models)
+    request = ChatRequest(
+        user_id=user.id, models=models, max_tokens=need.max_tokens, context_tokens=need.context_tokens,
+        prompt_tokens=fitted.prompt_tokens, required_features=need.features, required_guarantees=need.guarantees,
+        tools_temperature=need.tools_temperature, trusted_only=need.trusted_only,
+        only_workers=("|" + "|".join(need.only) + "|") if need.only else None,
+        payload=_payload(native, fitted.messages, tools, need.max_tokens), n_images=n_images,
+        kudos_estimate=estimate, context_adjustments=adjustments or None, client_agent=client_agent[:300],
+        priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
+        priority=max(user.kudos, 0))
+    session.add(request)
+    session.flush()
+    session.add_all(ChatRequestModel(request_id=request.id, model=model) for model in dict.fromkeys(models))
+    return request
+
+
+def _need(native: dict, models: list[str]) -> Need:
+    required = requirements.derive(native)
+    tools_temperature = None
+    if requirements.forwards_tools(native):
+        tools_temperature = native.get("temperature", DEFAULT_SAMPLING["temperature"])
+    return Need(models=models, max_tokens=0, context_tokens=0, features=required.features,
+                guarantees=required.guarantees, tools_temperature=tools_temperature,
+                only=native.get("only"), trusted_only=native.get("trusted_workers", False))
+
+
+def _payload(native: dict, messages: list[dict], tools, max_tokens: int) -> dict:
+    payload = {"messages": copy.deepcopy(messages), "max_tokens": max_tokens}
+    for key, default in DEFAULT_SAMPLING.items():
+        payload[key] = native.get(key, default)
+    for key in FORWARDED_KEYS:
+        if native.get(key) is not None:
+            payload[key] = native[key]
+    if tools:
+        payload["tools"] = tools
+    else:
+        payload.pop("tool_choice", None)
+        payload.pop("parallel_tool_calls", None)
+    return payload
+
+
+def _names(models: list[str]) -> str:
+    return ", ".join(models)
+
+
+def _check_rate(session, settings, user: User) -> None:
+    limit = settings.rate_limit_per_minute
+    used = queue.created_since(session, user.id, RATE_WINDOW_S)
+    if used >= limit:
+        raise errors.TooManyRequests(
+            f"Too many chat requests: at most {limit} a minute per user.",
+            headers={"Retry-After": str(RATE_WINDOW_S), "X-RateLimit-Limit": str(limit),
+                     "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_WINDOW_S)})
+
+
+def _check_known(session, models: list[str], model_param: str) -> None:
+    known = workers.known_models(session) | set(pricing.model_sizes())
+    for index, model in enumerate(models):
+        if model not in known:
+            param = "model" if model_param == "model" else f"models[{index}]"
+            raise errors.ModelNotFound(f"The model `{model}` does not exist or you do not have access to it.",
+                                       param=param)
+
+
+def _declaration_gap(online, need: Need, models) -> errors.HordeError:
+    """404 naming what the closest online worker lacks."""
+    best_missing = None
+    for worker in online:
+        missing = missing_declarations(worker, need)
+        if breaks_limits(worker, need):
+            missing.append(f"max_temperature_with_tools >= {need.tools_temperature}")
+        if best_missing is None or len(missing) < len(best_missing):
+            best_missing = missing
+    return errors.NoWorkerSupportsFeatures(
+        f"No online worker serving {_names(models)} supports: {', '.join(best_missing)}.",
+        metadata={"missing": best_missing})
+
+
+def _check_price(native, user: User, estimate: int, need: Need, eligible, session, models) -> None:
+    max_kudos = native.get("max_kudos")
+    if max_kudos is not None and estimate > max_kudos:
+        raise errors.MaxKudosExceeded(
+            f"The request's kudos estimate of {estimate} exceeds its max_kudos of {max_kudos}.",
+            param="horde.max_kudos", metadata={"kudos_estimate": estimate, "max_kudos": max_kudos})
+    threads = sum(w.threads for w in eligible)
+    allowance = pricing.free_allowance_tokens(threads, queue.waiting_for_models(session, models))
+    if need.max_tokens > allowance and user.kudos < estimate:
+        raise errors.KudosUpfront(
+            f"max_tokens {need.max_tokens} is above the free allowance of {allowance} tokens, so the API key "
+            f"needs {estimate} kudos upfront; it has {user.kudos}.",
+            param="max_tokens", metadata={"kudos_estimate": estimate, "kudos": user.kudos,
+                                          "free_allowance_tokens": allowance})
+
+
+def _check_queue(native, session, settings, eligible, models) -> None:
+    if native.get("availability_mode", "fail_fast") != "fail_fast":
+        return
+    threads = sum(w.threads for w in eligible)
+    queued = queue.waiting_for_models(session, models)
+    wait_s = queue.wait_estimate_s(queued, threads, queue.typical_job_s(session, settings.default_job_duration_s))
+    budget_s = settings.oai_wait_budget_s
+    if wait_s > budget_s:
+        raise errors.QueueUnavailable(
+            f"The queue is too long for the request: {threads} eligible worker threads, an estimated wait of "
+            f"{wait_s} s and a budget of {int(budget_s)} s. Retry later, or send availability_mode 'wait'.",
+            metadata={"eligible_threads": threads, "wait_time": wait_s, "budget_s": int(budget_s)},
+            headers={"Retry-After": str(max(1, int(wait_s - budget_s)))})

@@ -1,0 +1,78 @@
+"""Context fitting: make the messages and max_tokens fit a context the workers offer.
+
+- reject: refuse messages that do not fit the request's context.
+- grow: raise the context up to the largest one an eligible worker declares.
+- truncate_oldest (default): grow, then drop whole turns from the oldest forward,
+  keeping every system message and the latest user message with what follows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from horde import errors
+from horde.chat.tokens import prompt_tokens
+
+
+@dataclass
+class FittedContext:
+    messages: list[dict]
+    context_tokens: int
+    prompt_tokens: int
+    adjustments: list[dict] = field(default_factory=list)
+
+
+def fit(messages: list[dict], tools, *, max_tokens: int, mode: str, default_context: int,
+        largest_context: int) -> FittedContext:
+    context = min(default_context, largest_context)
+    prompt = prompt_tokens(messages, tools)
+    if prompt + max_tokens <= context:
+        return FittedContext(messages, context, prompt)
+    if mode == "reject":
+        raise _does_not_fit(prompt, max_tokens, context)
+    adjustments = []
+    grown = min(prompt + max_tokens, largest_context)
+    if grown > context:
+        adjustments.append({"from": context, "to": grown, "reason": "grow"})
+        context = grown
+    if prompt + max_tokens <= context:
+        return FittedContext(messages, context, prompt, adjustments)
+    if mode == "grow":
+        raise _does_not_fit(prompt, max_tokens, context)
+    kept, dropped = _drop_oldest_turns(messages, tools, context - max_tokens)
+    new_prompt = prompt_tokens(kept, tools)
+    if new_prompt + max_tokens > context:
+        raise _does_not_fit(new_prompt, max_tokens, context, after_truncation=True)
+    adjustments.append({"from": prompt, "to": new_prompt, "reason": "truncate_oldest", "dropped_messages": dropped})
+    return FittedContext(kept, context, new_prompt, adjustments)
+
+
+def _turn_starts(messages: list[dict], last_user: int) -> list[int]:
+    """Indices where a droppable turn starts: each user message before the latest one."""
+    starts = [index for index in range(last_user) if messages[index]["role"] == "user"]
+    first_droppable = next((i for i in range(last_user) if messages[i]["role"] != "system"), None)
+    if first_droppable is not None and (not starts or starts[0] > first_droppable):
+        starts.insert(0, first_droppable)
+    return starts
+
+
+def _drop_oldest_turns(messages: list[dict], tools, prompt_budget: int) -> tuple[list[dict], int]:
+    user_indices = [index for index, message in enumerate(messages) if message["role"] == "user"]
+    last_user = user_indices[-1] if user_indices else len(messages) - 1
+    starts = _turn_starts(messages, last_user) + [last_user]
+    dropped: set[int] = set()
+    for start, end in zip(starts, starts[1:]):
+        kept = [m for i, m in enumerate(messages) if i not in dropped]
+        if prompt_tokens(kept, tools) <= prompt_budget:
+            break
+        dropped.update(i for i in range(start, end) if messages[i]["role"] != "system")
+    kept = [m for i, m in enumerate(messages) if i not in dropped]
+    return kept, len(dropped)
+
+
+def _does_not_fit(prompt: int, max_tokens: int, context: int, after_truncation: bool = False):
+    detail = " after dropping every older turn" if after_truncation else ""
+    return errors.NoWorkerSupportsLimit(
+        f"The messages take about {prompt} tokens{detail}; with max_tokens {max_tokens} they need "
+        f"{prompt + max_tokens}, above the context of {context} tokens that the request can have.",
+        param="messages", metadata={"prompt_tokens": prompt, "max_tokens": max_tokens, "context_tokens": context})

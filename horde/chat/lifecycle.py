@@ -1,0 +1,178 @@
+"""A request's life after admission: claim, progress, submit, fault, expiry, cancel.
+
+Functions take a session inside the caller's transaction and return what the
+caller must publish; they never commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from horde import errors
+from horde.accounts import service as accounts
+from horde.accounts.models import User
+from horde.chat import conformance, pricing
+from horde.chat.eligibility import QUEUE_ORDER, queue_filter
+from horde.chat.models import (
+    CANCELLED, DONE, FAULTED, FINAL_STATES, JOB_ABORTED, JOB_CANCELLED, JOB_FAULTED, JOB_PROCESSING, JOB_REFUSED,
+    JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest)
+from horde.chat.tokens import text_tokens
+from horde.timeutil import utcnow
+from horde.workers.declarations import FEATURE_BITS
+from horde.workers.models import Worker
+
+DEFAULT_REASONING_EFFORT = "medium"
+
+
+def claim(session: Session, settings, worker: Worker, trusted: bool, *, skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
+    """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
+    query = select(ChatRequest).where(queue_filter(worker, trusted)).order_by(*QUEUE_ORDER).limit(1)
+    if skip_locked:
+        query = query.with_for_update(skip_locked=True, of=ChatRequest)
+    request = session.scalar(query)
+    if request is None:
+        return None
+    model = next(model for model in request.models if model in worker.models)
+    now = utcnow()
+    job = ChatJob(request_id=request.id, worker_id=worker.id, model=model, started_at=now,
+                  deadline_at=now + dt.timedelta(seconds=settings.job_ttl_s))
+    session.add(job)
+    session.flush()
+    request.state = PROCESSING
+    request.attempts += 1
+    request.current_job_id = job.id
+    request.worker_id, request.worker_name, request.served_model = worker.id, worker.name, model
+    request.progress_content = request.progress_reasoning = None
+    return job, request
+
+
+def jobs_in_flight(session: Session, worker: Worker) -> int:
+    return session.scalar(select(func.count(ChatJob.id)).where(ChatJob.worker_id == worker.id,
+                                                               ChatJob.state == JOB_PROCESSING)) or 0
+
+
+def worker_payload(request: ChatRequest, worker: Worker) -> dict:
+    payload = dict(request.payload)
+    payload["max_context_length"] = request.context_tokens
+    if "reasoning_effort" not in payload and worker.features_mask & FEATURE_BITS["reasoning_effort"]:
+        payload["reasoning_effort"] = DEFAULT_REASONING_EFFORT
+    return payload
+
+
+def owned_job(session: Session, owner: User, job_id: str) -> tuple[ChatJob, ChatRequest, Worker]:
+    job = session.get(ChatJob, job_id)
+    worker = session.get(Worker, job.worker_id) if job else None
+    if job is None or worker is None or worker.owner_id != owner.id:
+        raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
+    return job, session.get(ChatRequest, job.request_id), worker
+
+
+def _require_running(job: ChatJob) -> None:
+    if job.state == JOB_SUBMITTED:
+        raise errors.DuplicateGen("This job was already submitted.")
+    if job.state != JOB_PROCESSING:
+        raise errors.AbortedGen(f"This job is no longer assigned to the worker (it is {job.state}).")
+
+
+def progress(session: Session, owner: User, body: dict) -> tuple[bool, ChatRequest]:
+    """Store the text so far; True when the worker should stop."""
+    job, request, _ = owned_job(session, owner, body["id"])
+    if job.state != JOB_PROCESSING or request.current_job_id != job.id:
+        return True, request
+    request.progress_content = body.get("content") or ""
+    request.progress_reasoning = body.get("reasoning_content") or ""
+    request.progress_seq += 1
+    return False, request
+
+
+def submit(session: Session, settings, owner: User, body: dict) -> tuple[int | None, str | None, ChatRequest]:
+    """(reward, None, request) when accepted; (None, violation, request) when refused."""
+    job, request, worker = owned_job(session, owner, body["id"])
+    _require_running(job)
+    reply = {key: body.get(key) for key in ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")}
+    problem = conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
+    if problem:
+        _end_job(job, JOB_REFUSED, problem)
+        _restart_or_fault(request, settings, errors.ChatSubmitNonconformant.rc, problem)
+        return None, problem, request
+    _end_job(job, JOB_SUBMITTED, None)
+    usage = dict(reply.get("usage") or {})
+    usage.setdefault("prompt_tokens", request.prompt_tokens)
+    usage.setdefault("completion_tokens", text_tokens(reply.get("content")) + text_tokens(reply.get("reasoning_content")))
+    reply["usage"] = usage
+    reply["finish_reason"] = reply.get("finish_reason") or "stop"
+    kudos = pricing.price(job.model, completion_tokens=usage["completion_tokens"], prompt_tokens=request.prompt_tokens,
+                          n_images=request.n_images, reference_path=settings.model_reference_path)
+    _settle(session, request, worker, kudos)
+    request.reply = reply
+    request.state, request.finished_at = DONE, utcnow()
+    return kudos, None, request
+
+
+def fault(session: Session, settings, owner: User, body: dict) -> ChatRequest:
+    job, request, _ = owned_job(session, owner, body["id"])
+    _require_running(job)
+    _end_job(job, JOB_FAULTED, body["reason"])
+    _restart_or_fault(request, settings, errors.ChatWorkerFault.rc, body["reason"])
+    return request
+
+
+def expire_jobs(session: Session, settings) -> list[ChatRequest]:
+    """Abort every job past its ttl and restart (or fault) its request."""
+    expired = session.scalars(select(ChatJob).where(ChatJob.state == JOB_PROCESSING,
+                                                    ChatJob.deadline_at < utcnow())).all()
+    changed = []
+    for job in expired:
+        reason = f"The worker did not submit the job within its ttl of {int(settings.job_ttl_s)} s."
+        _end_job(job, JOB_ABORTED, reason)
+        request = session.get(ChatRequest, job.request_id)
+        if request.current_job_id == job.id and request.state == PROCESSING:
+            _restart_or_fault(request, settings, errors.ChatJobExpired.rc, reason)
+            changed.append(request)
+    return changed
+
+
+def cancel(session: Session, settings, request: ChatRequest, *, streamed_chars: int = 0,
+           rc: str | None = None, message: str | None = None) -> bool:
+    """Cancel a request; charge what was streamed before the cancel. False when it had already ended.
+
+    `rc` and `message` record why the Horde itself cancelled it (a worker gap), so that a replay answers the same.
+    """
+    if request.state in FINAL_STATES:
+        return False
+    request.fault_rc, request.fault_message = rc, message
+    job = session.get(ChatJob, request.current_job_id) if request.current_job_id else None
+    if job is not None and job.state == JOB_PROCESSING:
+        _end_job(job, JOB_CANCELLED, "The request was cancelled.")
+        if streamed_chars:
+            kudos = pricing.price(job.model, completion_tokens=max(1, streamed_chars // 4),
+                                  prompt_tokens=request.prompt_tokens, n_images=request.n_images,
+                                  reference_path=settings.model_reference_path)
+            _settle(session, request, session.get(Worker, job.worker_id), kudos)
+    request.state, request.finished_at = CANCELLED, utcnow()
+    return True
+
+
+def _settle(session: Session, request: ChatRequest, worker: Worker, kudos: int) -> None:
+    requester = session.get(User, request.user_id)
+    owner = session.get(User, worker.owner_id)
+    accounts.move_kudos(session, requester, -kudos, kind="charge", request_id=request.id)
+    accounts.move_kudos(session, owner, kudos, kind="reward", request_id=request.id)
+    request.kudos_charged = kudos
+
+
+def _end_job(job: ChatJob, state: str, reason: str | None) -> None:
+    job.state, job.reason, job.ended_at = state, reason, utcnow()
+
+
+def _restart_or_fault(request: ChatRequest, settings, rc: str, message: str) -> None:
+    request.fault_rc, request.fault_message = rc, message
+    request.current_job_id = None
+    if request.attempts >= settings.max_attempts:
+        request.state, request.finished_at = FAULTED, utcnow()
+    else:
+        request.state = WAITING
+        request.progress_content = request.progress_reasoning = None

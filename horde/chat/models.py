@@ -1,0 +1,103 @@
+"""Chat request and job tables.
+
+A request is what a client asked for; a job is one attempt of one worker at it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from horde.database import Base
+from horde.timeutil import utcnow
+
+WAITING, PROCESSING, DONE, FAULTED, CANCELLED = "waiting", "processing", "done", "faulted", "cancelled"
+FINAL_STATES = (DONE, FAULTED, CANCELLED)
+
+JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED, JOB_FAULTED, JOB_REFUSED, JOB_CANCELLED = (
+    "processing", "submitted", "aborted", "faulted", "refused", "cancelled")
+
+#: Priority classes: users with kudos are served before everyone else (ADR 0035).
+PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS = 0, 1
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class ChatRequest(Base):
+    __tablename__ = "chat_requests"
+    __table_args__ = (Index("ix_chat_requests_queue", "state", "priority_class", "priority", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    state: Mapped[str] = mapped_column(String(16), default=WAITING)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    priority_class: Mapped[int] = mapped_column(Integer, default=PRIORITY_CLASS_OTHERS)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+
+    # What a worker must offer (see horde/chat/eligibility.py).
+    models: Mapped[list] = mapped_column(JSON)
+    max_tokens: Mapped[int] = mapped_column(Integer)
+    context_tokens: Mapped[int] = mapped_column(Integer)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    required_features: Mapped[int] = mapped_column(Integer, default=0)
+    required_guarantees: Mapped[int] = mapped_column(Integer, default=0)
+    tools_temperature: Mapped[float | None] = mapped_column(Float, nullable=True)
+    only_workers: Mapped[str | None] = mapped_column(Text, nullable=True)  # "|id|id|" for LIKE
+    trusted_only: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    payload: Mapped[dict] = mapped_column(JSON)
+    n_images: Mapped[int] = mapped_column(Integer, default=0)
+    kudos_estimate: Mapped[int] = mapped_column(Integer, default=0)
+    kudos_charged: Mapped[int] = mapped_column(Integer, default=0)
+    context_adjustments: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    client_agent: Mapped[str] = mapped_column(String(300), default="unknown:0:unknown")
+    #: Hash of the client's body, so that a retry of the same body can find this request.
+    body_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    #: Open client connections waiting on this request; a drop cancels only when none is left.
+    holders: Mapped[int] = mapped_column(Integer, default=0)
+
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    current_job_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    worker_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    worker_name: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    served_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    reply: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    progress_content: Mapped[str | None] = mapped_column(Text, nullable=True)
+    progress_reasoning: Mapped[str | None] = mapped_column(Text, nullable=True)
+    progress_seq: Mapped[int] = mapped_column(Integer, default=0)
+    fault_rc: Mapped[str | None] = mapped_column(String(50), nullable=True)
+    fault_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    @property
+    def only_worker_ids(self) -> list[str]:
+        return [item for item in (self.only_workers or "").split("|") if item]
+
+
+class ChatRequestModel(Base):
+    """One row per model a request accepts, so pop filters by model in SQL."""
+
+    __tablename__ = "chat_request_models"
+
+    request_id: Mapped[str] = mapped_column(ForeignKey("chat_requests.id", ondelete="CASCADE"), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+
+
+class ChatJob(Base):
+    __tablename__ = "chat_jobs"
+    __table_args__ = (Index("ix_chat_jobs_state_deadline", "state", "deadline_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    request_id: Mapped[str] = mapped_column(ForeignKey("chat_requests.id", ondelete="CASCADE"), index=True)
+    worker_id: Mapped[str] = mapped_column(ForeignKey("workers.id"), index=True)
+    model: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(16), default=JOB_PROCESSING)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    deadline_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)

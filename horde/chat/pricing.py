@@ -1,0 +1,49 @@
+"""Kudos prices and the free output allowance.
+
+price = ceil(size_b / 8 × (completion_tokens / 100 + prompt_tokens / 1000)) + 5 × images,
+at least 1 kudos; size_b is the model's size in billions of parameters from the
+model reference file, DEFAULT_MODEL_SIZE_B when unknown. The estimate prices the
+full max_tokens; the charge prices what was generated.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+
+DEFAULT_MODEL_SIZE_B = 8
+REFERENCE_SIZE_B = 8
+COMPLETION_TOKENS_PER_UNIT = 100
+PROMPT_TOKENS_PER_UNIT = 1000
+KUDOS_PER_IMAGE = 5
+MIN_PRICE_KUDOS = 1
+FREE_ALLOWANCE_MAX_TOKENS = 4096
+FREE_ALLOWANCE_MIN_TOKENS = 512
+BUILTIN_REFERENCE = Path(__file__).with_name("model_reference.json")
+
+
+@functools.lru_cache(maxsize=8)
+def model_sizes(path: str | None = None) -> dict[str, float]:
+    with open(path or BUILTIN_REFERENCE, encoding="utf-8") as handle:
+        return dict(json.load(handle).get("models", {}))
+
+
+def model_size_b(model: str, reference_path: str | None = None) -> float:
+    return model_sizes(reference_path).get(model, DEFAULT_MODEL_SIZE_B)
+
+
+def price(model: str, *, completion_tokens: int, prompt_tokens: int, n_images: int = 0,
+          reference_path: str | None = None) -> int:
+    size_factor = model_size_b(model, reference_path) / REFERENCE_SIZE_B
+    units = completion_tokens / COMPLETION_TOKENS_PER_UNIT + prompt_tokens / PROMPT_TOKENS_PER_UNIT
+    return max(MIN_PRICE_KUDOS, math.ceil(size_factor * units)) + KUDOS_PER_IMAGE * n_images
+
+
+def free_allowance_tokens(eligible_threads: int, queued_requests: int) -> int:
+    """4096 tokens on an idle pool, shrinking towards 512 as the queue outgrows the threads."""
+    if eligible_threads <= 0:
+        return FREE_ALLOWANCE_MIN_TOKENS
+    share = eligible_threads / (eligible_threads + queued_requests)
+    return max(FREE_ALLOWANCE_MIN_TOKENS, int(FREE_ALLOWANCE_MAX_TOKENS * share))

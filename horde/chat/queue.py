@@ -1,0 +1,57 @@
+"""Queue position and wait estimates, from the database alone."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from horde.chat.models import JOB_SUBMITTED, WAITING, ChatJob, ChatRequest, ChatRequestModel
+from horde.timeutil import utcnow
+
+RECENT_JOBS_FOR_ESTIMATE = 50
+
+
+def typical_job_s(session: Session, default_s: float) -> float:
+    """Median duration of the latest submitted jobs, or the default on a fresh Horde."""
+    rows = session.execute(
+        select(ChatJob.started_at, ChatJob.ended_at).where(ChatJob.state == JOB_SUBMITTED)
+        .order_by(ChatJob.ended_at.desc()).limit(RECENT_JOBS_FOR_ESTIMATE)).all()
+    durations = [(ended - started).total_seconds() for started, ended in rows if ended and started]
+    return statistics.median(durations) if durations else default_s
+
+
+def waiting_for_models(session: Session, models) -> int:
+    return session.scalar(
+        select(func.count(func.distinct(ChatRequest.id))).join(ChatRequestModel, ChatRequestModel.request_id == ChatRequest.id)
+        .where(ChatRequest.state == WAITING, ChatRequestModel.model.in_(list(models)))) or 0
+
+
+def position(session: Session, request: ChatRequest) -> int:
+    """How many waiting requests for the same models are served before this one (0 = next)."""
+    if request.state != WAITING:
+        return 0
+    ahead = or_(
+        ChatRequest.priority_class < request.priority_class,
+        and_(ChatRequest.priority_class == request.priority_class, ChatRequest.priority > request.priority),
+        and_(ChatRequest.priority_class == request.priority_class, ChatRequest.priority == request.priority,
+             ChatRequest.created_at < request.created_at),
+    )
+    return session.scalar(
+        select(func.count(func.distinct(ChatRequest.id))).join(ChatRequestModel, ChatRequestModel.request_id == ChatRequest.id)
+        .where(ChatRequest.state == WAITING, ChatRequestModel.model.in_(list(request.models)), ahead)) or 0
+
+
+def wait_estimate_s(queued_ahead: int, threads: int, job_s: float) -> int:
+    if threads <= 0:
+        return 0
+    return int(math.ceil((queued_ahead // threads + 1) * job_s))
+
+
+def created_since(session: Session, user_id: int, seconds: float) -> int:
+    since = utcnow() - dt.timedelta(seconds=seconds)
+    return session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.user_id == user_id,
+                                                                    ChatRequest.created_at >= since)) or 0

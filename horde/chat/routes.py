@@ -1,0 +1,53 @@
+"""Native client routes: async, status, cancel, and the model status list."""
+
+from flask import request as http_request
+from flask_restx import Namespace, Resource
+
+from horde.api import api_key, json_body, runtime
+from horde.chat import service
+from horde.chat.cards import model_stats
+
+namespace = Namespace("chat", description="Chat requests")
+APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
+
+
+@namespace.route("/async")
+class Async(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def post(self):
+        """Queue a chat request; answers 202 with its id and kudos estimate."""
+        hub = runtime()
+        user = service.authenticate(hub, api_key())
+        agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
+        request = service.create(hub, user, json_body(), client_agent=agent)
+        return {"id": request.id, "kudos": request.kudos_estimate}, 202
+
+
+@namespace.route("/status/<string:request_id>")
+class Status(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def get(self, request_id):
+        """State, queue position, wait estimate, worker, reply, progress, kudos and adjustments."""
+        hub = runtime()
+        return service.status(hub, service.authenticate(hub, api_key()), request_id)
+
+    @namespace.doc(params=APIKEY_HEADER)
+    def delete(self, request_id):
+        """Cancel the request."""
+        hub = runtime()
+        user = service.authenticate(hub, api_key())
+        service.cancel(hub, user, request_id)
+        return service.status(hub, user, request_id)
+
+
+status_namespace = Namespace("status", description="Horde status")
+
+
+@status_namespace.route("/models")
+class Models(Resource):
+    @status_namespace.doc(params={"type": {"in": "query", "description": "Only 'chat' is served"}})
+    def get(self):
+        """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
+        hub = runtime()
+        with hub.db.transaction() as session:
+            return model_stats(session, hub.settings)

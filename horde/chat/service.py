@@ -1,0 +1,113 @@
+"""Client-side chat operations shared by the native routes and the OpenAI front."""
+
+from __future__ import annotations
+
+import copy
+
+from horde import errors
+from horde.accounts import service as accounts
+from horde.accounts.models import User
+from horde.chat import admission, images, lifecycle, queue
+from horde.chat.models import PROCESSING, WAITING, ChatRequest
+from horde.events import JOBS_CHANNEL, request_channel
+from horde.workers import service as workers
+
+
+def authenticate(runtime, api_key: str | None) -> User:
+    with runtime.db.transaction() as session:
+        return accounts.authenticate(session, api_key)
+
+
+def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+           model_param: str | None = None, body_hash: str | None = None, holders: int = 0) -> ChatRequest:
+    """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
+    native = admission.validate(native)
+    native["messages"] = copy.deepcopy(native["messages"])
+    images.inline_images(native["messages"], runtime.settings)
+    with runtime.db.transaction() as session:
+        user = session.get(User, user.id)
+        request = admission.admit(session, runtime.settings, user, native, client_agent=client_agent,
+                                  model_param=model_param)
+        request.body_hash, request.holders = body_hash, holders
+    runtime.bus.publish(JOBS_CHANNEL)
+    return request
+
+
+def load_owned(session, user: User, request_id: str) -> ChatRequest:
+    request = session.get(ChatRequest, request_id)
+    if request is None or request.user_id != user.id:
+        raise errors.RequestNotFound(f"No chat request '{request_id}' of this API key.")
+    return request
+
+
+def status(runtime, user: User, request_id: str) -> dict:
+    with runtime.db.transaction() as session:
+        return status_view(session, runtime.settings, load_owned(session, user, request_id))
+
+
+def read(runtime, request_id: str) -> ChatRequest | None:
+    with runtime.db.transaction() as session:
+        return session.get(ChatRequest, request_id)
+
+
+def cancel(runtime, user: User | None, request_id: str, *, streamed_chars: int = 0,
+           reason: errors.HordeError | None = None) -> ChatRequest:
+    with runtime.db.transaction() as session:
+        request = session.get(ChatRequest, request_id) if user is None else load_owned(session, user, request_id)
+        if request is None:
+            raise errors.RequestNotFound(f"No chat request '{request_id}'.")
+        lifecycle.cancel(session, runtime.settings, request, streamed_chars=streamed_chars,
+                         rc=reason.rc if reason else None, message=reason.message if reason else None)
+    runtime.bus.publish(request_channel(request_id))
+    return request
+
+
+def sweep(runtime) -> int:
+    """Expire stale jobs; the serve loop calls it every HORDE_SWEEP_INTERVAL_S."""
+    with runtime.db.transaction() as session:
+        changed = lifecycle.expire_jobs(session, runtime.settings)
+    for request in changed:
+        runtime.bus.publish(request_channel(request.id))
+    if changed:
+        runtime.bus.publish(JOBS_CHANNEL)
+    return len(changed)
+
+
+def pool(session, settings, request: ChatRequest) -> dict:
+    """Online workers and threads for the request's models, and the wait ahead of it."""
+    online = workers.online_workers(session, settings.worker_online_window_s, request.models)
+    threads = sum(worker.threads for worker in online)
+    ahead = queue.position(session, request)
+    wait = queue.wait_estimate_s(ahead, threads, queue.typical_job_s(session, settings.default_job_duration_s))
+    return {"workers": len(online), "threads": threads, "queue_position": ahead,
+            "wait_time": wait if request.state == WAITING else 0}
+
+
+def status_view(session, settings, request: ChatRequest) -> dict:
+    view = {
+        "id": request.id, "state": request.state, "model": request.served_model,
+        "models": request.models, "worker_id": request.worker_id, "worker_name": request.worker_name,
+        "kudos": request.kudos_charged if request.kudos_charged else request.kudos_estimate,
+        "kudos_estimate": request.kudos_estimate, "kudos_charged": request.kudos_charged,
+        "context_adjustments": request.context_adjustments, "attempts": request.attempts,
+        "reply": request.reply, "progress": None, "faulted": None, "queue_position": 0, "wait_time": 0,
+    }
+    if request.state in (WAITING, PROCESSING):
+        current = pool(session, settings, request)
+        view["queue_position"], view["wait_time"] = current["queue_position"], current["wait_time"]
+    if request.state == PROCESSING and (request.progress_content or request.progress_reasoning):
+        view["progress"] = {"content": request.progress_content or "",
+                            "reasoning_content": request.progress_reasoning or ""}
+    if request.fault_rc and request.state != "done":
+        view["faulted"] = {"rc": request.fault_rc, "message": request.fault_message}
+    return view
+
+
+def eligible_online(session, settings, request: ChatRequest) -> list:
+    """The online workers that could serve `request` as it stands now."""
+    from horde.chat.eligibility import is_eligible, need_of
+
+    online = workers.online_workers(session, settings.worker_online_window_s, request.models)
+    trust = workers.owners_trust(session, online)
+    need = need_of(request)
+    return [worker for worker in online if is_eligible(worker, need, trust.get(worker.owner_id, False))]

@@ -1,0 +1,48 @@
+"""Token estimates without a tokenizer: about four characters a token.
+
+The Horde cannot know each worker's tokenizer; an estimate is enough for
+context fitting and pricing, and workers report real counts at submit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD_TOKENS = 4
+IMAGE_TOKENS = 85
+
+
+def text_tokens(text: str | None) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+
+
+def content_text(content) -> str:
+    """The text of a message content: a string or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+    return ""
+
+
+def count_images(content) -> int:
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image_url")
+
+
+def message_tokens(message: dict) -> int:
+    tokens = MESSAGE_OVERHEAD_TOKENS + text_tokens(content_text(message.get("content")))
+    tokens += IMAGE_TOKENS * count_images(message.get("content"))
+    if message.get("tool_calls"):
+        tokens += text_tokens(json.dumps(message["tool_calls"], separators=(",", ":")))
+    return tokens
+
+
+def prompt_tokens(messages: list[dict], tools: list | None = None) -> int:
+    tokens = sum(message_tokens(message) for message in messages)
+    if tools:
+        tokens += text_tokens(json.dumps(tools, separators=(",", ":")))
+    return tokens

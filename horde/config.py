@@ -1,0 +1,81 @@
+"""Settings read from environment variables, with defaults that run out of the box."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_SQLITE_PATH = Path("var") / "horde.db"
+
+
+def _float(env, name, default):
+    value = env.get(name)
+    return float(value) if value not in (None, "") else default
+
+
+def _int(env, name, default):
+    value = env.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+def _list(env, name):
+    value = env.get(name) or ""
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of the server; `from_env` is the only reader of the environment."""
+
+    database_url: str = f"sqlite:///{DEFAULT_SQLITE_PATH}"
+    redis_url: str | None = None
+    redis_prefix: str = "horde"
+    oai_prefix: str = "/v1"
+    oai_no_worker_grace_s: float = 20.0
+    oai_keepalive_s: float = 5.0
+    oai_drop_grace_s: float = 10.0
+    oai_wait_budget_s: float = 300.0
+    idempotency_retention_s: int = 86_400
+    worker_online_window_s: float = 300.0
+    job_ttl_s: float = 150.0
+    max_attempts: int = 3
+    default_context_tokens: int = 4096
+    default_job_duration_s: float = 10.0
+    rate_limit_per_minute: int = 600
+    image_fetch_allow: tuple[str, ...] = ()
+    image_max_bytes: int = 5 * 1024 * 1024
+    image_fetch_timeout_s: float = 2.0
+    sweep_interval_s: float = 1.0
+    model_reference_path: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env=None, **overrides) -> "Settings":
+        env = os.environ if env is None else env
+        values = dict(
+            database_url=env.get("HORDE_DATABASE_URL") or cls.database_url,
+            redis_url=env.get("HORDE_REDIS_URL") or None,
+            redis_prefix=env.get("HORDE_REDIS_PREFIX") or cls.redis_prefix,
+            oai_prefix=env.get("HORDE_OAI_PREFIX") or cls.oai_prefix,
+            oai_no_worker_grace_s=_float(env, "HORDE_OAI_NO_WORKER_GRACE_S", cls.oai_no_worker_grace_s),
+            oai_keepalive_s=_float(env, "HORDE_OAI_KEEPALIVE_S", cls.oai_keepalive_s),
+            oai_drop_grace_s=_float(env, "HORDE_OAI_DROP_GRACE_S", cls.oai_drop_grace_s),
+            oai_wait_budget_s=_float(env, "HORDE_OAI_WAIT_BUDGET_S", cls.oai_wait_budget_s),
+            idempotency_retention_s=_int(env, "HORDE_IDEMPOTENCY_RETENTION_S", cls.idempotency_retention_s),
+            worker_online_window_s=_float(env, "HORDE_WORKER_ONLINE_WINDOW_S", cls.worker_online_window_s),
+            job_ttl_s=_float(env, "HORDE_JOB_TTL_S", cls.job_ttl_s),
+            max_attempts=_int(env, "HORDE_MAX_ATTEMPTS", cls.max_attempts),
+            default_context_tokens=_int(env, "HORDE_DEFAULT_CONTEXT_TOKENS", cls.default_context_tokens),
+            rate_limit_per_minute=_int(env, "HORDE_RATE_LIMIT_PER_MINUTE", cls.rate_limit_per_minute),
+            image_fetch_allow=_list(env, "HORDE_IMAGE_FETCH_ALLOW"),
+            image_max_bytes=_int(env, "HORDE_IMAGE_MAX_BYTES", cls.image_max_bytes),
+            sweep_interval_s=_float(env, "HORDE_SWEEP_INTERVAL_S", cls.sweep_interval_s),
+            model_reference_path=env.get("HORDE_MODEL_REFERENCE") or None,
+        )
+        values.update(overrides)
+        return cls(**values)
+
+    def replace(self, **changes) -> "Settings":
+        return dataclasses.replace(self, **changes)

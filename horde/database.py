@@ -1,0 +1,79 @@
+"""SQLAlchemy engine and sessions: SQLite (WAL) by default, PostgreSQL when configured.
+
+`Database.transaction()` is the one place that commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+
+class Database:
+    def __init__(self, url: str):
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        self.is_postgresql = url.startswith("postgresql")
+        if self.is_postgresql and url.startswith("postgresql://"):
+            url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        if self.is_sqlite:
+            self._ensure_sqlite_folder(url)
+            self.engine = create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+            )
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin_immediate)
+        else:
+            self.engine = create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @staticmethod
+    def _ensure_sqlite_folder(url: str) -> None:
+        path = url.split("///", 1)[-1] if "///" in url else ""
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+    def create_schema(self) -> None:
+        import horde.models  # noqa: F401  (registers every table)
+
+        Base.metadata.create_all(self.engine)
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """Yield a session; commit when the block ends, roll back when it raises."""
+        session: Session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_connection, _record):
+    dbapi_connection.isolation_level = None  # transactions are begun explicitly below
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
+def _sqlite_begin_immediate(connection):
+    """Take the write lock at BEGIN so two writers never deadlock on a lock upgrade."""
+    connection.exec_driver_sql("BEGIN IMMEDIATE")

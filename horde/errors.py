@@ -1,0 +1,204 @@
+"""Native return codes: one exception class each, rendered by one handler.
+
+Every refusal of the Horde is a `HordeError`. The native API renders it as
+`{"message", "rc"}`; the OpenAI front renders the same error in OpenAI's
+envelope (horde/oai/errors.py), keeping its status and using the rc as code.
+"""
+
+from __future__ import annotations
+
+
+class HordeError(Exception):
+    status = 400
+    rc = "BadRequest"
+    #: False where the Horde held (or may have held) the request: clients must not retry blindly.
+    should_retry: bool | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, metadata: dict | None = None,
+                 headers: dict | None = None, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.metadata = dict(metadata or {})
+        self.headers = dict(headers or {})
+        if status is not None:
+            self.status = status
+
+    def to_native(self) -> dict:
+        body = {"message": self.message, "rc": self.rc}
+        if self.param:
+            body["param"] = self.param
+        if self.metadata:
+            body["metadata"] = self.metadata
+        return body
+
+
+class BadRequest(HordeError):
+    """A native payload that fails validation; `param` names the failing key."""
+
+
+class UnsupportedChatParameter(HordeError):
+    pass
+
+
+class ChatRequestConflict(HordeError):
+    pass
+
+
+class MissingPrompt(HordeError):
+    rc = "MissingPrompt"
+
+
+class InvalidAPIKey(HordeError):
+    status = 401
+    rc = "InvalidAPIKey"
+
+
+class InvalidAuthorizationHeader(HordeError):
+    status = 401
+    rc = "InvalidAuthorizationHeader"
+
+
+class AnonForbiddenWorker(HordeError):
+    status = 403
+    rc = "AnonForbiddenWorker"
+
+
+class WrongCredentials(HordeError):
+    status = 403
+    rc = "WrongCredentials"
+
+
+class WorkerNameTaken(HordeError):
+    status = 403
+    rc = "WorkerNameTaken"
+
+
+class KudosUpfront(HordeError):
+    status = 403
+    rc = "KudosUpfront"
+
+
+class ModelNotFound(HordeError):
+    status = 404
+    rc = "model_not_found"
+
+
+class RequestNotFound(HordeError):
+    status = 404
+    rc = "RequestNotFound"
+
+
+class UserNotFound(HordeError):
+    status = 404
+    rc = "UserNotFound"
+
+
+class NoWorkerSupportsFeatures(HordeError):
+    status = 404
+    rc = "no_worker_supports_features"
+
+
+class NoWorkerSupportsLimit(HordeError):
+    status = 400
+    rc = "no_worker_supports_limit"
+
+
+class MaxKudosExceeded(HordeError):
+    status = 400
+    rc = "max_kudos_exceeded"
+
+
+class NoEligibleWorker(HordeError):
+    status = 503
+    rc = "no_eligible_worker"
+    should_retry = False
+
+
+class QueueUnavailable(HordeError):
+    status = 503
+    rc = "queue_unavailable"
+
+
+class TooManyRequests(HordeError):
+    status = 429
+    rc = "rate_limit_exceeded"
+
+
+class ImageFetchFailed(HordeError):
+    rc = "ImageFetchFailed"
+
+
+class ImageUrlForbidden(HordeError):
+    rc = "ImageUrlForbidden"
+
+
+class ImageTooLarge(HordeError):
+    status = 413
+    rc = "ImageTooLarge"
+
+
+class JobNotFound(HordeError):
+    status = 404
+    rc = "JobNotFound"
+
+
+class AbortedGen(HordeError):
+    status = 400
+    rc = "AbortedGen"
+
+
+class DuplicateGen(HordeError):
+    status = 400
+    rc = "DuplicateGen"
+
+
+class ChatSubmitNonconformant(HordeError):
+    status = 400
+    rc = "ChatSubmitNonconformant"
+
+
+class ChatWorkerFault(HordeError):
+    rc = "ChatWorkerFault"
+
+
+class ChatJobExpired(HordeError):
+    rc = "ChatJobExpired"
+
+
+class ChatRequestFaulted(HordeError):
+    status = 502
+    rc = "ChatRequestFaulted"
+    should_retry = False
+
+
+class ChatRequestCancelled(HordeError):
+    status = 499
+    rc = "ChatRequestCancelled"
+    should_retry = False
+
+
+class ChatStreamDiverged(HordeError):
+    status = 502
+    rc = "ChatStreamDiverged"
+    should_retry = False
+
+
+class IdempotencyConflict(HordeError):
+    status = 409
+    rc = "idempotency_conflict"
+    should_retry = False
+
+
+class InvalidIdempotencyKey(HordeError):
+    rc = "BadRequest"
+
+
+def all_return_codes() -> list[type[HordeError]]:
+    """Every error class, for the docs test that keeps README_return_codes.md complete."""
+    seen, stack = [], [HordeError]
+    while stack:
+        cls = stack.pop()
+        seen.append(cls)
+        stack.extend(cls.__subclasses__())
+    return seen

@@ -1,0 +1,25 @@
+"""The server's shared parts: settings, database and event bus, built once per app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from horde.config import Settings
+from horde.database import Database
+from horde.events import LocalEventBus, make_event_bus
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    bus: LocalEventBus
+
+    @classmethod
+    def build(cls, settings: Settings) -> "Runtime":
+        db = Database(settings.database_url)
+        return cls(settings=settings, db=db, bus=make_event_bus(settings))
+
+    def close(self) -> None:
+        self.bus.close()
+        self.db.dispose()

@@ -1,0 +1,52 @@
+"""Serving on gevent: TCP_NODELAY on the listening socket, the client socket in the environ.
+
+The front reads `horde.socket` to notice a client that closed its connection
+while its non-streamed request waits, and cancels the request on the Horde.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import gevent
+from gevent.pywsgi import WSGIHandler, WSGIServer
+
+from horde.chat import service
+
+log = logging.getLogger(__name__)
+SOCKET_ENVIRON_KEY = "horde.socket"
+
+
+class HordeHandler(WSGIHandler):
+    def get_environ(self):
+        environ = super().get_environ()
+        environ[SOCKET_ENVIRON_KEY] = self.socket
+        return environ
+
+
+def listen(host: str, port: int) -> socket.socket:
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    listener.bind((host, port))
+    listener.listen(2048)
+    return listener
+
+
+def sweeper(runtime) -> None:
+    """Expire jobs past their ttl, so a request restarts even when nobody pops."""
+    while True:
+        gevent.sleep(runtime.settings.sweep_interval_s)
+        try:
+            service.sweep(runtime)
+        except Exception:
+            log.exception("sweeping expired jobs failed")
+
+
+def serve(app, runtime, host: str, port: int) -> None:
+    listener = listen(host, port)
+    gevent.spawn(sweeper, runtime)
+    server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))
+    print(f"Horde serving on http://{host}:{listener.getsockname()[1]}", flush=True)
+    server.serve_forever()

@@ -1,0 +1,1 @@
+"""Worker registry, declarations, the online window and the worker routes."""

@@ -1,0 +1,30 @@
+"""The worker table: identity, owner and the declarations re-sent on every pop."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from horde.database import Base
+from horde.timeutil import utcnow
+
+
+class Worker(Base):
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=lambda: str(uuid.uuid4()))
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    models: Mapped[list] = mapped_column(JSON, default=list)
+    max_length: Mapped[int] = mapped_column(Integer)
+    max_context_length: Mapped[int] = mapped_column(Integer)
+    threads: Mapped[int] = mapped_column(Integer, default=1)
+    features_mask: Mapped[int] = mapped_column(Integer, default=0)
+    guarantees_mask: Mapped[int] = mapped_column(Integer, default=0)
+    max_temperature_with_tools: Mapped[float | None] = mapped_column(Float, nullable=True)
+    bridge_agent: Mapped[str] = mapped_column(String(300), default="")
+    last_pop_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,0 +1,77 @@
+"""Worker routes: pop, progress, submit, fault. Thin: each calls one service."""
+
+from flask_restx import Namespace, Resource
+
+from horde import errors
+from horde.accounts import service as accounts
+from horde.api import api_key, json_body, runtime
+from horde.chat import lifecycle
+from horde.chat.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA, load
+from horde.events import JOBS_CHANNEL, request_channel
+from horde.workers import pop as pop_service
+
+namespace = Namespace("workers", description="The worker protocol")
+APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker owner's API key", "required": True}}
+
+
+@namespace.route("/pop")
+class Pop(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def post(self):
+        """Check in and take the best eligible job, long-polling up to `wait` seconds."""
+        return pop_service.pop(runtime(), api_key(), json_body())
+
+
+@namespace.route("/progress")
+class Progress(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def post(self):
+        """Post the whole text generated so far; the answer says whether to stop."""
+        body = load(PROGRESS_SCHEMA, json_body())
+        hub = runtime()
+        with hub.db.transaction() as session:
+            stop, request = lifecycle.progress(session, _owner(session), body)
+        if not stop:
+            hub.bus.publish(request_channel(request.id))
+        return {"cancel": stop}
+
+
+@namespace.route("/submit")
+class Submit(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def post(self):
+        """Submit the reply; a reply that breaks the request's contract is refused."""
+        body = load(SUBMIT_SCHEMA, json_body())
+        hub = runtime()
+        with hub.db.transaction() as session:
+            reward, problem, request = lifecycle.submit(session, hub.settings, _owner(session), body)
+        _announce(hub, request)
+        if problem:
+            raise errors.ChatSubmitNonconformant(problem)
+        return {"reward": reward}
+
+
+@namespace.route("/fault")
+class Fault(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def post(self):
+        """Report that the job cannot be done; it restarts elsewhere while attempts remain."""
+        body = load(FAULT_SCHEMA, json_body())
+        hub = runtime()
+        with hub.db.transaction() as session:
+            request = lifecycle.fault(session, hub.settings, _owner(session), body)
+        _announce(hub, request)
+        return {"message": "OK"}
+
+
+def _owner(session):
+    owner = accounts.authenticate(session, api_key())
+    if owner.anonymous:
+        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+    return owner
+
+
+def _announce(hub, request) -> None:
+    hub.bus.publish(request_channel(request.id))
+    if request.state == "waiting":
+        hub.bus.publish(JOBS_CHANNEL)
