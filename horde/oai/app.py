@@ -1,0 +1,74 @@
+"""The OpenAI-compatible blueprint: /models, /models/<id>, /chat/completions. Thin routes."""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from horde import errors
+from horde.chat import service
+from horde.chat.cards import model_stats
+from horde.oai import auth, cards
+from horde.oai import errors as oai_errors
+from horde.oai.chat import ChatCall
+from horde.oai.schema import ScreeningError
+
+
+def runtime():
+    return current_app.extensions["horde"]
+
+
+def make_blueprint() -> Blueprint:
+    blueprint = Blueprint("oai", __name__)
+    blueprint.add_url_rule("/models", view_func=list_models, methods=["GET"])
+    blueprint.add_url_rule("/models/<path:model_id>", view_func=get_model, methods=["GET"])
+    blueprint.add_url_rule("/chat/completions", view_func=chat_completions, methods=["POST"])
+    blueprint.register_error_handler(errors.HordeError, _horde_error)
+    blueprint.register_error_handler(ScreeningError, _screening_error)
+    blueprint.register_error_handler(HTTPException, _http_error)
+    return blueprint
+
+
+def _authenticated_user():
+    return service.authenticate(runtime(), auth.bearer_key(request.headers))
+
+
+def list_models():
+    _authenticated_user()
+    hub = runtime()
+    with hub.db.transaction() as session:
+        return jsonify(cards.model_list(model_stats(session, hub.settings)))
+
+
+def get_model(model_id: str):
+    _authenticated_user()
+    hub = runtime()
+    with hub.db.transaction() as session:
+        stats = model_stats(session, hub.settings, model_id) if ":" not in model_id else []
+    if not stats:
+        raise errors.ModelNotFound(f"The model `{model_id}` does not exist or you do not have access to it.",
+                                   param="model")
+    return jsonify(cards.card(stats[0]))
+
+
+def chat_completions():
+    hub = runtime()
+    key = auth.bearer_key(request.headers)
+    call = ChatCall.screen(hub, request.get_json(silent=True) if request.data else None, request.data)
+    user = service.authenticate(hub, key)
+    return call.answer(user, request.headers, request.environ)
+
+
+def _horde_error(error: errors.HordeError):
+    return oai_errors.horde_error_response(error, error.metadata.get("request_id"))
+
+
+def _screening_error(error: ScreeningError):
+    body = oai_errors.envelope(error.message, status=error.status, code=error.code, param=error.param)
+    return oai_errors.response(body, error.status)
+
+
+def _http_error(error: HTTPException):
+    body = oai_errors.envelope(error.description or error.name, status=error.code or 500, code=None)
+    return oai_errors.response(body, error.code or 500)
+

@@ -1,0 +1,159 @@
+"""One POST /v1/chat/completions call: screen, attach or create, then answer as JSON or SSE."""
+
+from __future__ import annotations
+
+import itertools
+import select
+import socket
+
+from flask import Response, stream_with_context
+
+from horde import errors
+from horde.chat import service
+from horde.chat.models import DONE
+from horde.oai import auth, completion, idempotency, stream
+from horde.oai import errors as oai_errors
+from horde.oai.schema import screen_chat_request
+from horde.oai.waiter import Failed, Finished, FirstRead, watch
+
+CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket")
+JSON_WAIT_TICK_S = 1.0
+STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
+
+
+class ChatCall:
+    def __init__(self, runtime, body: dict, screened):
+        self.runtime = runtime
+        self.body = body
+        self.screened = screened
+        self.digest = idempotency.body_hash(body)
+
+    @classmethod
+    def screen(cls, runtime, body, raw: bytes) -> "ChatCall":
+        if body is None and raw:
+            raise errors.BadRequest("We could not parse the JSON body of your request. The body must be JSON.")
+        return cls(runtime, body, screen_chat_request(body))
+
+    def answer(self, user, headers, environ) -> Response:
+        key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
+        replayed = False
+        request_id = None
+        if key is not None:
+            claim = idempotency.claim(self.runtime, user.id, key, self.digest)
+            request_id = claim.request_id
+        elif _retry_count(headers) > 0:
+            request_id = idempotency.retried_request(self.runtime, user.id, self.digest)
+        if request_id is not None:
+            idempotency.hold(self.runtime, request_id, +1)
+            replayed = key is not None and service.read(self.runtime, request_id).state in ("done", "faulted",
+                                                                                             "cancelled")
+        else:
+            request_id = self._create(user, headers, key)
+        return self._respond(request_id, environ, replayed)
+
+    def _create(self, user, headers, key) -> str:
+        try:
+            request = service.create(self.runtime, user, self.screened.native, client_agent=auth.client_agent(headers),
+                                     model_param=self.screened.model_param, body_hash=self.digest, holders=1)
+        except errors.HordeError:
+            if key is not None:
+                idempotency.release(self.runtime, user.id, key)
+            raise
+        if key is not None:
+            idempotency.bind(self.runtime, user.id, key, request.id)
+        return request.id
+
+    def _respond(self, request_id: str, environ, replayed: bool) -> Response:
+        mode = self.screened.native.get("availability_mode", "fail_fast")
+        keepalive_s = None if self.screened.stream else JSON_WAIT_TICK_S
+        watcher = watch(self.runtime, request_id, availability_mode=mode, keepalive_s=keepalive_s)
+        first = next(watcher)
+        headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
+        if self.screened.stream:
+            return self._stream(request_id, first, watcher, headers)
+        return self._json(request_id, itertools.chain([first], watcher), environ, headers)
+
+    def _json(self, request_id, events, environ, headers) -> Response:
+        abandoned = False
+        try:
+            for event in events:
+                if isinstance(event, Finished):
+                    return self._final_json(event.request, headers)
+                if isinstance(event, Failed):
+                    return _error(event.error, request_id, headers)
+                if _client_gone(environ):
+                    abandoned = True
+                    idempotency.abandon(self.runtime, request_id)
+                    return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
+        finally:
+            events.close()
+            if not abandoned:
+                idempotency.hold(self.runtime, request_id, -1)
+        return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
+
+    def _final_json(self, request, headers) -> Response:
+        if request.state == DONE:
+            body = completion.chat_completion(request, self.screened.include_reasoning)
+            return oai_errors.response(body, 200, dict(headers, **{"x-request-id": request.id}))
+        error = oai_errors.faulted_error(request) if request.state == "faulted" else oai_errors.cancelled_error(request)
+        return _error(error, request.id, headers)
+
+    def _stream(self, request_id, first, watcher, headers) -> Response:
+        if isinstance(first, Failed):
+            idempotency.hold(self.runtime, request_id, -1)
+            return _error(first.error, request_id, headers)
+        if isinstance(first, Finished) and first.request.state != DONE:
+            idempotency.hold(self.runtime, request_id, -1)
+            return self._final_json(first.request, headers)
+        request = service.read(self.runtime, request_id)
+        state = stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
+        events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
+        runtime = self.runtime
+
+        def generate():
+            finished = False
+            try:
+                for chunk in stream.events(runtime, state, events):
+                    yield chunk
+                finished = True
+            finally:
+                watcher.close()
+                if finished:
+                    idempotency.hold(runtime, request_id, -1)
+                else:
+                    idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars)
+
+        response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+        response.headers.update(headers)
+        response.headers["x-should-retry"] = "false"
+        response.headers["Cache-Control"] = "no-cache"
+        response.headers["X-Accel-Buffering"] = "no"
+        response.headers["x-request-id"] = request_id
+        return response
+
+
+def _error(error: errors.HordeError, request_id: str, headers: dict) -> Response:
+    result = oai_errors.horde_error_response(error, request_id, held=True)
+    result.headers.update(headers)
+    return result
+
+
+def _retry_count(headers) -> int:
+    try:
+        return int(headers.get(STAINLESS_RETRY_HEADER, "0"))
+    except ValueError:
+        return 0
+
+
+def _client_gone(environ) -> bool:
+    """True when the client closed its connection (EOF readable on its socket)."""
+    sock = next((environ[key] for key in CLIENT_SOCKET_KEYS if environ.get(key) is not None), None)
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True

@@ -1,0 +1,87 @@
+"""OpenAI response objects built from a finished Horde request."""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+
+from horde.chat.tokens import text_tokens
+
+FINGERPRINT_HEX_CHARS = 12
+
+
+def completion_id(request) -> str:
+    return "chatcmpl-" + request.id.replace("-", "")
+
+
+def created_epoch(request) -> int:
+    return calendar.timegm(request.created_at.timetuple())
+
+
+def system_fingerprint(worker_id: str | None, model: str | None) -> str | None:
+    """A short hash of the serving worker and model; null without a worker."""
+    if not worker_id:
+        return None
+    digest = hashlib.sha256(f"{worker_id}\n{model}".encode()).hexdigest()
+    return "fp_" + digest[:FINGERPRINT_HEX_CHARS]
+
+
+def finish_reason(request) -> str:
+    reply = request.reply or {}
+    if reply.get("tool_calls"):
+        forced = isinstance(request.payload.get("tool_choice"), dict)
+        return "stop" if forced else "tool_calls"
+    return "length" if reply.get("finish_reason") == "length" else "stop"
+
+
+def tool_calls(reply: dict) -> list[dict] | None:
+    calls = reply.get("tool_calls") or []
+    if not calls:
+        return None
+    return [{"id": call["id"], "type": "function",
+             "function": {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}}
+            for call in calls]
+
+
+def usage(request) -> dict:
+    reply = request.reply or {}
+    counted = reply.get("usage") or {}
+    prompt = counted.get("prompt_tokens", request.prompt_tokens)
+    completion = counted.get("completion_tokens", 0)
+    reasoning = counted.get("reasoning_tokens")
+    if reasoning is None:
+        reasoning = min(completion, text_tokens(reply.get("reasoning_content")))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "completion_tokens_details": {"reasoning_tokens": reasoning}}
+
+
+def x_horde(request) -> dict:
+    return {"request_id": request.id, "worker_id": request.worker_id, "worker_name": request.worker_name,
+            "model": request.served_model, "kudos": request.kudos_charged,
+            "context_adjustments": request.context_adjustments or None}
+
+
+def message(request, include_reasoning: bool) -> dict:
+    reply = request.reply or {}
+    calls = tool_calls(reply)
+    result = {"role": "assistant", "content": reply.get("content") if reply.get("content") or not calls else None,
+              "refusal": None}
+    if result["content"] is None and not calls:
+        result["content"] = ""
+    if calls:
+        result["tool_calls"] = calls
+    if include_reasoning and reply.get("reasoning_content"):
+        result["reasoning_content"] = reply["reasoning_content"]
+    return result
+
+
+def chat_completion(request, include_reasoning: bool = True) -> dict:
+    return {
+        "id": completion_id(request), "object": "chat.completion", "created": created_epoch(request),
+        "model": request.served_model,
+        "choices": [{"index": 0, "message": message(request, include_reasoning), "finish_reason": finish_reason(request),
+                     "native_finish_reason": (request.reply or {}).get("finish_reason"), "logprobs": None}],
+        "usage": usage(request),
+        "system_fingerprint": system_fingerprint(request.worker_id, request.served_model),
+        "x_horde": x_horde(request),
+    }

@@ -1,0 +1,139 @@
+"""No duplicate charged jobs: Idempotency-Key, and safe SDK retries without one.
+
+With a key (scoped to the API key's user): the first call binds the key to its
+request; the same key and body attach to that request while it runs and replay
+its answer after it ended, for the retention window; another body is 409.
+A refusal before queueing releases the key. Without a key: a retry of the same
+body by the same user with `x-stainless-retry-count` above 0 attaches to a
+request of that body that has not ended. See docs/decisions/0002-idempotency.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+
+from horde import errors
+from horde.chat import service
+from horde.chat.models import FINAL_STATES, ChatRequest
+from horde.oai.idempotency_models import IdempotencyKey
+from horde.timeutil import utcnow
+
+KEY_MAX_CHARS = 255
+PENDING_POLL_S = 0.05
+PENDING_WAIT_MAX_S = 30.0
+RETRY_ATTACH_WINDOW_S = 600
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+STREAM_ONLY_KEYS = ("stream", "stream_options")
+
+
+def check_key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not 1 <= len(value) <= KEY_MAX_CHARS or not value.isprintable() or not value.isascii():
+        raise errors.InvalidIdempotencyKey(
+            f"The Idempotency-Key header must be 1 to {KEY_MAX_CHARS} printable ASCII characters.",
+            param=IDEMPOTENCY_HEADER)
+    return value
+
+
+def body_hash(body: dict) -> str:
+    """The same request whatever its stream settings: those change the delivery, not the job."""
+    essential = {key: value for key, value in body.items() if key not in STREAM_ONLY_KEYS}
+    return hashlib.sha256(json.dumps(essential, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass
+class Claim:
+    """new: this call creates the request; attach: it follows `request_id`."""
+
+    kind: str
+    request_id: str | None = None
+
+
+def claim(runtime, user_id: int, key: str, digest: str) -> Claim:
+    deadline = time.monotonic() + PENDING_WAIT_MAX_S
+    while True:
+        try:
+            with runtime.db.transaction() as session:
+                row = session.scalar(select(IdempotencyKey).where(IdempotencyKey.user_id == user_id,
+                                                                  IdempotencyKey.key == key))
+                if row is not None and row.expires_at < utcnow():
+                    session.delete(row)
+                    session.flush()
+                    row = None
+                if row is None:
+                    session.add(IdempotencyKey(user_id=user_id, key=key, body_hash=digest, expires_at=utcnow()
+                                               + dt.timedelta(seconds=runtime.settings.idempotency_retention_s)))
+                    return Claim("new")
+                if row.body_hash != digest:
+                    raise errors.IdempotencyConflict(
+                        "The Idempotency-Key was already used with another request body. Use a new key for a new "
+                        "request.", param=IDEMPOTENCY_HEADER, metadata={"request_id": row.request_id})
+                if row.request_id is not None:
+                    return Claim("attach", row.request_id)
+        except IntegrityError:
+            pass  # another call inserted the key first: read it again
+        if time.monotonic() > deadline:
+            raise errors.IdempotencyConflict("The first request with this Idempotency-Key is still being admitted.",
+                                             param=IDEMPOTENCY_HEADER)
+        time.sleep(PENDING_POLL_S)
+
+
+def bind(runtime, user_id: int, key: str, request_id: str) -> None:
+    with runtime.db.transaction() as session:
+        row = session.scalar(select(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key))
+        if row is not None:
+            row.request_id = request_id
+
+
+def release(runtime, user_id: int, key: str) -> None:
+    """A refusal before queueing stores nothing: the corrected request may reuse the key."""
+    with runtime.db.transaction() as session:
+        session.execute(delete(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key,
+                                                     IdempotencyKey.request_id.is_(None)))
+
+
+def retried_request(runtime, user_id: int, digest: str) -> str | None:
+    """A running request of the same body by the same user, for an SDK retry without a key."""
+    since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
+    with runtime.db.transaction() as session:
+        return session.scalar(
+            select(ChatRequest.id).where(ChatRequest.user_id == user_id, ChatRequest.body_hash == digest,
+                                         ChatRequest.state.not_in(FINAL_STATES), ChatRequest.created_at >= since)
+            .order_by(ChatRequest.created_at.desc()).limit(1))
+
+
+def hold(runtime, request_id: str, delta: int) -> None:
+    with runtime.db.transaction() as session:
+        request = session.get(ChatRequest, request_id, with_for_update=runtime.db.is_postgresql)
+        if request is not None:
+            request.holders = max(0, (request.holders or 0) + delta)
+
+
+def abandon(runtime, request_id: str, streamed_chars: int = 0) -> None:
+    """A holder's connection dropped: after the grace, cancel unless someone else holds the request."""
+    hold(runtime, request_id, -1)
+    grace_s = runtime.settings.oai_drop_grace_s
+
+    def cancel_if_unheld():
+        if grace_s > 0:
+            time.sleep(grace_s)
+        with runtime.db.transaction() as session:
+            request = session.get(ChatRequest, request_id)
+            unheld = request is not None and not request.holders and request.state not in FINAL_STATES
+        if unheld:
+            service.cancel(runtime, None, request_id, streamed_chars=streamed_chars)
+
+    if grace_s > 0:
+        threading.Thread(target=cancel_if_unheld, name=f"abandon-{request_id}", daemon=True).start()
+    else:
+        cancel_if_unheld()

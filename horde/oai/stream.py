@@ -1,0 +1,183 @@
+"""Server-sent events for `stream: true`, in the guide's order.
+
+keepalive comments while waiting → one role chunk → reasoning → content →
+one tool-call chunk → finish chunk → usage chunk (include_usage) → [DONE].
+Progress posts are relayed live (paced into smaller chunks) for requests
+without tools or a non-text response_format; the final reply must continue
+what was sent, else the stream ends in ChatStreamDiverged.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from horde import errors
+from horde.oai import completion
+from horde.oai.errors import cancelled_error, faulted_error, from_horde_error
+from horde.oai.waiter import Failed, Finished, Keepalive, Progress, Restarted
+
+PACED_PIECES = 4
+PACE_INTERVAL_S = 0.05
+DONE_EVENT = b"data: [DONE]\n\n"
+
+
+def data_event(payload: dict) -> bytes:
+    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+
+def keepalive_comment(event: Keepalive) -> bytes:
+    return f": horde queue_position={event.queue_position} wait_time={event.wait_time}\n\n".encode()
+
+
+def paced(text: str) -> list[str]:
+    """Split a delta into a few pieces at word boundaries where possible."""
+    if len(text) <= 16:
+        return [text] if text else []
+    size = max(1, len(text) // PACED_PIECES)
+    pieces, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        space = text.rfind(" ", start + 1, end + 1)
+        if end < len(text) and space > start:
+            end = space
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+class StreamState:
+    """What has been sent on one stream, to continue (or refuse to) from the final reply."""
+
+    def __init__(self, request, include_reasoning: bool, include_usage: bool):
+        self.request_id = request.id
+        self.id = completion.completion_id(request)
+        self.created = completion.created_epoch(request)
+        self.model = request.models[0]
+        self.fingerprint = None
+        self.include_reasoning = include_reasoning
+        self.include_usage = include_usage
+        self.live = not request.payload.get("tools") and (request.payload.get("response_format") or {}).get(
+            "type") not in ("json_object", "json_schema")
+        self.role_sent = False
+        self.content = ""
+        self.reasoning = ""
+
+    @property
+    def streamed_chars(self) -> int:
+        return len(self.content) + len(self.reasoning)
+
+    def chunk(self, delta: dict, finish_reason=None, **extra) -> dict:
+        body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "system_fingerprint": self.fingerprint,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+        if finish_reason is not None:
+            body["choices"][0].update(extra)
+        return body
+
+    def role(self) -> list[bytes]:
+        if self.role_sent:
+            return []
+        self.role_sent = True
+        return [data_event(self.chunk({"role": "assistant"}))]
+
+    def served_by(self, worker_id, model) -> None:
+        if worker_id and self.fingerprint is None:
+            self.fingerprint = completion.system_fingerprint(worker_id, model)
+            self.model = model or self.model
+
+
+def relay(state: StreamState, event: Progress):
+    """Events for a progress post: the new reasoning, then the new content; None if it diverged."""
+    if not state.live:
+        return [], []
+    new_reasoning, new_content = event.reasoning, event.content
+    if not new_reasoning.startswith(state.reasoning) or not new_content.startswith(state.content):
+        return None
+    state.served_by(event.worker_id, event.model)
+    pieces = []
+    if state.include_reasoning:
+        pieces += [("reasoning_content", piece) for piece in paced(new_reasoning[len(state.reasoning):])]
+    pieces += [("content", piece) for piece in paced(new_content[len(state.content):])]
+    state.reasoning, state.content = new_reasoning, new_content
+    role_events = state.role() if pieces else []
+    return role_events, [data_event(state.chunk({key: piece})) for key, piece in pieces]
+
+
+def error_event(error: errors.HordeError, request_id: str) -> list[bytes]:
+    return [data_event(from_horde_error(error, request_id)), DONE_EVENT]
+
+
+def diverged(request_id: str, why: str) -> errors.HordeError:
+    return errors.ChatStreamDiverged(
+        f"The stream of request {request_id} diverged: {why} Discard the partial text; the request is not retried "
+        "on this stream.", metadata={"request_id": request_id})
+
+
+def finish(state: StreamState, request) -> list[bytes]:
+    """The rest of the reply, then the finish chunk, the usage chunk and [DONE]."""
+    if request.state == "faulted":
+        return error_event(faulted_error(request), request.id)
+    if request.state == "cancelled":
+        return error_event(cancelled_error(request), request.id)
+    reply = request.reply or {}
+    content, reasoning = reply.get("content") or "", reply.get("reasoning_content") or ""
+    if not content.startswith(state.content) or (state.include_reasoning and not reasoning.startswith(state.reasoning)):
+        return error_event(diverged(request.id, "the final reply does not continue the text sent."), request.id)
+    state.served_by(request.worker_id, request.served_model)
+    state.model = request.served_model or state.model
+    out = state.role()
+    if state.include_reasoning and len(reasoning) > len(state.reasoning):
+        out.append(data_event(state.chunk({"reasoning_content": reasoning[len(state.reasoning):]})))
+    if len(content) > len(state.content):
+        out.append(data_event(state.chunk({"content": content[len(state.content):]})))
+    calls = completion.tool_calls(reply)
+    if calls:
+        indexed = [dict(call, index=index) for index, call in enumerate(calls)]
+        out.append(data_event(state.chunk({"tool_calls": indexed})))
+    out.append(data_event(state.chunk({}, completion.finish_reason(request),
+                                      native_finish_reason=reply.get("finish_reason"),
+                                      x_horde=completion.x_horde(request))))
+    if state.include_usage:
+        usage_chunk = state.chunk({})
+        usage_chunk["choices"] = []
+        usage_chunk["usage"] = completion.usage(request)
+        out.append(data_event(usage_chunk))
+    out.append(DONE_EVENT)
+    return out
+
+
+def events(runtime, state: StreamState, watcher):
+    """Translate waiter events into SSE bytes until the request ends."""
+    for event in watcher:
+        if isinstance(event, Keepalive):
+            yield keepalive_comment(event)
+        elif isinstance(event, Progress):
+            out = relay(state, event)
+            if out is None:
+                yield from _diverge(runtime, state, "the worker's text changed after it was sent.")
+                return
+            role_events, piece_events = out
+            yield from role_events
+            for index, chunk in enumerate(piece_events):
+                if index:
+                    time.sleep(PACE_INTERVAL_S)
+                yield chunk
+        elif isinstance(event, Restarted):
+            if state.streamed_chars:
+                yield from _diverge(runtime, state, "the worker stopped and the Horde would start the reply over "
+                                                    "with another worker.")
+                return
+        elif isinstance(event, Finished):
+            yield from finish(state, event.request)
+            return
+        elif isinstance(event, Failed):
+            yield from error_event(event.error, state.request_id)
+            return
+
+
+def _diverge(runtime, state: StreamState, why: str):
+    from horde.chat import service
+
+    service.cancel(runtime, None, state.request_id)
+    yield from error_event(diverged(state.request_id, why), state.request_id)
