@@ -1,0 +1,77 @@
+"""Fixtures shared by every test: a fresh database on SQLite and, when configured, PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from horde.accounts import service as accounts
+from horde.app import create_app, init_schema
+from horde.config import Settings
+from horde.runtime import Runtime
+from tests.support.databases import PostgresDatabase, postgres_admin_url
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    admin_url = postgres_admin_url()
+    if not admin_url:
+        yield None
+        return
+    database = PostgresDatabase(admin_url)
+    yield database
+    database.drop()
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path, postgres):
+    if request.param == "postgresql":
+        if postgres is None:
+            pytest.skip("PostgreSQL tests need HORDE_TEST_DATABASE_URL")
+        postgres.truncate()
+        return postgres.url
+    return f"sqlite:///{tmp_path / 'horde.db'}"
+
+
+@pytest.fixture
+def redis_prefix():
+    return f"horde_test_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def settings(database_url):
+    return Settings.from_env({}, database_url=database_url, image_fetch_allow=("127.0.0.1",))
+
+
+@pytest.fixture
+def runtime(settings):
+    hub = Runtime.build(settings)
+    init_schema(hub)
+    yield hub
+    hub.close()
+
+
+@pytest.fixture
+def app(runtime):
+    return create_app(runtime=runtime)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def make_user(runtime):
+    def make(name=None, kudos=0, trusted=False):
+        with runtime.db.transaction() as session:
+            user, key = accounts.create_user(session, name or f"user-{uuid.uuid4().hex[:8]}", kudos=kudos,
+                                             trusted=trusted)
+        return user, key
+
+    return make
+
+

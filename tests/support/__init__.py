@@ -1,0 +1,1 @@
+"""Test support: databases, real server and worker processes."""

@@ -1,0 +1,63 @@
+"""Fresh databases for a test run: a SQLite file per test, a PostgreSQL database per run.
+
+PostgreSQL and Redis are used when HORDE_TEST_DATABASE_URL / HORDE_TEST_REDIS_URL
+name them; each run creates its own database (and Redis key prefix) and removes
+it afterwards, never trusting leftovers.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from sqlalchemy import create_engine, text
+
+import horde.models  # noqa: F401
+from horde.database import Base
+
+POSTGRES_ENV = "HORDE_TEST_DATABASE_URL"
+REDIS_ENV = "HORDE_TEST_REDIS_URL"
+
+
+def postgres_admin_url() -> str | None:
+    return os.environ.get(POSTGRES_ENV) or None
+
+
+def redis_url() -> str | None:
+    return os.environ.get(REDIS_ENV) or None
+
+
+def _driver_url(url: str) -> str:
+    return "postgresql+psycopg://" + url.split("://", 1)[1] if url.startswith("postgresql://") else url
+
+
+class PostgresDatabase:
+    """A database of its own on the server that HORDE_TEST_DATABASE_URL names."""
+
+    def __init__(self, admin_url: str):
+        self.admin_url = admin_url
+        self.name = f"horde_test_{uuid.uuid4().hex[:12]}"
+        base, _, _ = admin_url.rpartition("/")
+        self.url = f"{base}/{self.name}"
+        self._admin = create_engine(_driver_url(admin_url), isolation_level="AUTOCOMMIT")
+        with self._admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{self.name}"'))
+
+    def truncate(self) -> None:
+        engine = create_engine(_driver_url(self.url))
+        try:
+            tables = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+            with engine.begin() as connection:
+                existing = connection.execute(text("SELECT count(*) FROM pg_tables WHERE tablename = 'users'")).scalar()
+                if existing:
+                    connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        finally:
+            engine.dispose()
+
+    def drop(self) -> None:
+        with self._admin.connect() as connection:
+            connection.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :name AND pid <> pg_backend_pid()"),
+                {"name": self.name})
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{self.name}"'))
+        self._admin.dispose()
