@@ -33,5 +33,6 @@ def model_stats(session: Session, settings, model: str | None = None) -> list[di
             "features": sorted(features), "guarantees": sorted(guarantees),
             "max_temperature_with_tools": max(limits) if len(limits) == len(serving) else None,
             "worker_ids": sorted(w.id for w in serving),
+            "worker_names": sorted(w.name for w in serving),
         })
     return stats

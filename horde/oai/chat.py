@@ -71,10 +71,11 @@ class ChatCall:
         headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
         if self.screened.stream:
             return self._stream(request_id, first, watcher, headers)
-        return self._json(request_id, itertools.chain([first], watcher), environ, headers)
+        return self._json(request_id, first, watcher, environ, headers)
 
-    def _json(self, request_id, events, environ, headers) -> Response:
+    def _json(self, request_id, first, watcher, environ, headers) -> Response:
         abandoned = False
+        events = itertools.chain([first], watcher)
         try:
             for event in events:
                 if isinstance(event, Finished):
@@ -86,7 +87,7 @@ class ChatCall:
                     idempotency.abandon(self.runtime, request_id)
                     return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
         finally:
-            events.close()
+            watcher.close()
             if not abandoned:
                 idempotency.hold(self.runtime, request_id, -1)
         return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)

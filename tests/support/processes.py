@@ -106,4 +106,4 @@ class Worker(Process):
         if not self.alive():
             raise RuntimeError(f"worker {self.worker_name} exited:\n" + self.output())
         stats = requests.get(self.server.url + "/api/v2/status/models", timeout=2).json()
-        return any(self.worker_name and stat["workers"] for stat in stats)
+        return any(self.worker_name in stat.get("worker_names", ()) for stat in stats)

@@ -1,0 +1,54 @@
+"""Screening of the horde extension object: the Horde options OpenAI has no key for.
+
+Unknown keys (dry_run and operation_key included) are refused at horde.<key>
+with UnsupportedChatParameter; a wrong type or value is BadRequest at
+horde.<key>. A key sent as null takes its default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from horde.oai.screening_base import require_object
+from horde.oai.screening_fields import (
+    Choice, FixedSchema, NonEmptyStringList, PositiveInt, StrictBool, load_fixed_object,
+)
+
+CONTEXT_FITTING_MODES = ("truncate_oldest", "grow", "reject")
+CONFORMANCE_MODES = ("strict", "best_effort")
+AVAILABILITY_MODES = ("fail_fast", "wait")
+
+HORDE_OPTION_DEFAULTS = {
+    "trusted_workers": False,
+    "context_fitting": "truncate_oldest",
+    "include_reasoning": True,
+    "conformance": "strict",
+    "openai_guards": False,
+    "availability_mode": "fail_fast",
+}
+# Options that screening consumes; every other option goes into the native request.
+SCREENING_ONLY_OPTIONS = ("include_reasoning", "openai_guards")
+
+
+class HordeOptionsSchema(FixedSchema):
+    """The horde object: every key optional, unknown keys refused."""
+
+    only = NonEmptyStringList()
+    trusted_workers = StrictBool()
+    context_fitting = Choice(CONTEXT_FITTING_MODES)
+    max_kudos = PositiveInt()
+    include_reasoning = StrictBool()
+    conformance = Choice(CONFORMANCE_MODES)
+    openai_guards = StrictBool()
+    availability_mode = Choice(AVAILABILITY_MODES)
+
+
+_HORDE_OPTIONS = HordeOptionsSchema()  # reused: loading keeps no state on the schema
+
+
+def screen_horde_options(body: dict) -> dict:
+    """Every horde option, with the defaults filled in for those not sent."""
+    if "horde" not in body:
+        return dict(HORDE_OPTION_DEFAULTS)
+    options: Any = require_object(body["horde"], "horde")
+    return {**HORDE_OPTION_DEFAULTS, **load_fixed_object(_HORDE_OPTIONS, options, "horde")}
