@@ -11,7 +11,7 @@ API_KEY_BYTES = 16
 
 
 def new_api_key() -> str:
-    return secrets.token_urlsafe(API_KEY_BYTES)
+    return secrets.token_hex(API_KEY_BYTES)
 
 
 def hash_api_key(key: str) -> str:

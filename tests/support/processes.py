@@ -90,7 +90,7 @@ class Server(Process):
 
 class Worker(Process):
     def __init__(self, server: Server, api_key: str, name: str, models: list[str], *extra: str, env: dict):
-        args = ["-m", "horde", "worker", "--horde-url", server.url, "--api-key", api_key, "--name", name]
+        args = ["-m", "horde", "worker", "--horde-url", server.url, f"--api-key={api_key}", "--name", name]
         for model in models:
             args += ["--model", model]
         super().__init__(args + list(extra), env, f"worker-{name}")
