@@ -1,0 +1,73 @@
+"""The main job, end to end on one machine: a Horde on SQLite, a scripted worker, an OpenAI SDK call.
+
+Run with `python scripts/demo.py` after `pip install -r requirements.txt`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+from openai import OpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+PORT = int(os.environ.get("HORDE_DEMO_PORT", "7001"))
+URL = f"http://127.0.0.1:{PORT}"
+MODEL = "demo/scripted-model"
+START_TIMEOUT_S = 30
+
+
+def wait_for(predicate, what):
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def main() -> int:
+    workdir = Path(tempfile.mkdtemp(prefix="horde-demo-"))
+    env = dict(os.environ, HORDE_DATABASE_URL=f"sqlite:///{workdir / 'horde.db'}", PYTHONPATH=str(ROOT))
+    python = sys.executable
+    created = subprocess.run([python, "-m", "horde", "users", "create", "demo-owner", "--kudos", "1000"],
+                             env=env, check=True, capture_output=True, text=True)
+    key = created.stdout.strip().splitlines()[-1]
+    server = subprocess.Popen([python, "-m", "horde", "serve", "--port", str(PORT)], env=env, cwd=ROOT)
+    worker = None
+    try:
+        wait_for(lambda: requests.get(URL + "/health", timeout=1).ok, "the server")
+        worker = subprocess.Popen([python, "-m", "horde", "worker", "--backend", "scripted", "--horde-url", URL,
+                                   f"--api-key={key}", "--name", "demo-worker", "--model", MODEL,
+                                   "--rules", str(ROOT / "examples" / "scripted_rules.json")], env=env, cwd=ROOT)
+        wait_for(lambda: any(stat["name"] == MODEL for stat in requests.get(URL + "/api/v2/status/models").json()),
+                 "the worker")
+        client = OpenAI(base_url=URL + "/v1", api_key=key, default_headers={"X-Title": "horde-demo"})
+        print("models:", [model.id for model in client.models.list().data])
+        completion = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hello, Horde!"}])
+        print("reply:", completion.choices[0].message.content)
+        print("x_horde:", completion.model_extra["x_horde"])
+        print("streamed:", end=" ")
+        for chunk in client.chat.completions.create(model=MODEL, stream=True,
+                                                    messages=[{"role": "user", "content": "Stream this, please."}]):
+            if chunk.choices and chunk.choices[0].delta.content:
+                print(chunk.choices[0].delta.content, end="", flush=True)
+        print()
+        return 0
+    finally:
+        for process in (worker, server):
+            if process is not None:
+                process.terminate()
+                process.wait(10)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
