@@ -76,7 +76,7 @@ def message(request, include_reasoning: bool) -> dict:
 
 
 def chat_completion(request, include_reasoning: bool = True) -> dict:
-    return {
+    body = {
         "id": completion_id(request), "object": "chat.completion", "created": created_epoch(request),
         "model": request.served_model,
         "choices": [{"index": 0, "message": message(request, include_reasoning), "finish_reason": finish_reason(request),
@@ -85,3 +85,6 @@ def chat_completion(request, include_reasoning: bool = True) -> dict:
         "system_fingerprint": system_fingerprint(request.worker_id, request.served_model),
         "x_horde": x_horde(request),
     }
+    if body["system_fingerprint"] is None:  # OpenAI's schema has it as an optional string, never null
+        del body["system_fingerprint"]
+    return body

@@ -69,8 +69,9 @@ class StreamState:
 
     def chunk(self, delta: dict, finish_reason=None, **extra) -> dict:
         body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "system_fingerprint": self.fingerprint,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+        if self.fingerprint is not None:
+            body["system_fingerprint"] = self.fingerprint
         if finish_reason is not None:
             body["choices"][0].update(extra)
         return body
@@ -135,9 +136,9 @@ def finish(state: StreamState, request) -> list[bytes]:
     if calls:
         indexed = [dict(call, index=index) for index, call in enumerate(calls)]
         out.append(data_event(state.chunk({"tool_calls": indexed})))
-    out.append(data_event(state.chunk({}, completion.finish_reason(request),
-                                      native_finish_reason=reply.get("finish_reason"),
-                                      x_horde=completion.x_horde(request))))
+    finish_chunk = state.chunk({}, completion.finish_reason(request), native_finish_reason=reply.get("finish_reason"))
+    finish_chunk["x_horde"] = completion.x_horde(request)
+    out.append(data_event(finish_chunk))
     if state.include_usage:
         usage_chunk = state.chunk({})
         usage_chunk["choices"] = []
