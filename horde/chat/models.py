@@ -61,6 +61,8 @@ class ChatRequest(Base):
     body_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     #: Open client connections waiting on this request; a drop cancels only when none is left.
     holders: Mapped[int] = mapped_column(Integer, default=0)
+    #: An answer reached a client; an SDK retry may attach only to requests whose answer did not.
+    delivered: Mapped[bool] = mapped_column(Boolean, default=False)
 
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     current_job_id: Mapped[str | None] = mapped_column(String(36), nullable=True)

@@ -79,6 +79,11 @@ class ChatCall:
         try:
             for event in events:
                 if isinstance(event, Finished):
+                    if _client_gone(environ):
+                        abandoned = True
+                        idempotency.abandon(self.runtime, request_id)
+                        return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
+                    idempotency.mark_delivered(self.runtime, request_id)
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
                     return _error(event.error, request_id, headers)
@@ -121,6 +126,7 @@ class ChatCall:
                 watcher.close()
                 if finished:
                     idempotency.hold(runtime, request_id, -1)
+                    idempotency.mark_delivered(runtime, request_id)
                 else:
                     idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars)
 

@@ -103,13 +103,21 @@ def release(runtime, user_id: int, key: str) -> None:
 
 
 def retried_request(runtime, user_id: int, digest: str) -> str | None:
-    """A running request of the same body by the same user, for an SDK retry without a key."""
+    """For an SDK retry without a key: the same user's latest request of the same body whose answer no
+    client received yet (still running, or ended after its caller had gone)."""
     since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
     with runtime.db.transaction() as session:
         return session.scalar(
             select(ChatRequest.id).where(ChatRequest.user_id == user_id, ChatRequest.body_hash == digest,
-                                         ChatRequest.state.not_in(FINAL_STATES), ChatRequest.created_at >= since)
+                                         ChatRequest.delivered.is_(False), ChatRequest.created_at >= since)
             .order_by(ChatRequest.created_at.desc()).limit(1))
+
+
+def mark_delivered(runtime, request_id: str) -> None:
+    with runtime.db.transaction() as session:
+        request = session.get(ChatRequest, request_id)
+        if request is not None:
+            request.delivered = True
 
 
 def hold(runtime, request_id: str, delta: int) -> None:

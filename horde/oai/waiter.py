@@ -65,20 +65,21 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
     first = True
     with runtime.bus.subscribe(request_channel(request_id)) as subscription:
         while True:
+            # Never yield inside the transaction: the consumer's own transactions would wait on its lock.
+            gap = pool = None
             with runtime.db.transaction() as session:
                 request = session.get(service.ChatRequest, request_id)
-                if request is None:
-                    yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
-                    return
-                if request.state in FINAL_STATES:
-                    yield Finished(request)
-                    return
-                gap = None
-                if request.state == WAITING:
+                if request is not None and request.state == WAITING:
                     eligible = service.eligible_online(session, settings, request)
                     no_worker_since = None if eligible else (no_worker_since or time.monotonic())
                     gap = _gap(settings, request, no_worker_since, availability_mode)
-                pool = service.pool(session, settings, request) if request.state == WAITING else None
+                    pool = service.pool(session, settings, request)
+            if request is None:
+                yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
+                return
+            if request.state in FINAL_STATES:
+                yield Finished(request)
+                return
             if gap is not None:
                 service.cancel(runtime, None, request_id, reason=gap)
                 yield Failed(gap)
