@@ -1,0 +1,142 @@
+"""The front's refusals at admission and while waiting: status, code, param, headers, nothing queued."""
+
+import random
+import threading
+
+import pytest
+
+from horde.chat.models import ChatRequest
+from tests.integration.helpers import pop, queue, submit
+
+BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+
+def chat(client, body=None, key=None, **headers):
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return client.post("/v1/chat/completions", json=body or BODY, headers=headers)
+
+
+def queued(runtime):
+    with runtime.db.transaction() as session:
+        return session.query(ChatRequest).count()
+
+
+@pytest.fixture
+def worker_key(client, make_user):
+    _, key = make_user("owner")
+    pop(client, key, max_length=8192, max_context_length=16384, threads=1)
+    return key
+
+
+def test_kudos_upfront_for_a_key_without_kudos(client, worker_key, runtime):
+    response = chat(client, dict(BODY, max_tokens=8000))
+    assert response.status_code == 403
+    error = response.json["error"]
+    assert (error["code"], error["param"], error["type"]) == ("KudosUpfront", "max_tokens", "permission_error")
+    assert "x-should-retry" not in response.headers
+    assert queued(runtime) == 0
+
+
+def test_max_kudos_exceeded_reports_both_values(client, worker_key, runtime):
+    response = chat(client, dict(BODY, max_tokens=1000, horde={"max_kudos": 1}))
+    assert response.status_code == 400
+    error = response.json["error"]
+    assert error["code"] == "max_kudos_exceeded"
+    assert error["metadata"]["max_kudos"] == 1 and error["metadata"]["kudos_estimate"] > 1
+    assert queued(runtime) == 0
+
+
+def test_missing_features_are_listed(client, worker_key, runtime):
+    response = chat(client, dict(BODY, tools=TOOLS, seed=3))
+    assert response.status_code == 404
+    error = response.json["error"]
+    assert error["code"] == "no_worker_supports_features"
+    assert "tools" in error["message"] and "seed" in error["message"]
+    assert set(error["metadata"]["missing"]) == {"tools", "seed"}
+    assert queued(runtime) == 0
+
+
+def test_queue_unavailable_in_fail_fast_and_wait_mode(client, worker_key, runtime):
+    runtime.settings = runtime.settings.replace(oai_wait_budget_s=1)
+    response = chat(client)
+    assert response.status_code == 503
+    error = response.json["error"]
+    assert error["code"] == "queue_unavailable"
+    assert {"eligible_threads", "wait_time", "budget_s"} <= set(error["metadata"])
+    assert int(response.headers["Retry-After"]) >= 1
+    assert queued(runtime) == 0
+    waited = chat(client, dict(BODY, horde={"availability_mode": "wait"}))
+    assert waited.status_code == 503 and waited.json["error"]["code"] == "queue_unavailable"
+    assert waited.headers["x-should-retry"] == "false"
+    with runtime.db.transaction() as session:
+        assert session.query(ChatRequest).one().state == "cancelled"
+
+
+def test_rate_limit(client, worker_key, runtime, make_user):
+    runtime.settings = runtime.settings.replace(rate_limit_per_minute=1)
+    _, key = make_user("busy", kudos=10)
+    assert queue(client, key).status_code == 202  # the only request of this minute
+    response = chat(client, key=key)
+    assert response.status_code == 429
+    assert response.json["error"]["code"] == "rate_limit_exceeded"
+    assert response.headers["Retry-After"] == "60" and response.headers["X-RateLimit-Limit"] == "1"
+    assert response.headers["X-RateLimit-Remaining"] == "0"
+    assert queued(runtime) == 1
+
+
+def test_no_eligible_worker_after_the_grace_when_workers_vanish(client, worker_key, runtime):
+    runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0.2, worker_online_window_s=0.5)
+    pop(client, worker_key, max_length=8192, max_context_length=16384, threads=1)
+    response = chat(client)
+    assert response.status_code == 503
+    assert response.json["error"]["code"] == "no_eligible_worker"
+    assert response.json["error"]["metadata"]["request_id"]
+    assert response.headers["x-should-retry"] == "false"
+    with runtime.db.transaction() as session:
+        assert session.query(ChatRequest).one().state == "cancelled"
+
+
+def test_restrictions_nobody_matches_is_no_eligible_worker_at_once(client, worker_key, runtime):
+    response = chat(client, dict(BODY, horde={"only": ["no-such-worker"]}))
+    assert response.status_code == 503 and response.json["error"]["code"] == "no_eligible_worker"
+    assert queued(runtime) == 0
+
+
+def test_client_agent_is_composed_and_recorded(client, worker_key, runtime):
+    served = threading.Thread(target=_serve, args=(client.application.test_client(), worker_key, 2))
+    served.start()
+    headers = {"X-Title": "my-app", "User-Agent": "OpenAI/Python 3.57.0", "HTTP-Referer": "https://site.example/x"}
+    assert chat(client, **headers).status_code == 200
+    assert chat(client, **{"HTTP-Referer": "https://site.example/page", "User-Agent": "curl/8"}).status_code == 200
+    served.join(10)
+    with runtime.db.transaction() as session:
+        agents = [request.client_agent for request in session.query(ChatRequest).order_by(ChatRequest.created_at)]
+    assert agents == ["my-app:unknown:OpenAI/Python 3.57.0 via horde-oai-front",
+                      "site.example:unknown:curl/8 via horde-oai-front"]
+
+
+def test_no_client_input_produces_a_500(client, worker_key, runtime):
+    runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0, worker_online_window_s=0)
+    rng = random.Random(7)
+    base = {"model": "m1", "messages": [{"role": "user", "content": "x"}], "max_tokens": 64, "temperature": 0.5,
+            "tools": TOOLS, "tool_choice": "auto", "response_format": {"type": "json_object"},
+            "horde": {"context_fitting": "grow"}, "stop": ["x"], "seed": 1}
+    values = [None, True, 0, -1, 1e308, "", "x", [], {}, [{}], {"type": "text"}, "a" * 300, 2 ** 70]
+    for _ in range(300):
+        body = {key: value for key, value in base.items() if rng.random() > 0.2}
+        for _ in range(rng.randint(1, 3)):
+            body[rng.choice(list(base) + ["messages", "models", "n", "stream"])] = rng.choice(values)
+        response = client.post("/v1/chat/completions", json=body)
+        assert response.status_code < 500 or response.json["error"]["code"] in (
+            "no_eligible_worker", "queue_unavailable"), (body, response.json)
+    assert client.post("/v1/chat/completions", data="{not json", content_type="application/json").status_code == 400
+
+
+def _serve(client, key, jobs):
+    """A worker in a thread: pop with long-poll and submit, `jobs` times."""
+    for _ in range(jobs):
+        job = pop(client, key, max_length=8192, max_context_length=16384, threads=1, wait=5)
+        if job["id"]:
+            submit(client, key, job["id"])
