@@ -142,3 +142,37 @@ def test_stream_relays_progress_posted_to_another_process(two_servers):
     assert final.choices[0].message.content == "A slow answer, in steps."
 
 
+
+
+def test_a_dropped_holder_does_not_cancel_what_another_holder_waits_on(horde):
+    model = unique_model()
+    horde.worker([model])
+    key = horde.user()
+    body = {"model": model, "messages": [{"role": "user", "content": "slow please"}]}
+    impatient = threading.Thread(target=lambda: _post_and_drop(horde, body, key, "shared"))
+    impatient.start()
+    patient = post(horde.url, body, key, **{"Idempotency-Key": "shared"})
+    impatient.join(30)
+    assert patient.status_code == 200
+    assert patient.json()["choices"][0]["message"]["content"] == "A slow answer, in steps."
+    assert jobs_for(horde, model) == 1
+
+
+def test_keepalive_comments_while_waiting(horde):
+    model = unique_model()
+    horde.worker([model])
+    key = horde.user()
+    response = requests.post(horde.url + "/v1/chat/completions", stream=True, timeout=60, headers={
+        "Authorization": f"Bearer {key}"}, json={"model": model, "stream": True,
+                                                  "messages": [{"role": "user", "content": "slow please"}]})
+    comments = [line for line in response.iter_lines(decode_unicode=True) if line.startswith(":")]
+    assert comments and comments[0].startswith(": horde queue_position=")
+    assert "wait_time=" in comments[0]
+
+
+def _post_and_drop(horde, body, key, idempotency_key):
+    try:
+        requests.post(horde.url + "/v1/chat/completions", json=body, timeout=0.3,
+                      headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key})
+    except requests.Timeout:
+        pass
