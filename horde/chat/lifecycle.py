@@ -102,6 +102,10 @@ def submit(session: Session, settings, owner: User, body: dict) -> tuple[int | N
     usage = dict(reply.get("usage") or {})
     usage.setdefault("prompt_tokens", request.prompt_tokens)
     usage.setdefault("completion_tokens", text_tokens(reply.get("content")) + text_tokens(reply.get("reasoning_content")))
+    # A worker cannot raise its own reward: the charge never exceeds the request's max_tokens.
+    usage["completion_tokens"] = min(usage["completion_tokens"], request.max_tokens)
+    if usage.get("reasoning_tokens") is not None:
+        usage["reasoning_tokens"] = min(usage["reasoning_tokens"], usage["completion_tokens"])
     reply["usage"] = usage
     reply["finish_reason"] = reply.get("finish_reason") or "stop"
     kudos = pricing.price(job.model, completion_tokens=usage["completion_tokens"], prompt_tokens=request.prompt_tokens,

@@ -140,3 +140,24 @@ def test_anonymous_cannot_run_workers(client):
                                                                "max_context_length": 2048},
                            headers={"apikey": "0000000000"})
     assert (response.status_code, response.json["rc"]) == (403, "AnonForbiddenWorker")
+
+
+def test_a_worker_cannot_inflate_its_reward(client, make_user):
+    _, owner = make_user("owner")
+    _, requester = make_user("requester", kudos=10_000)
+    pop(client, owner)
+    queued_id(client, requester, max_tokens=100)
+    job = pop(client, owner)
+    reward = submit(client, owner, job["id"], usage={"completion_tokens": 10 ** 9}).json["reward"]
+    assert reward <= 2  # priced as at most max_tokens (100) of an 8B model
+
+
+def test_native_requests_get_developer_as_system_and_role_checks(client, make_user):
+    _, owner = make_user("owner")
+    pop(client, owner)
+    queued_id(client, owner, messages=[{"role": "developer", "content": "be brief"},
+                                       {"role": "user", "content": "hi"}])
+    assert pop(client, owner)["payload"]["messages"][0]["role"] == "system"
+    bad = client.post("/api/v2/generate/chat/async", headers={"apikey": owner}, json={
+        "model": "m1", "messages": [{"role": "robot", "content": "x"}]})
+    assert (bad.status_code, bad.json["rc"], bad.json["param"]) == (400, "BadRequest", "messages[0].role")
