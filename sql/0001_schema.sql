@@ -60,7 +60,7 @@ CREATE INDEX ix_chat_requests_user_id ON chat_requests (user_id);
 CREATE TABLE idempotency_keys (
 	id SERIAL NOT NULL, 
 	user_id INTEGER NOT NULL, 
-	key VARCHAR(255) NOT NULL, 
+	key VARCHAR(320) NOT NULL, 
 	body_hash VARCHAR(64) NOT NULL, 
 	request_id VARCHAR(36), 
 	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 

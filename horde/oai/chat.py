@@ -36,6 +36,10 @@ class ChatCall:
 
     def answer(self, user, headers, environ) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
+        if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
+            address = environ.get("REMOTE_ADDR", "")
+            key = f"{address}|{key}" if key is not None else None
+            self.digest = idempotency.scoped_hash(self.digest, address)
         replayed = False
         request_id = None
         if key is not None:
@@ -55,7 +59,7 @@ class ChatCall:
         try:
             request = service.create(self.runtime, user, self.screened.native, client_agent=auth.client_agent(headers),
                                      model_param=self.screened.model_param, body_hash=self.digest, holders=1)
-        except errors.HordeError:
+        except Exception:
             if key is not None:
                 idempotency.release(self.runtime, user.id, key)
             raise
@@ -124,7 +128,9 @@ class ChatCall:
                 finished = True
             finally:
                 watcher.close()
-                if finished:
+                if finished and state.diverged:
+                    idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars, grace_s=0)
+                elif finished:
                     idempotency.hold(runtime, request_id, -1)
                     idempotency.mark_delivered(runtime, request_id)
                 else:

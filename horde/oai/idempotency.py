@@ -5,7 +5,8 @@ request; the same key and body attach to that request while it runs and replay
 its answer after it ended, for the retention window; another body is 409.
 A refusal before queueing releases the key. Without a key: a retry of the same
 body by the same user with `x-stainless-retry-count` above 0 attaches to a
-request of that body that has not ended. See docs/decisions/0002-idempotency.md.
+request of that body whose answer no client received. See
+docs/decisions/0002-idempotency-and-safe-retries.md.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def body_hash(body: dict) -> str:
     return hashlib.sha256(json.dumps(essential, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def scoped_hash(digest: str, scope: str) -> str:
+    return hashlib.sha256(f"{scope}\n{digest}".encode()).hexdigest()
+
+
 @dataclass
 class Claim:
     """new: this call creates the request; attach: it follows `request_id`."""
@@ -77,7 +82,7 @@ def claim(runtime, user_id: int, key: str, digest: str) -> Claim:
                 if row.body_hash != digest:
                     raise errors.IdempotencyConflict(
                         "The Idempotency-Key was already used with another request body. Use a new key for a new "
-                        "request.", param=IDEMPOTENCY_HEADER, metadata={"request_id": row.request_id})
+                        "request.", param=IDEMPOTENCY_HEADER)
                 if row.request_id is not None:
                     return Claim("attach", row.request_id)
         except IntegrityError:
@@ -120,6 +125,12 @@ def mark_delivered(runtime, request_id: str) -> None:
             request.delivered = True
 
 
+def purge_expired(runtime) -> int:
+    """Delete keys past their retention window; the serve loop calls it with the job sweep."""
+    with runtime.db.transaction() as session:
+        return session.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < utcnow())).rowcount or 0
+
+
 def hold(runtime, request_id: str, delta: int) -> None:
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id, with_for_update=runtime.db.is_postgresql)
@@ -127,10 +138,10 @@ def hold(runtime, request_id: str, delta: int) -> None:
             request.holders = max(0, (request.holders or 0) + delta)
 
 
-def abandon(runtime, request_id: str, streamed_chars: int = 0) -> None:
+def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
     """A holder's connection dropped: after the grace, cancel unless someone else holds the request."""
     hold(runtime, request_id, -1)
-    grace_s = runtime.settings.oai_drop_grace_s
+    grace_s = runtime.settings.oai_drop_grace_s if grace_s is None else grace_s
 
     def cancel_if_unheld():
         if grace_s > 0:

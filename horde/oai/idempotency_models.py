@@ -17,7 +17,8 @@ class IdempotencyKey(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
-    key: Mapped[str] = mapped_column(String(255))
+    #: The client's key; for anonymous callers prefixed by their address (up to 45 characters and "|").
+    key: Mapped[str] = mapped_column(String(320))
     body_hash: Mapped[str] = mapped_column(String(64))
     #: Null while the first call is still being admitted.
     request_id: Mapped[str | None] = mapped_column(String(36), nullable=True)

@@ -60,6 +60,7 @@ class StreamState:
         self.live = not request.payload.get("tools") and (request.payload.get("response_format") or {}).get(
             "type") not in ("json_object", "json_schema")
         self.role_sent = False
+        self.diverged = False
         self.content = ""
         self.reasoning = ""
 
@@ -178,7 +179,6 @@ def events(runtime, state: StreamState, watcher):
 
 
 def _diverge(runtime, state: StreamState, why: str):
-    from horde.chat import service
-
-    service.cancel(runtime, None, state.request_id)
+    """The caller releases the request (cancelling it unless another holder waits on it)."""
+    state.diverged = True
     yield from error_event(diverged(state.request_id, why), state.request_id)
