@@ -26,13 +26,40 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     def health():
         return jsonify({"status": "ok"})
 
+    @app.errorhandler(404)
+    @app.errorhandler(405)
+    def not_found(error):
+        """Under the front's prefix every error, unknown paths included, is OpenAI's envelope."""
+        from flask import request
+
+        from horde.oai.errors import envelope, response
+
+        if request.path.startswith(settings.oai_prefix.rstrip("/") + "/"):
+            return response(envelope(error.description, status=error.code, code=None), error.code)
+        return error
+
     return app
 
 
+SCHEMA_ATTEMPTS = 5
+SCHEMA_RETRY_DELAY_S = 0.2
+
+
 def init_schema(runtime: Runtime) -> None:
-    """Create the tables and the anonymous user; safe to run on every start."""
+    """Create the tables and the anonymous user; safe on every start, and when processes start together."""
+    import time
+
+    from sqlalchemy.exc import DBAPIError
+
     from horde.accounts.service import ensure_anonymous_user
 
-    runtime.db.create_schema()
-    with runtime.db.transaction() as session:
-        ensure_anonymous_user(session)
+    for attempt in range(SCHEMA_ATTEMPTS):
+        try:
+            runtime.db.create_schema()
+            with runtime.db.transaction() as session:
+                ensure_anonymous_user(session)
+            return
+        except DBAPIError:  # another process created the same table or user a moment earlier
+            if attempt == SCHEMA_ATTEMPTS - 1:
+                raise
+            time.sleep(SCHEMA_RETRY_DELAY_S)

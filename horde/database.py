@@ -12,6 +12,9 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+#: Per process; transactions are short, so a few connections serve many greenlets.
+POSTGRES_POOL_SIZE = 10
+POSTGRES_POOL_OVERFLOW = 10
 
 
 class Base(DeclarativeBase):
@@ -33,7 +36,8 @@ class Database:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin_immediate)
         else:
-            self.engine = create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+            self.engine = create_engine(url, pool_size=POSTGRES_POOL_SIZE, max_overflow=POSTGRES_POOL_OVERFLOW,
+                                        pool_pre_ping=True)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @staticmethod

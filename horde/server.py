@@ -16,6 +16,7 @@ from horde.chat import service
 
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
+KEY_PURGE_EVERY_SWEEPS = 60
 
 
 class HordeHandler(WSGIHandler):
@@ -35,18 +36,28 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def sweeper(runtime) -> None:
-    """Expire jobs past their ttl, so a request restarts even when nobody pops."""
+    """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys."""
+    from horde.oai import idempotency
+
+    sweeps = 0
     while True:
         gevent.sleep(runtime.settings.sweep_interval_s)
+        sweeps += 1
         try:
             service.sweep(runtime)
+            if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
+                idempotency.purge_expired(runtime)
         except Exception:
             log.exception("sweeping expired jobs failed")
 
 
+def start_sweeper(runtime):
+    return gevent.spawn(sweeper, runtime)
+
+
 def serve(app, runtime, host: str, port: int) -> None:
     listener = listen(host, port)
-    gevent.spawn(sweeper, runtime)
+    start_sweeper(runtime)
     server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))
     print(f"Horde serving on http://{host}:{listener.getsockname()[1]}", flush=True)
     server.serve_forever()
