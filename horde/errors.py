@@ -38,15 +38,11 @@ class BadRequest(HordeError):
 
 
 class UnsupportedChatParameter(HordeError):
-    pass
+    rc = "UnsupportedChatParameter"
 
 
 class ChatRequestConflict(HordeError):
-    pass
-
-
-class MissingPrompt(HordeError):
-    rc = "MissingPrompt"
+    rc = "ChatRequestConflict"
 
 
 class InvalidAPIKey(HordeError):
@@ -62,11 +58,6 @@ class InvalidAuthorizationHeader(HordeError):
 class AnonForbiddenWorker(HordeError):
     status = 403
     rc = "AnonForbiddenWorker"
-
-
-class WrongCredentials(HordeError):
-    status = 403
-    rc = "WrongCredentials"
 
 
 class WorkerNameTaken(HordeError):

@@ -40,7 +40,7 @@ def admit(session: Session, settings, user: User, native: dict, *, client_agent:
     models = models_of(native)
     model_param = model_param or ("model" if "model" in native else "models")
     _check_rate(session, settings, user)
-    _check_known(session, models, model_param)
+    _check_known(session, models, model_param, settings.model_reference_path)
     online = workers.online_workers(session, settings.worker_online_window_s, models)
     if not online:
         raise errors.NoEligibleWorker(
@@ -132,8 +132,8 @@ def _check_rate(session, settings, user: User) -> None:
                      "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_WINDOW_S)})
 
 
-def _check_known(session, models: list[str], model_param: str) -> None:
-    known = workers.known_models(session) | set(pricing.model_sizes())
+def _check_known(session, models: list[str], model_param: str, reference_path: str | None) -> None:
+    known = workers.known_models(session) | set(pricing.model_sizes(reference_path))
     for index, model in enumerate(models):
         if model not in known:
             param = "model" if model_param == "model" else f"models[{index}]"

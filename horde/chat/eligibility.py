@@ -2,7 +2,7 @@
 
 The same rules twice, by necessity: in Python for admission (to explain a gap
 to the client) and in SQL for pop (to claim among thousands of queued requests
-without loading them). tests/unit/chat/test_eligibility.py holds them together.
+without loading them). tests/integration/chat/test_eligibility.py holds them together.
 """
 
 from __future__ import annotations

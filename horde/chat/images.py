@@ -41,10 +41,11 @@ def inline_images(messages: list[dict], settings) -> int:
 
 
 def _to_data_url(url: str, param: str, settings) -> str:
-    if url.startswith("data:"):
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "data":
         mime, data = decode_data_url(url, param, settings.image_max_bytes)
         return f"data:{mime};base64,{base64.b64encode(data).decode()}"
-    if url.startswith(("http://", "https://")):
+    if scheme in ("http", "https"):
         mime, data = fetch(url, param, settings)
         return f"data:{mime};base64,{base64.b64encode(data).decode()}"
     raise errors.BadRequest("An image URL must be a data: URL or an http(s) URL.", param=param)
@@ -52,7 +53,7 @@ def _to_data_url(url: str, param: str, settings) -> str:
 
 def decode_data_url(url: str, param: str, max_bytes: int) -> tuple[str, bytes]:
     header, _, payload = url[len("data:"):].partition(",")
-    mime, _, encoding = header.partition(";")
+    mime, _, encoding = header.lower().partition(";")
     if not mime.startswith(ALLOWED_MIME_PREFIX) or encoding != "base64":
         raise errors.BadRequest("A data: image URL must be data:image/<type>;base64,<data>.", param=param)
     try:

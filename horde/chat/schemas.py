@@ -6,7 +6,7 @@ result to the same `ChatRequestSchema` that the native async route uses.
 
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from horde import errors
 from horde.workers.declarations import FEATURES, GUARANTEES
@@ -20,6 +20,7 @@ CONTEXT_FITTING_MODES = ("truncate_oldest", "grow", "reject")
 CONFORMANCE_MODES = ("strict", "best_effort")
 AVAILABILITY_MODES = ("fail_fast", "wait")
 FINISH_REASONS = ("stop", "length", "tool_calls")
+MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
 MAX_WAIT_S = 30
 MAX_WORKER_THREADS = 50
 
@@ -50,6 +51,28 @@ class ChatRequestSchema(Schema):
     max_kudos = fields.Integer(strict=True, validate=validate.Range(min=1))
     conformance = fields.String(load_default="strict", validate=validate.OneOf(CONFORMANCE_MODES))
     availability_mode = fields.String(load_default="fail_fast", validate=validate.OneOf(AVAILABILITY_MODES))
+
+    @validates_schema
+    def _messages(self, data, **_):
+        """Roles as OpenAI's; images only in user messages (the front screens the rest in detail)."""
+        for index, message in enumerate(data.get("messages") or ()):
+            if message.get("role") not in MESSAGE_ROLES:
+                raise ValidationError(f"Unsupported role {message.get('role')!r}; supported: "
+                                      f"{', '.join(MESSAGE_ROLES)}.", f"messages[{index}].role")
+            content = message.get("content")
+            if not isinstance(content, (str, list)) and not (content is None and message["role"] == "assistant"):
+                raise ValidationError("Content must be a string or a list of parts.", f"messages[{index}].content")
+            for part_index, part in enumerate(content if isinstance(content, list) else ()):
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind not in ("text", "image_url") or (kind == "image_url" and message["role"] != "user"):
+                    raise ValidationError(f"Unsupported content part {kind!r} in a {message['role']} message.",
+                                          f"messages[{index}].content[{part_index}].type")
+
+    @post_load
+    def _developer_as_system(self, data, **_):
+        data["messages"] = [dict(message, role="system") if message.get("role") == "developer" else message
+                            for message in data["messages"]]
+        return data
 
     @validates_schema
     def _one_model_key(self, data, **_):

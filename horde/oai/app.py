@@ -54,7 +54,7 @@ def get_model(model_id: str):
 def chat_completions():
     hub = runtime()
     key = auth.bearer_key(request.headers)
-    call = ChatCall.screen(hub, request.get_json(silent=True) if request.data else None, request.data)
+    call = ChatCall.screen(hub, request.get_json(force=True, silent=True) if request.data else None, request.data)
     user = service.authenticate(hub, key)
     return call.answer(user, request.headers, request.environ)
 

@@ -12,7 +12,7 @@ PARAMETERS_BY_DECLARATION = {
     "seed": ("seed",),
     "frequency_penalty": ("frequency_penalty",),
     "presence_penalty": ("presence_penalty",),
-    "reasoning_effort": ("reasoning_effort", "include_reasoning"),
+    "reasoning_effort": ("reasoning_effort",),
 }
 CREATED_EPOCH = 0
 OWNER = "horde"

@@ -72,8 +72,8 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                 if request is not None and request.state == WAITING:
                     eligible = service.eligible_online(session, settings, request)
                     no_worker_since = None if eligible else (no_worker_since or time.monotonic())
-                    gap = _gap(settings, request, no_worker_since, availability_mode)
                     pool = service.pool(session, settings, request)
+                    gap = _gap(settings, request, no_worker_since, availability_mode, pool["wait_time"])
             if request is None:
                 yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
                 return
@@ -89,7 +89,7 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                 yield FirstRead()
             if seen_job is not None and request.current_job_id != seen_job:
                 yield Restarted()
-            seen_job = request.current_job_id if request.state == PROCESSING else seen_job
+            seen_job = request.current_job_id
             if request.state == PROCESSING and request.progress_seq != seen_seq and request.progress_content is not None:
                 seen_seq = request.progress_seq
                 yield Progress(request.current_job_id, request.progress_content or "", request.progress_reasoning or "",
@@ -101,7 +101,7 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
             subscription.wait(max(0.0, min(remaining, MAX_TICK_S)))
 
 
-def _gap(settings, request, no_worker_since, availability_mode):
+def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):
     if no_worker_since is not None and time.monotonic() - no_worker_since >= settings.oai_no_worker_grace_s:
         return errors.NoEligibleWorker(
             f"No online worker can serve the request any more: the workers for {', '.join(request.models)} went "
@@ -111,5 +111,5 @@ def _gap(settings, request, no_worker_since, availability_mode):
         return errors.QueueUnavailable(
             f"No worker picked the request up within the wait budget of {int(settings.oai_wait_budget_s)} s.",
             metadata={"request_id": request.id, "budget_s": int(settings.oai_wait_budget_s)},
-            headers={"Retry-After": str(int(settings.oai_no_worker_grace_s))})
+            headers={"Retry-After": str(max(1, wait_s))})
     return None

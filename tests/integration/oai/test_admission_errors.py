@@ -140,3 +140,9 @@ def _serve(client, key, jobs):
         job = pop(client, key, max_length=8192, max_context_length=16384, threads=1, wait=5)
         if job["id"]:
             submit(client, key, job["id"])
+
+
+def test_unknown_front_paths_answer_the_envelope(client):
+    response = client.get("/v1/nothing-here")
+    assert response.status_code == 404 and response.json["error"]["type"] == "invalid_request_error"
+    assert client.get("/v1/chat/completions").json["error"]["message"]
