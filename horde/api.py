@@ -29,7 +29,7 @@ def make_blueprint() -> Blueprint:
     blueprint = Blueprint("native", __name__, url_prefix="/api/v2")
     api = Api(blueprint, title="Horde native API", version="2", doc="/doc",
               description="Chat requests, workers and accounts. Errors are {message, rc}; see README_return_codes.md.")
-    api.add_namespace(accounts_namespace, path="/")
+    api.add_namespace(accounts_namespace, path="/find_user")
     api.add_namespace(chat_namespace, path="/generate/chat")
     api.add_namespace(workers_namespace, path="/generate/chat")
     api.add_namespace(status_namespace, path="/status")

@@ -11,7 +11,7 @@ user_model = namespace.model("User", {
     "id": fields.Integer, "username": fields.String, "kudos": fields.Integer, "trusted": fields.Boolean})
 
 
-@namespace.route("/find_user")
+@namespace.route("")
 class FindUser(Resource):
     @namespace.doc(params={"apikey": {"in": "header", "description": "API key"}})
     @namespace.marshal_with(user_model)

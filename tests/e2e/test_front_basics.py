@@ -7,6 +7,7 @@ import pytest
 import requests
 
 from tests.e2e.conftest import unique_model
+from tests.support.openapi import validate
 
 ALL_FEATURES = "tools,json_object,json_schema,tools_with_response_format,vision,seed,frequency_penalty," \
                "presence_penalty,reasoning_effort,progress"
@@ -128,4 +129,8 @@ def test_answer_shape_and_x_horde(horde):
     assert completion.system_fingerprint.startswith("fp_")
     assert completion.choices[0].finish_reason == "stop"
     assert completion.usage.completion_tokens_details.reasoning_tokens == 0
-    assert json.loads(completion.model_dump_json())["choices"][0]["native_finish_reason"] == "stop"
+    body = json.loads(completion.model_dump_json())
+    assert body["choices"][0]["native_finish_reason"] == "stop"
+    raw = requests.post(horde.url + "/v1/chat/completions", json={"model": model, "messages": [
+        {"role": "user", "content": "Hi"}]}).json()
+    validate(raw, "CreateChatCompletionResponse")
