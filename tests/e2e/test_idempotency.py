@@ -176,3 +176,33 @@ def _post_and_drop(horde, body, key, idempotency_key):
                       headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key})
     except requests.Timeout:
         pass
+
+
+def test_a_streamed_retry_joins_the_running_stream(horde):
+    model = unique_model()
+    horde.worker([model])
+    key = horde.user()
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "slow please"}]}
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "joined"}
+    first = requests.post(horde.url + "/v1/chat/completions", json=body, headers=headers, stream=True, timeout=60)
+    first_lines = first.iter_lines(decode_unicode=True)
+    for line in first_lines:  # wait until the first stream has received some live text
+        if '"content"' in line:
+            break
+    second = requests.post(horde.url + "/v1/chat/completions", json=body, headers=headers, timeout=60)
+    rest_of_first = "\n".join(first_lines)
+    assert "[DONE]" in rest_of_first
+
+    def text(raw):
+        import json as _json
+
+        parts = []
+        for line in raw.splitlines():
+            if line.startswith("data: {"):
+                chunk = _json.loads(line[6:])
+                if chunk.get("choices"):
+                    parts.append(chunk["choices"][0]["delta"].get("content") or "")
+        return "".join(parts)
+
+    assert text(second.text) == "A slow answer, in steps."
+    assert jobs_for(horde, model) == 1
