@@ -69,8 +69,8 @@ class ChatCall:
 
     def _respond(self, request_id: str, environ, replayed: bool) -> Response:
         mode = self.screened.native.get("availability_mode", "fail_fast")
-        keepalive_s = None if self.screened.stream else JSON_WAIT_TICK_S
-        watcher = watch(self.runtime, request_id, availability_mode=mode, keepalive_s=keepalive_s)
+        tick_s = None if self.screened.stream else JSON_WAIT_TICK_S
+        watcher = watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s)
         first = next(watcher)
         headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
         if self.screened.stream:

@@ -18,7 +18,8 @@ from horde.chat.models import FINAL_STATES, PROCESSING, WAITING
 from horde.events import request_channel
 from horde.timeutil import seconds_since
 
-MAX_TICK_S = 1.0
+GAP_CHECKS_PER_GRACE = 4
+MIN_GAP_CHECK_S = 0.25
 
 
 @dataclass
@@ -42,6 +43,11 @@ class Progress:
 
 
 @dataclass
+class Tick:
+    """Nothing happened; lets a consumer look at its client (has it gone?) between events."""
+
+
+@dataclass
 class Restarted:
     """The job that was generating went back to the queue (or to another worker)."""
 
@@ -56,49 +62,65 @@ class Failed:
     error: errors.HordeError
 
 
-def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", keepalive_s: float | None = None):
+def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", keepalive_s: float | None = None,
+          tick_s: float | None = None):
+    """Events of one request. The database is read when an event arrives, a keepalive is due, or a waiting
+    request's pool is due for its gap check; otherwise each `tick_s` yields a Tick that costs nothing."""
     settings = runtime.settings
     keepalive_s = keepalive_s or settings.oai_keepalive_s
-    last_keepalive = time.monotonic()
+    tick_s = tick_s or keepalive_s
+    gap_check_s = min(keepalive_s, max(settings.oai_no_worker_grace_s / GAP_CHECKS_PER_GRACE, MIN_GAP_CHECK_S))
+    now = time.monotonic()
+    next_keepalive, next_gap_check = now + keepalive_s, now
     no_worker_since = None
     seen_seq, seen_job = -1, None
-    first = True
+    first, read, pool = True, True, None
     with runtime.bus.subscribe(request_channel(request_id)) as subscription:
         while True:
-            # Never yield inside the transaction: the consumer's own transactions would wait on its lock.
-            gap = pool = None
-            with runtime.db.transaction() as session:
-                request = session.get(service.ChatRequest, request_id)
-                if request is not None and request.state == WAITING:
-                    eligible = service.eligible_online(session, settings, request)
-                    no_worker_since = None if eligible else (no_worker_since or time.monotonic())
-                    pool = service.pool(session, settings, request)
-                    gap = _gap(settings, request, no_worker_since, availability_mode, pool["wait_time"])
-            if request is None:
-                yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
-                return
-            if request.state in FINAL_STATES:
-                yield Finished(request)
-                return
-            if gap is not None:
-                service.cancel(runtime, None, request_id, reason=gap)
-                yield Failed(gap)
-                return
-            if first:
-                first = False
-                yield FirstRead()
-            if seen_job is not None and request.current_job_id != seen_job:
-                yield Restarted()
-            seen_job = request.current_job_id
-            if request.state == PROCESSING and request.progress_seq != seen_seq and request.progress_content is not None:
-                seen_seq = request.progress_seq
-                yield Progress(request.current_job_id, request.progress_content or "", request.progress_reasoning or "",
-                               request.worker_id, request.served_model)
-            if time.monotonic() - last_keepalive >= keepalive_s:
-                last_keepalive = time.monotonic()
+            now = time.monotonic()
+            keepalive_due, gap_check_due = now >= next_keepalive, now >= next_gap_check
+            if read or keepalive_due or gap_check_due:
+                # Never yield inside the transaction: the consumer's own transactions would wait on its lock.
+                gap = None
+                with runtime.db.transaction() as session:
+                    request = session.get(service.ChatRequest, request_id)
+                    waiting = request is not None and request.state == WAITING
+                    if waiting and (gap_check_due or keepalive_due):
+                        next_gap_check = now + gap_check_s
+                        eligible = service.eligible_online(session, settings, request)
+                        no_worker_since = None if eligible else (no_worker_since or now)
+                        pool = service.pool(session, settings, request)
+                        gap = _gap(settings, request, no_worker_since, availability_mode, pool["wait_time"])
+                    elif not waiting:
+                        pool = None
+                if request is None:
+                    yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
+                    return
+                if request.state in FINAL_STATES:
+                    yield Finished(request)
+                    return
+                if gap is not None:
+                    service.cancel(runtime, None, request_id, reason=gap)
+                    yield Failed(gap)
+                    return
+                if first:
+                    first = False
+                    yield FirstRead()
+                if seen_job is not None and request.current_job_id != seen_job:
+                    yield Restarted()
+                seen_job = request.current_job_id
+                if (request.state == PROCESSING and request.progress_seq != seen_seq
+                        and request.progress_content is not None):
+                    seen_seq = request.progress_seq
+                    yield Progress(request.current_job_id, request.progress_content or "",
+                                   request.progress_reasoning or "", request.worker_id, request.served_model)
+            if keepalive_due:
+                next_keepalive = now + keepalive_s
                 yield Keepalive(pool["queue_position"] if pool else 0, pool["wait_time"] if pool else 0)
-            remaining = keepalive_s - (time.monotonic() - last_keepalive)
-            subscription.wait(max(0.0, min(remaining, MAX_TICK_S)))
+            elif not read:
+                yield Tick()
+            deadline = min(next_keepalive, now + tick_s, next_gap_check if pool is not None else next_keepalive)
+            read = subscription.wait(max(0.0, deadline - time.monotonic()))
 
 
 def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):
