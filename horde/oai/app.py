@@ -53,9 +53,8 @@ def get_model(model_id: str):
 
 def chat_completions():
     hub = runtime()
-    key = auth.bearer_key(request.headers)
+    user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
     call = ChatCall.screen(hub, request.get_json(force=True, silent=True) if request.data else None, request.data)
-    user = service.authenticate(hub, key)
     return call.answer(user, request.headers, request.environ)
 
 

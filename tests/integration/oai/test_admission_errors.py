@@ -146,3 +146,9 @@ def test_unknown_front_paths_answer_the_envelope(client):
     response = client.get("/v1/nothing-here")
     assert response.status_code == 404 and response.json["error"]["type"] == "invalid_request_error"
     assert client.get("/v1/chat/completions").json["error"]["message"]
+
+
+def test_an_unknown_key_is_401_before_the_body_is_screened(client):
+    response = client.post("/v1/chat/completions", json={"logit_bias": {}}, headers={"Authorization": "Bearer nope"})
+    assert response.status_code == 401 and response.json["error"]["code"] == "InvalidAPIKey"
+    assert response.json["error"]["type"] == "authentication_error"
