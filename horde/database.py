@@ -30,15 +30,15 @@ class Database:
             url = "postgresql+psycopg://" + url[len("postgresql://"):]
         if self.is_sqlite:
             self._ensure_sqlite_folder(url)
-            self.engine = create_engine(
-                url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-            )
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-            event.listen(self.engine, "begin", _sqlite_begin_immediate)
+            self.engine = _sqlite_engine(url, "BEGIN IMMEDIATE")
+            # Readers take no write lock: under WAL they never wait for (nor block) a writer.
+            self.read_engine = _sqlite_engine(url, "BEGIN")
         else:
             self.engine = create_engine(url, pool_size=POSTGRES_POOL_SIZE, max_overflow=POSTGRES_POOL_OVERFLOW,
                                         pool_pre_ping=True)
+            self.read_engine = self.engine
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
 
     @staticmethod
     def _ensure_sqlite_folder(url: str) -> None:
@@ -64,8 +64,19 @@ class Database:
         finally:
             session.close()
 
+    @contextlib.contextmanager
+    def read(self):
+        """Yield a session for reading only; nothing it does is committed."""
+        session: Session = self._read_sessions()
+        try:
+            yield session
+        finally:
+            session.close()  # the pool rolls the connection back; loaded objects stay readable, detached
+
     def dispose(self) -> None:
         self.engine.dispose()
+        if self.read_engine is not self.engine:
+            self.read_engine.dispose()
 
 
 def _sqlite_pragmas(dbapi_connection, _record):
@@ -78,6 +89,13 @@ def _sqlite_pragmas(dbapi_connection, _record):
     cursor.close()
 
 
-def _sqlite_begin_immediate(connection):
-    """Take the write lock at BEGIN so two writers never deadlock on a lock upgrade."""
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+def _sqlite_engine(url: str, begin_statement: str):
+    """A SQLite engine whose transactions start with `begin_statement`.
+
+    Writers use BEGIN IMMEDIATE: they take the write lock at once, so two writers
+    never deadlock on a lock upgrade.
+    """
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    event.listen(engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "begin", lambda connection: connection.exec_driver_sql(begin_statement))
+    return engine

@@ -37,6 +37,13 @@ def find_by_key(session: Session, key: str) -> User | None:
     return session.scalar(select(User).where(User.api_key_hash == hash_api_key(key)))
 
 
+def find_user(session: Session, key: str | None) -> User | None:
+    """The user owning `key` (no key: the anonymous user), or None; never writes."""
+    if not key or key == ANONYMOUS_API_KEY:
+        return session.scalar(select(User).where(User.anonymous.is_(True)))
+    return find_by_key(session, key)
+
+
 def authenticate(session: Session, key: str | None) -> User:
     """The user owning `key`; no key means the anonymous user."""
     if not key or key == ANONYMOUS_API_KEY:

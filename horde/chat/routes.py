@@ -49,5 +49,5 @@ class Models(Resource):
     def get(self):
         """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
         hub = runtime()
-        with hub.db.transaction() as session:
+        with hub.db.read() as session:
             return model_stats(session, hub.settings)

@@ -14,7 +14,11 @@ from horde.workers import service as workers
 
 
 def authenticate(runtime, api_key: str | None) -> User:
-    with runtime.db.transaction() as session:
+    with runtime.db.read() as session:
+        user = accounts.find_user(session, api_key)
+    if user is not None:
+        return user
+    with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
         return accounts.authenticate(session, api_key)
 
 
@@ -41,12 +45,12 @@ def load_owned(session, user: User, request_id: str) -> ChatRequest:
 
 
 def status(runtime, user: User, request_id: str) -> dict:
-    with runtime.db.transaction() as session:
+    with runtime.db.read() as session:
         return status_view(session, runtime.settings, load_owned(session, user, request_id))
 
 
 def read(runtime, request_id: str) -> ChatRequest | None:
-    with runtime.db.transaction() as session:
+    with runtime.db.read() as session:
         return session.get(ChatRequest, request_id)
 
 

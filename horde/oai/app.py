@@ -36,14 +36,14 @@ def _authenticated_user():
 def list_models():
     _authenticated_user()
     hub = runtime()
-    with hub.db.transaction() as session:
+    with hub.db.read() as session:
         return jsonify(cards.model_list(model_stats(session, hub.settings)))
 
 
 def get_model(model_id: str):
     _authenticated_user()
     hub = runtime()
-    with hub.db.transaction() as session:
+    with hub.db.read() as session:
         stats = model_stats(session, hub.settings, model_id) if ":" not in model_id else []
     if not stats:
         raise errors.ModelNotFound(f"The model `{model_id}` does not exist or you do not have access to it.",

@@ -111,7 +111,7 @@ def retried_request(runtime, user_id: int, digest: str) -> str | None:
     """For an SDK retry without a key: the same user's latest request of the same body whose answer no
     client received yet (still running, or ended after its caller had gone)."""
     since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
-    with runtime.db.transaction() as session:
+    with runtime.db.read() as session:
         return session.scalar(
             select(ChatRequest.id).where(ChatRequest.user_id == user_id, ChatRequest.body_hash == digest,
                                          ChatRequest.delivered.is_(False), ChatRequest.created_at >= since)

@@ -82,7 +82,7 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
             if read or keepalive_due or gap_check_due:
                 # Never yield inside the transaction: the consumer's own transactions would wait on its lock.
                 gap = None
-                with runtime.db.transaction() as session:
+                with runtime.db.read() as session:
                     request = session.get(service.ChatRequest, request_id)
                     waiting = request is not None and request.state == WAITING
                     if waiting and (gap_check_due or keepalive_due):
