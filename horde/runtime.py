@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from horde.chat.snapshots import Snapshots
 from horde.config import Settings
 from horde.database import Database
 from horde.events import LocalEventBus, make_event_bus
@@ -14,6 +15,7 @@ class Runtime:
     settings: Settings
     db: Database
     bus: LocalEventBus
+    snapshots: Snapshots = field(default_factory=Snapshots)
 
     @classmethod
     def build(cls, settings: Settings) -> "Runtime":

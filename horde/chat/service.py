@@ -77,11 +77,19 @@ def sweep(runtime) -> int:
     return len(changed)
 
 
-def pool(session, settings, request: ChatRequest) -> dict:
-    """Online workers and threads for the request's models, and the wait ahead of it."""
-    online = workers.online_workers(session, settings.worker_online_window_s, request.models)
+def pool(session, settings, request: ChatRequest, snapshots=None) -> dict:
+    """Online workers and threads for the request's models, and the wait ahead of it.
+
+    With `snapshots` (a waiter's path) the answer may be up to a second old.
+    """
+    if snapshots is not None:
+        wanted = set(request.models)
+        online = [w for w in snapshots.online(session, settings.worker_online_window_s)[0] if wanted & set(w.models)]
+        ahead = snapshots.position(session, request)
+    else:
+        online = workers.online_workers(session, settings.worker_online_window_s, request.models)
+        ahead = queue.position(session, request)
     threads = sum(worker.threads for worker in online)
-    ahead = queue.position(session, request)
     wait = queue.wait_estimate_s(ahead, threads, queue.typical_job_s(session, settings.default_job_duration_s))
     return {"workers": len(online), "threads": threads, "queue_position": ahead,
             "wait_time": wait if request.state == WAITING else 0}
@@ -106,12 +114,3 @@ def status_view(session, settings, request: ChatRequest) -> dict:
         view["faulted"] = {"rc": request.fault_rc, "message": request.fault_message}
     return view
 
-
-def eligible_online(session, settings, request: ChatRequest) -> list:
-    """The online workers that could serve `request` as it stands now."""
-    from horde.chat.eligibility import is_eligible, need_of
-
-    online = workers.online_workers(session, settings.worker_online_window_s, request.models)
-    trust = workers.owners_trust(session, online)
-    need = need_of(request)
-    return [worker for worker in online if is_eligible(worker, need, trust.get(worker.owner_id, False))]

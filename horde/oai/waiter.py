@@ -87,9 +87,9 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                     waiting = request is not None and request.state == WAITING
                     if waiting and (gap_check_due or keepalive_due):
                         next_gap_check = now + gap_check_s
-                        eligible = service.eligible_online(session, settings, request)
+                        eligible = runtime.snapshots.eligible(session, settings.worker_online_window_s, request)
                         no_worker_since = None if eligible else (no_worker_since or now)
-                        pool = service.pool(session, settings, request)
+                        pool = service.pool(session, settings, request, runtime.snapshots)
                         gap = _gap(settings, request, no_worker_since, availability_mode, pool["wait_time"])
                     elif not waiting:
                         pool = None

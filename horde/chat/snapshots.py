@@ -1,0 +1,71 @@
+"""Short-lived, per-process views of the queue and the online workers.
+
+Thousands of waiters ask the same two questions every few seconds: which online
+workers could serve me, and where am I in the queue. One query per second per
+model answers all of them; each waiter then looks itself up in memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from horde.chat.eligibility import QUEUE_ORDER, is_eligible, need_of
+from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
+from horde.workers import service as workers
+
+SNAPSHOT_MAX_AGE_S = 1.0
+
+
+@dataclass
+class _Entry:
+    taken_at: float
+    value: object
+
+
+class Snapshots:
+    def __init__(self, max_age_s: float = SNAPSHOT_MAX_AGE_S):
+        self.max_age_s = max_age_s
+        self._entries: dict = {}
+        self._lock = threading.Lock()
+
+    def _cached(self, key, compute):
+        entry = self._entries.get(key)
+        now = time.monotonic()
+        if entry is not None and now - entry.taken_at < self.max_age_s:
+            return entry.value
+        value = compute()
+        with self._lock:
+            self._entries[key] = _Entry(now, value)
+        return value
+
+    def online(self, session, window_s: float):
+        """(online workers, owner trust by owner id), detached from the session."""
+        def compute():
+            online = workers.online_workers(session, window_s)
+            return online, workers.owners_trust(session, online)
+        return self._cached(("online", window_s), compute)
+
+    def eligible(self, session, window_s: float, request: ChatRequest) -> list:
+        online, trust = self.online(session, window_s)
+        wanted, need = set(request.models), need_of(request)
+        return [worker for worker in online if wanted.intersection(worker.models)
+                and is_eligible(worker, need, trust.get(worker.owner_id, False))]
+
+    def position(self, session, request: ChatRequest) -> int:
+        """Waiting requests for the same models served before this one (0 = next)."""
+        if request.state != WAITING:
+            return 0
+        key = ("queue", tuple(sorted(request.models)))
+
+        def compute():
+            accepts = select(ChatRequestModel.request_id).where(ChatRequestModel.model.in_(list(key[1])))
+            ids = session.scalars(select(ChatRequest.id).where(ChatRequest.state == WAITING,
+                                                               ChatRequest.id.in_(accepts)).order_by(*QUEUE_ORDER))
+            return {request_id: index for index, request_id in enumerate(ids)}
+
+        positions = self._cached(key, compute)
+        return positions.get(request.id, len(positions))
