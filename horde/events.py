@@ -15,11 +15,18 @@ import threading
 
 log = logging.getLogger(__name__)
 
-JOBS_CHANNEL = "jobs"
-
-
 def request_channel(request_id: str) -> str:
     return f"request:{request_id}"
+
+
+def jobs_channel(model: str) -> str:
+    """Where a job for `model` is announced: only the workers serving it wake up."""
+    return f"jobs:{model}"
+
+
+def announce_jobs(bus, models) -> None:
+    for model in dict.fromkeys(models):
+        bus.publish(jobs_channel(model))
 
 
 class Subscription:

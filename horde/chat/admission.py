@@ -76,8 +76,9 @@ def admit(session: Session, settings, user: User, native: dict, *, client_agent:
     n_images = sum(count_images(message.get("content")) for message in fitted.messages)
     estimate = pricing.price(models[0], completion_tokens=need.max_tokens, prompt_tokens=fitted.prompt_tokens,
                              n_images=n_images, reference_path=settings.model_reference_path)
-    _check_price(native, user, estimate, need, eligible, session, models)
-    _check_queue(native, session, settings, eligible, models)
+    queued = queue.waiting_for_models(session, models)
+    _check_price(native, user, estimate, need, eligible, queued)
+    _check_queue(native, session, settings, eligible, queued)
     request = ChatRequest(
         user_id=user.id, models=models, max_tokens=need.max_tokens, context_tokens=need.context_tokens,
         prompt_tokens=fitted.prompt_tokens, required_features=need.features, required_guarantees=need.guarantees,
@@ -155,14 +156,14 @@ def _declaration_gap(online, need: Need, models) -> errors.HordeError:
         metadata={"missing": best_missing})
 
 
-def _check_price(native, user: User, estimate: int, need: Need, eligible, session, models) -> None:
+def _check_price(native, user: User, estimate: int, need: Need, eligible, queued: int) -> None:
     max_kudos = native.get("max_kudos")
     if max_kudos is not None and estimate > max_kudos:
         raise errors.MaxKudosExceeded(
             f"The request's kudos estimate of {estimate} exceeds its max_kudos of {max_kudos}.",
             param="horde.max_kudos", metadata={"kudos_estimate": estimate, "max_kudos": max_kudos})
     threads = sum(w.threads for w in eligible)
-    allowance = pricing.free_allowance_tokens(threads, queue.waiting_for_models(session, models))
+    allowance = pricing.free_allowance_tokens(threads, queued)
     if need.max_tokens > allowance and user.kudos < estimate:
         raise errors.KudosUpfront(
             f"max_tokens {need.max_tokens} is above the free allowance of {allowance} tokens, so the API key "
@@ -171,11 +172,10 @@ def _check_price(native, user: User, estimate: int, need: Need, eligible, sessio
                                           "free_allowance_tokens": allowance})
 
 
-def _check_queue(native, session, settings, eligible, models) -> None:
+def _check_queue(native, session, settings, eligible, queued: int) -> None:
     if native.get("availability_mode", "fail_fast") != "fail_fast":
         return
     threads = sum(w.threads for w in eligible)
-    queued = queue.waiting_for_models(session, models)
     wait_s = queue.wait_estimate_s(queued, threads, queue.typical_job_s(session, settings.default_job_duration_s))
     budget_s = settings.oai_wait_budget_s
     if wait_s > budget_s:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.database import Base
@@ -30,10 +30,14 @@ def new_id() -> str:
 
 class ChatRequest(Base):
     __tablename__ = "chat_requests"
-    __table_args__ = (Index("ix_chat_requests_queue", "state", "priority_class", "priority", "created_at"),)
+    __table_args__ = (
+        # Matches QUEUE_ORDER, so a claim walks the index and stops at the first eligible request.
+        Index("ix_chat_requests_queue", "state", "priority_class", text("priority DESC"), "created_at"),
+        Index("ix_chat_requests_user_created", "user_id", "created_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     state: Mapped[str] = mapped_column(String(16), default=WAITING)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)

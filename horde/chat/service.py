@@ -9,7 +9,7 @@ from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.chat import admission, images, lifecycle, queue
 from horde.chat.models import PROCESSING, WAITING, ChatRequest
-from horde.events import JOBS_CHANNEL, request_channel
+from horde.events import announce_jobs, request_channel
 from horde.workers import service as workers
 
 
@@ -33,7 +33,7 @@ def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:
         request = admission.admit(session, runtime.settings, user, native, client_agent=client_agent,
                                   model_param=model_param)
         request.body_hash, request.holders = body_hash, holders
-    runtime.bus.publish(JOBS_CHANNEL)
+    announce_jobs(runtime.bus, request.models)
     return request
 
 
@@ -72,8 +72,8 @@ def sweep(runtime) -> int:
         changed = lifecycle.expire_jobs(session, runtime.settings)
     for request in changed:
         runtime.bus.publish(request_channel(request.id))
-    if changed:
-        runtime.bus.publish(JOBS_CHANNEL)
+        if request.state == WAITING:
+            announce_jobs(runtime.bus, request.models)
     return len(changed)
 
 

@@ -12,7 +12,7 @@ from horde.chat import lifecycle
 from horde.chat.eligibility import queue_filter
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
-from horde.events import JOBS_CHANNEL, request_channel
+from horde.events import announce_jobs, jobs_channel, request_channel
 from horde.workers import service as workers
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.models import Worker
@@ -23,7 +23,7 @@ LONG_POLL_RECHECK_S = 5.0
 def pop(runtime, api_key: str | None, body) -> dict:
     request = load(POP_SCHEMA, body)
     deadline = time.monotonic() + request["wait"]
-    with runtime.bus.subscribe(JOBS_CHANNEL) as subscription:
+    with runtime.bus.subscribe(*[jobs_channel(model) for model in request["models"]]) as subscription:
         while True:
             result = pop_once(runtime, api_key, request)
             remaining = deadline - time.monotonic()
@@ -53,8 +53,8 @@ def pop_once(runtime, api_key: str | None, request: dict) -> dict:
                 expired.append(chat_request)
     for changed in expired:
         runtime.bus.publish(request_channel(changed.id))
-    if len(expired) > (0 if result["id"] is None else 1):
-        runtime.bus.publish(JOBS_CHANNEL)
+        if changed.state == WAITING:
+            announce_jobs(runtime.bus, changed.models)
     return result
 
 

@@ -7,7 +7,7 @@ from horde.accounts import service as accounts
 from horde.api import api_key, json_body, runtime
 from horde.chat import lifecycle
 from horde.chat.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA, load
-from horde.events import JOBS_CHANNEL, request_channel
+from horde.events import announce_jobs, request_channel
 from horde.workers import pop as pop_service
 
 namespace = Namespace("workers", description="The worker protocol")
@@ -74,4 +74,4 @@ def _owner(session):
 def _announce(hub, request) -> None:
     hub.bus.publish(request_channel(request.id))
     if request.state == "waiting":
-        hub.bus.publish(JOBS_CHANNEL)
+        announce_jobs(hub.bus, request.models)
