@@ -54,7 +54,7 @@ CREATE TABLE chat_requests (
 );
 
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
-CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at);
+CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
 
 CREATE TABLE idempotency_keys (

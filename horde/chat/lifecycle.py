@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.models import User
-from horde.chat import conformance, pricing
+from horde.chat import conformance, pricing, queue
 from horde.chat.eligibility import QUEUE_ORDER, queue_filter
 from horde.chat.models import (
     CANCELLED, DONE, FAULTED, FINAL_STATES, JOB_ABORTED, JOB_CANCELLED, JOB_FAULTED, JOB_PROCESSING, JOB_REFUSED,
@@ -29,10 +29,18 @@ DEFAULT_REASONING_EFFORT = "medium"
 
 def claim(session: Session, settings, worker: Worker, trusted: bool, *, skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
+    if not queue.any_waiting_for(session, worker.models):
+        return None
     query = select(ChatRequest).where(queue_filter(worker, trusted)).order_by(*QUEUE_ORDER).limit(1)
-    if skip_locked:
+    if skip_locked:  # PostgreSQL
         query = query.with_for_update(skip_locked=True, of=ChatRequest)
-    request = session.scalar(query)
+        # The planner cannot estimate the bit-mask filters and would sort the whole queue; walking
+        # ix_chat_requests_queue in order stops at the first eligible request instead.
+        session.execute(text("SET LOCAL enable_sort = off"))
+        request = session.scalar(query)
+        session.execute(text("SET LOCAL enable_sort = on"))
+    else:
+        request = session.scalar(query)
     if request is None:
         return None
     model = next(model for model in request.models if model in worker.models)

@@ -32,7 +32,7 @@ class ChatRequest(Base):
     __tablename__ = "chat_requests"
     __table_args__ = (
         # Matches QUEUE_ORDER, so a claim walks the index and stops at the first eligible request.
-        Index("ix_chat_requests_queue", "state", "priority_class", text("priority DESC"), "created_at"),
+        Index("ix_chat_requests_queue", "state", "priority_class", text("priority DESC"), "created_at", "id"),
         Index("ix_chat_requests_user_created", "user_id", "created_at"),
     )
 

@@ -25,14 +25,16 @@ def pop(runtime, api_key: str | None, body) -> dict:
     deadline = time.monotonic() + request["wait"]
     with runtime.bus.subscribe(*[jobs_channel(model) for model in request["models"]]) as subscription:
         while True:
-            result = pop_once(runtime, api_key, request)
-            remaining = deadline - time.monotonic()
-            if result["id"] is not None or remaining <= 0:
+            last_try = deadline - time.monotonic() <= 0
+            result = pop_once(runtime, api_key, request, explain=last_try)
+            if result["id"] is not None or last_try:
                 return result
-            subscription.wait(min(remaining, LONG_POLL_RECHECK_S))
+            subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
 
 
-def pop_once(runtime, api_key: str | None, request: dict) -> dict:
+def pop_once(runtime, api_key: str | None, request: dict, *, explain: bool = True) -> dict:
+    """One check-in and claim. `explain` computes the skipped counts of an empty pop, which scan
+    the queue; a long-poll asks for them only on its last try."""
     settings = runtime.settings
     with runtime.db.transaction() as session:
         owner = accounts.authenticate(session, api_key)
@@ -45,7 +47,7 @@ def pop_once(runtime, api_key: str | None, request: dict) -> dict:
         else:
             claimed = lifecycle.claim(session, settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
             if claimed is None:
-                result = {"id": None, "skipped": skipped_counts(session, worker, trusted)}
+                result = {"id": None, "skipped": skipped_counts(session, worker, trusted) if explain else {}}
             else:
                 job, chat_request = claimed
                 result = {"id": job.id, "model": job.model, "ttl": int(settings.job_ttl_s),
