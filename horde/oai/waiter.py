@@ -19,6 +19,8 @@ from horde.events import request_channel
 from horde.timeutil import seconds_since
 
 GAP_CHECKS_PER_GRACE = 4
+#: The longest a lost event can delay a waiter.
+FULL_READ_S = 10.0
 MIN_GAP_CHECK_S = 0.25
 
 
@@ -64,26 +66,35 @@ class Failed:
 
 def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", keepalive_s: float | None = None,
           tick_s: float | None = None):
-    """Events of one request. The database is read when an event arrives, a keepalive is due, or a waiting
-    request's pool is due for its gap check; otherwise each `tick_s` yields a Tick that costs nothing."""
+    """Events of one request.
+
+    The request row is read when an event arrives (every change publishes one) and, as a safety net
+    for a lost event, every FULL_READ_S. Keepalives and gap checks use the last row read and the
+    per-process snapshots; between them each `tick_s` yields a Tick that costs nothing.
+    """
     settings = runtime.settings
     keepalive_s = keepalive_s or settings.oai_keepalive_s
     tick_s = tick_s or keepalive_s
     gap_check_s = min(keepalive_s, max(settings.oai_no_worker_grace_s / GAP_CHECKS_PER_GRACE, MIN_GAP_CHECK_S))
     now = time.monotonic()
-    next_keepalive, next_gap_check = now + keepalive_s, now
+    next_keepalive, next_gap_check, next_full_read = now + keepalive_s, now, now
     no_worker_since = None
     seen_seq, seen_job = -1, None
-    first, read, pool = True, True, None
+    first, read, pool, request = True, True, None, None
     with runtime.bus.subscribe(request_channel(request_id)) as subscription:
         while True:
             now = time.monotonic()
-            keepalive_due, gap_check_due = now >= next_keepalive, now >= next_gap_check
-            if read or keepalive_due or gap_check_due:
-                # Never yield inside the transaction: the consumer's own transactions would wait on its lock.
-                gap = None
+            keepalive_due = now >= next_keepalive
+            must_read = read or now >= next_full_read
+            waiting = request is not None and request.state == WAITING
+            gap_check_due = now >= next_gap_check
+            gap = None
+            if must_read or (waiting and (gap_check_due or keepalive_due)):
+                # Never yield inside the session: the consumer's own transactions would wait on it.
                 with runtime.db.read() as session:
-                    request = session.get(service.ChatRequest, request_id)
+                    if must_read:
+                        request = session.get(service.ChatRequest, request_id)
+                        next_full_read = now + max(FULL_READ_S, keepalive_s)
                     waiting = request is not None and request.state == WAITING
                     if waiting and (gap_check_due or keepalive_due):
                         next_gap_check = now + gap_check_s
@@ -93,15 +104,12 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                         gap = _gap(settings, request, no_worker_since, availability_mode, pool["wait_time"])
                     elif not waiting:
                         pool = None
+            if must_read:
                 if request is None:
                     yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
                     return
                 if request.state in FINAL_STATES:
                     yield Finished(request)
-                    return
-                if gap is not None:
-                    service.cancel(runtime, None, request_id, reason=gap)
-                    yield Failed(gap)
                     return
                 if first:
                     first = False
@@ -114,13 +122,25 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                     seen_seq = request.progress_seq
                     yield Progress(request.current_job_id, request.progress_content or "",
                                    request.progress_reasoning or "", request.worker_id, request.served_model)
+            if gap is not None and _still_waiting(runtime, request_id):
+                service.cancel(runtime, None, request_id, reason=gap)
+                yield Failed(gap)
+                return
             if keepalive_due:
                 next_keepalive = now + keepalive_s
                 yield Keepalive(pool["queue_position"] if pool else 0, pool["wait_time"] if pool else 0)
             elif not read:
                 yield Tick()
-            deadline = min(next_keepalive, now + tick_s, next_gap_check if pool is not None else next_keepalive)
+            deadline = min(next_keepalive, now + tick_s, next_full_read,
+                           next_gap_check if pool is not None else next_keepalive)
             read = subscription.wait(max(0.0, deadline - time.monotonic()))
+
+
+def _still_waiting(runtime, request_id: str) -> bool:
+    """A gap found on the last row read is acted on only if the row still says waiting."""
+    with runtime.db.read() as session:
+        request = session.get(service.ChatRequest, request_id)
+        return request is not None and request.state == WAITING
 
 
 def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):

@@ -46,11 +46,14 @@ WEATHER_TOOL = {
 }
 
 
+#: One inference thread: on two cores the Horde, its worker and the test need the other.
+LLAMA_THREADS = ("-t", "1")
+
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory):
     binary = build_llama_server()
     model = write_tiny_model(tmp_path_factory.mktemp("llama") / "tiny.gguf", seed=0)
-    with LlamaServer(binary, model, ctx=4096, parallel=2) as srv:
+    with LlamaServer(binary, model, ctx=4096, parallel=2, extra_args=LLAMA_THREADS) as srv:
         yield srv
 
 
