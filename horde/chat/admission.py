@@ -40,8 +40,9 @@ def admit(session: Session, settings, user: User, native: dict, *, client_agent:
     models = models_of(native)
     model_param = model_param or ("model" if "model" in native else "models")
     _check_rate(session, settings, user)
-    _check_known(session, models, model_param, settings.model_reference_path)
-    online = workers.online_workers(session, settings.worker_online_window_s, models)
+    roster = workers.all_workers(session)
+    _check_known(roster, models, model_param, settings.model_reference_path)
+    online = workers.online_among(roster, settings.worker_online_window_s, models)
     if not online:
         raise errors.NoEligibleWorker(
             f"The model {_names(models)} is not served by any online worker.", param=model_param)
@@ -133,8 +134,8 @@ def _check_rate(session, settings, user: User) -> None:
                      "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_WINDOW_S)})
 
 
-def _check_known(session, models: list[str], model_param: str, reference_path: str | None) -> None:
-    known = workers.known_models(session) | set(pricing.model_sizes(reference_path))
+def _check_known(roster, models: list[str], model_param: str, reference_path: str | None) -> None:
+    known = workers.known_models(roster) | set(pricing.model_sizes(reference_path))
     for index, model in enumerate(models):
         if model not in known:
             param = "model" if model_param == "model" else f"models[{index}]"

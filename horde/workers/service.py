@@ -44,17 +44,24 @@ def online_cutoff(window_s: float) -> dt.datetime:
 def online_workers(session: Session, window_s: float, models=None) -> list[Worker]:
     """Workers that popped within the window; serving any of `models` when given."""
     workers = session.scalars(select(Worker).where(Worker.last_pop_at >= online_cutoff(window_s))).all()
-    if models is None:
-        return list(workers)
-    wanted = set(models)
-    return [worker for worker in workers if wanted.intersection(worker.models)]
+    return online_among(workers, window_s, models)
 
 
-def known_models(session: Session) -> set[str]:
-    """Every model any worker ever declared: a model the Horde has heard of."""
+def online_among(workers, window_s: float, models=None) -> list[Worker]:
+    cutoff, wanted = online_cutoff(window_s), set(models or ())
+    return [worker for worker in workers
+            if worker.last_pop_at >= cutoff and (models is None or wanted.intersection(worker.models))]
+
+
+def all_workers(session: Session) -> list[Worker]:
+    return list(session.scalars(select(Worker)))
+
+
+def known_models(workers) -> set[str]:
+    """Every model any of `workers` ever declared: the models the Horde has heard of."""
     names: set[str] = set()
-    for models in session.scalars(select(Worker.models)):
-        names.update(models or ())
+    for worker in workers:
+        names.update(worker.models or ())
     return names
 
 
