@@ -1,0 +1,49 @@
+"""Idempotency keys live in the database and expire with the retention window."""
+
+import threading
+import time
+
+import pytest
+
+from horde.oai import idempotency
+from horde.oai.idempotency_models import IdempotencyKey
+from tests.integration.helpers import pop, submit
+
+BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
+
+
+@pytest.fixture
+def settings(settings):
+    return settings.replace(idempotency_retention_s=1)
+
+
+def serve(client, key, jobs):
+    for _ in range(jobs):
+        job = pop(client, key, wait=5)
+        if job["id"]:
+            submit(client, key, job["id"])
+
+
+def chat(client, body, key):
+    return client.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}",
+                                                                  "Idempotency-Key": "order-7"})
+
+
+def test_a_key_expires_with_the_retention_window(client, make_user, runtime):
+    _, owner = make_user("owner")
+    _, key = make_user("client")
+    pop(client, owner)
+    worker = threading.Thread(target=serve, args=(client.application.test_client(), owner, 2))
+    worker.start()
+    first = chat(client, BODY, key)
+    assert first.status_code == 200
+    other = dict(BODY, messages=[{"role": "user", "content": "Another question"}])
+    assert chat(client, other, key).status_code == 409
+    time.sleep(1.1)  # past the retention window of 1 s
+    assert idempotency.purge_expired(runtime) == 1
+    second = chat(client, other, key)
+    worker.join(10)
+    assert second.status_code == 200
+    assert second.json["x_horde"]["request_id"] != first.json["x_horde"]["request_id"]
+    with runtime.db.read() as session:
+        assert session.query(IdempotencyKey).count() == 1
