@@ -89,28 +89,11 @@ def postgres_reachable(admin_url: str) -> str | None:
     return None
 
 
-class PostgresBenchDatabase:
+def PostgresBenchDatabase(admin_url: str, prefix: str = "horde_bench"):
     """A database of its own on the server the admin URL names; dropped by drop()."""
+    from tests.support.databases import PostgresDatabase
 
-    def __init__(self, admin_url: str, prefix: str = "horde_bench"):
-        from sqlalchemy import create_engine, text
-
-        self.name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-        base, _, _ = admin_url.rpartition("/")
-        self.url = f"{base}/{self.name}"
-        self._admin = create_engine(_driver_url(admin_url), isolation_level="AUTOCOMMIT")
-        with self._admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{self.name}"'))
-
-    def drop(self) -> None:
-        from sqlalchemy import text
-
-        with self._admin.connect() as connection:
-            connection.execute(text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :name "
-                "AND pid <> pg_backend_pid()"), {"name": self.name})
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{self.name}"'))
-        self._admin.dispose()
+    return PostgresDatabase(admin_url, prefix=prefix)
 
 
 class SqliteBenchDatabase:

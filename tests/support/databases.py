@@ -34,9 +34,9 @@ def _driver_url(url: str) -> str:
 class PostgresDatabase:
     """A database of its own on the server that HORDE_TEST_DATABASE_URL names."""
 
-    def __init__(self, admin_url: str):
+    def __init__(self, admin_url: str, prefix: str = "horde_test"):
         self.admin_url = admin_url
-        self.name = f"horde_test_{uuid.uuid4().hex[:12]}"
+        self.name = f"{prefix}_{uuid.uuid4().hex[:12]}"
         base, _, _ = admin_url.rpartition("/")
         self.url = f"{base}/{self.name}"
         self._admin = create_engine(_driver_url(admin_url), isolation_level="AUTOCOMMIT")
