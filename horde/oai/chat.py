@@ -119,10 +119,12 @@ class ChatCall:
         state = stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime = self.runtime
+        opening = stream.opening_comment(runtime, request)
 
         def generate():
             finished = False
             try:
+                yield opening  # sends the headers now, right after the first status read
                 for chunk in stream.events(runtime, state, events):
                     yield chunk
                 finished = True

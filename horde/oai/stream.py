@@ -13,6 +13,7 @@ import json
 import time
 
 from horde import errors
+from horde.chat import service
 from horde.oai import completion
 from horde.oai.errors import cancelled_error, faulted_error, from_horde_error
 from horde.oai.waiter import Failed, Finished, Keepalive, Progress, Restarted
@@ -28,6 +29,15 @@ def data_event(payload: dict) -> bytes:
 
 def keepalive_comment(event: Keepalive) -> bytes:
     return f": horde queue_position={event.queue_position} wait_time={event.wait_time}\n\n".encode()
+
+
+def opening_comment(runtime, request) -> bytes:
+    """The first keepalive, at once: the headers go out after the first status read, not a keepalive later."""
+    if request.state != "waiting":
+        return keepalive_comment(Keepalive(0, 0))
+    with runtime.db.read() as session:
+        pool = service.pool(session, runtime.settings, request, runtime.snapshots)
+    return keepalive_comment(Keepalive(pool["queue_position"], pool["wait_time"]))
 
 
 def paced(text: str) -> list[str]:
