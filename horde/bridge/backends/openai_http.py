@@ -82,8 +82,13 @@ class BackendHTTP:
             raise BackendHTTPError(response.status_code, "the answer is not JSON") from None
 
     def open_stream(self, path: str, body: dict, timeout) -> requests.Response:
-        """A streaming POST; the caller reads `iter_lines()` and must `close()` it."""
-        response = self.session().post(self.root + path, json=body, timeout=timeout, stream=True)
+        """A streaming POST; the caller reads `iter_lines()` and must `close()` it.
+
+        `Connection: close`: llama.cpp's server closes the connection after a stream, and a pooled
+        connection reused after that fails with RemoteDisconnected.
+        """
+        response = self.session().post(self.root + path, json=body, timeout=timeout, stream=True,
+                                       headers={"Connection": "close"})
         if not response.ok:
             try:
                 raise BackendHTTPError(response.status_code, error_message(response))
