@@ -147,8 +147,12 @@ def finish(state: StreamState, request) -> list[bytes]:
     if calls:
         indexed = [dict(call, index=index) for index, call in enumerate(calls)]
         out.append(data_event(state.chunk({"tool_calls": indexed})))
-    finish_chunk = state.chunk({}, completion.finish_reason(request), native_finish_reason=reply.get("finish_reason"))
-    finish_chunk["x_horde"] = completion.x_horde(request)
+    x_horde = completion.x_horde(request)
+    # x_horde at the top level, as on the completion object, and in the choice beside native_finish_reason,
+    # for clients that read the finish fields from the choice.
+    finish_chunk = state.chunk({}, completion.finish_reason(request), native_finish_reason=reply.get("finish_reason"),
+                               x_horde=x_horde)
+    finish_chunk["x_horde"] = x_horde
     out.append(data_event(finish_chunk))
     if state.include_usage:
         usage_chunk = state.chunk({})
