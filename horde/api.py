@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, request
 from flask_restx import Api
 
-from horde import errors
+from horde import errors, request_json
 
 
 def runtime():
@@ -17,7 +17,7 @@ def api_key() -> str | None:
 
 
 def json_body():
-    return request.get_json(silent=True)
+    return request_json.parse(request.get_data())
 
 
 def make_blueprint() -> Blueprint:
@@ -37,5 +37,15 @@ def make_blueprint() -> Blueprint:
     @api.errorhandler(errors.HordeError)
     def _horde_error(error):
         return error.to_native(), error.status, error.headers
+
+    @api.errorhandler(Exception)
+    def _unexpected(error):
+        """A bug, never client input: logged, and still answered in the native shape."""
+        from werkzeug.exceptions import HTTPException
+
+        if isinstance(error, HTTPException):
+            return {"message": error.description, "rc": "BadRequest" if error.code < 500 else "InternalError"}, error.code
+        current_app.logger.exception("unexpected error on %s", request.path)
+        return {"message": "Internal Server Error", "rc": "InternalError"}, 500
 
     return blueprint

@@ -17,6 +17,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     runtime = runtime or Runtime.build(settings)
     app = Flask("horde")
     app.config["RESTX_MASK_SWAGGER"] = False
+    app.config["ERROR_404_HELP"] = False  # flask-restx would append URL guesses to every 404 message
     app.json.sort_keys = False
     app.extensions["horde"] = runtime
     app.register_blueprint(make_blueprint())

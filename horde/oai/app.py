@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from horde import errors
+from horde import errors, request_json
 from horde.chat import service
 from horde.chat.cards import model_stats
 from horde.oai import auth, cards
@@ -54,7 +54,7 @@ def get_model(model_id: str):
 def chat_completions():
     hub = runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
-    call = ChatCall.screen(hub, request.get_json(force=True, silent=True) if request.data else None, request.data)
+    call = ChatCall.screen(hub, request_json.parse(request.get_data()))
     return call.answer(user, request.headers, request.environ)
 
 

@@ -29,9 +29,7 @@ class ChatCall:
         self.digest = idempotency.body_hash(body)
 
     @classmethod
-    def screen(cls, runtime, body, raw: bytes) -> "ChatCall":
-        if body is None and raw:
-            raise errors.BadRequest("We could not parse the JSON body of your request. The body must be JSON.")
+    def screen(cls, runtime, body) -> "ChatCall":
         return cls(runtime, body, screen_chat_request(body))
 
     def answer(self, user, headers, environ) -> Response:

@@ -2,6 +2,7 @@
 
 import random
 import threading
+import time
 
 import pytest
 
@@ -152,3 +153,49 @@ def test_an_unknown_key_is_401_before_the_body_is_screened(client):
     response = client.post("/v1/chat/completions", json={"logit_bias": {}}, headers={"Authorization": "Bearer nope"})
     assert response.status_code == 401 and response.json["error"]["code"] == "InvalidAPIKey"
     assert response.json["error"]["type"] == "authentication_error"
+
+
+def test_declarations_lowered_after_submit_end_in_no_worker_supports_limit(client, worker_key, runtime, make_user):
+    runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0.2)
+    _, key = make_user("client", kudos=1000)
+    lowered = threading.Thread(target=_lower_after_queueing, args=(client.application.test_client(), worker_key, runtime))
+    lowered.start()
+    response = chat(client, dict(BODY, max_tokens=4000), key=key)
+    lowered.join(10)
+    assert response.status_code == 400
+    error = response.json["error"]
+    assert (error["code"], error["param"]) == ("no_worker_supports_limit", "max_tokens")
+    assert response.headers["x-should-retry"] == "false"
+
+
+def _lower_after_queueing(client, key, runtime):
+    from tests.support.processes import wait_until
+
+    wait_until(lambda: queued(runtime) == 1, timeout_s=5, what="the request to be queued")
+    pop(client, key, max_length=256, max_context_length=16384, threads=1)
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/api/v2/generate/chat/async", "/api/v2/generate/chat/pop"])
+def test_deeply_nested_or_broken_json_is_400(client, path):
+    deep = '{"model":"m1","messages":[{"role":"user","content":"x"}],"horde":' + "[" * 3000 + "]" * 3000 + "}"
+    for body in (deep, "{not json"):
+        response = client.post(path, data=body, content_type="application/json")
+        assert response.status_code == 400
+        assert "BadRequest" in (response.json.get("rc"), response.json.get("error", {}).get("code"))
+
+
+def test_wait_budget_does_not_cancel_a_request_a_worker_took(client, worker_key, runtime):
+    runtime.settings = runtime.settings.replace(oai_wait_budget_s=0.5)
+
+    def fault_then_serve(local):
+        job = pop(local, worker_key, max_length=8192, max_context_length=16384, threads=1, wait=5)
+        time.sleep(0.8)  # past the budget while the job is held
+        local.post("/api/v2/generate/chat/fault", json={"id": job["id"], "reason": "oom"},
+                   headers={"apikey": worker_key})
+        _serve(local, worker_key, 1)
+
+    worker = threading.Thread(target=fault_then_serve, args=(client.application.test_client(),))
+    worker.start()
+    response = chat(client, dict(BODY, horde={"availability_mode": "wait"}))
+    worker.join(10)
+    assert response.status_code == 200, response.json
