@@ -161,3 +161,15 @@ def test_native_requests_get_developer_as_system_and_role_checks(client, make_us
     bad = client.post("/api/v2/generate/chat/async", headers={"apikey": owner}, json={
         "model": "m1", "messages": [{"role": "robot", "content": "x"}]})
     assert (bad.status_code, bad.json["rc"], bad.json["param"]) == (400, "BadRequest", "messages[0].role")
+
+
+def test_a_broken_strict_schema_is_not_held_against_the_reply(client, make_user):
+    _, owner = make_user("owner")
+    declared = dict(features=ALL_FEATURES, guarantees=ALL_GUARANTEES)
+    pop(client, owner, **declared)
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}, "required": ["a"],
+              "additionalProperties": False}
+    queued_id(client, owner, response_format={"type": "json_schema", "json_schema": {
+        "name": "s", "strict": True, "schema": schema}})
+    job = pop(client, owner, **declared)
+    assert submit(client, owner, job["id"], content='{"a": "x"}').status_code == 200
