@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from horde.chat.eligibility import QUEUE_ORDER, is_eligible, need_of
+from horde.chat.eligibility import (
+    QUEUE_ORDER, breaks_limits, is_eligible, missing_declarations, need_of, passes_restrictions)
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.workers import service as workers
 
@@ -54,6 +55,19 @@ class Snapshots:
         wanted, need = set(request.models), need_of(request)
         return [worker for worker in online if wanted.intersection(worker.models)
                 and is_eligible(worker, need, trust.get(worker.owner_id, False))]
+
+    def limit_blocker(self, session, window_s: float, request: ChatRequest) -> str | None:
+        """When online workers would serve the request but for their lengths: the param that no longer fits."""
+        online, trust = self.online(session, window_s)
+        wanted, need = set(request.models), need_of(request)
+        capable = [worker for worker in online if wanted.intersection(worker.models)
+                   and not missing_declarations(worker, need) and not breaks_limits(worker, need)
+                   and passes_restrictions(worker, need, trust.get(worker.owner_id, False))]
+        if not capable:
+            return None
+        if not any(worker.max_length >= need.max_tokens for worker in capable):
+            return "max_tokens"
+        return "messages"
 
     def position(self, session, request: ChatRequest) -> int:
         """Waiting requests for the same models served before this one (0 = next)."""

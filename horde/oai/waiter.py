@@ -98,10 +98,13 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                     waiting = request is not None and request.state == WAITING
                     if waiting and (gap_check_due or keepalive_due):
                         next_gap_check = now + gap_check_s
-                        eligible = runtime.snapshots.eligible(session, settings.worker_online_window_s, request)
+                        window_s = settings.worker_online_window_s
+                        eligible = runtime.snapshots.eligible(session, window_s, request)
                         no_worker_since = None if eligible else (no_worker_since or now)
                         pool = service.pool(session, settings, request, runtime.snapshots)
                         gap = _gap(settings, request, no_worker_since, availability_mode, pool["wait_time"])
+                        if isinstance(gap, errors.NoEligibleWorker):
+                            gap = _limit_gap(request, runtime.snapshots.limit_blocker(session, window_s, request)) or gap
                     elif not waiting:
                         pool = None
             if must_read:
@@ -136,6 +139,16 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
             read = subscription.wait(max(0.0, deadline - time.monotonic()))
 
 
+def _limit_gap(request, param: str | None):
+    """Workers are online and would serve the request, but changed their declared lengths after the submit."""
+    if param is None:
+        return None
+    what = f"max_tokens {request.max_tokens}" if param == "max_tokens" else f"a context of {request.context_tokens} tokens"
+    return errors.NoWorkerSupportsLimit(
+        f"The online workers for {', '.join(request.models)} changed their declarations after the request was "
+        f"queued, and none accepts {what} any more.", param=param, metadata={"request_id": request.id})
+
+
 def _still_waiting(runtime, request_id: str) -> bool:
     """A gap found on the last row read is acted on only if the row still says waiting."""
     with runtime.db.read() as session:
@@ -149,7 +162,8 @@ def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):
             f"No online worker can serve the request any more: the workers for {', '.join(request.models)} went "
             f"offline or changed their declarations, and none came back within {int(settings.oai_no_worker_grace_s)} s.",
             metadata={"request_id": request.id})
-    if availability_mode == "wait" and seconds_since(request.created_at) > settings.oai_wait_budget_s:
+    if (availability_mode == "wait" and not request.attempts
+            and seconds_since(request.created_at) > settings.oai_wait_budget_s):
         return errors.QueueUnavailable(
             f"No worker picked the request up within the wait budget of {int(settings.oai_wait_budget_s)} s.",
             metadata={"request_id": request.id, "budget_s": int(settings.oai_wait_budget_s)},
