@@ -86,11 +86,13 @@ def pool(session, settings, request: ChatRequest, snapshots=None) -> dict:
         wanted = set(request.models)
         online = [w for w in snapshots.online(session, settings.worker_online_window_s)[0] if wanted & set(w.models)]
         ahead = snapshots.position(session, request)
+        job_s = snapshots.typical_job_s(session, settings.default_job_duration_s)
     else:
         online = workers.online_workers(session, settings.worker_online_window_s, request.models)
         ahead = queue.position(session, request)
+        job_s = queue.typical_job_s(session, settings.default_job_duration_s)
     threads = sum(worker.threads for worker in online)
-    wait = queue.wait_estimate_s(ahead, threads, queue.typical_job_s(session, settings.default_job_duration_s))
+    wait = queue.wait_estimate_s(ahead, threads, job_s)
     return {"workers": len(online), "threads": threads, "queue_position": ahead,
             "wait_time": wait if request.state == WAITING else 0}
 

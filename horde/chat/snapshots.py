@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from horde.chat.eligibility import (
     QUEUE_ORDER, breaks_limits, is_eligible, missing_declarations, need_of, passes_restrictions)
+from horde.chat import queue
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.workers import service as workers
 
@@ -55,6 +56,9 @@ class Snapshots:
         wanted, need = set(request.models), need_of(request)
         return [worker for worker in online if wanted.intersection(worker.models)
                 and is_eligible(worker, need, trust.get(worker.owner_id, False))]
+
+    def typical_job_s(self, session, default_s: float) -> float:
+        return self._cached(("typical_job_s", default_s), lambda: queue.typical_job_s(session, default_s))
 
     def limit_blocker(self, session, window_s: float, request: ChatRequest) -> str | None:
         """When online workers would serve the request but for their lengths: the param that no longer fits."""
