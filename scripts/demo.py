@@ -41,13 +41,17 @@ def main() -> int:
     created = subprocess.run([python, "-m", "horde", "users", "create", "demo-owner", "--kudos", "1000"],
                              env=env, check=True, capture_output=True, text=True)
     key = created.stdout.strip().splitlines()[-1]
-    server = subprocess.Popen([python, "-m", "horde", "serve", "--port", str(PORT)], env=env, cwd=ROOT)
+    log = open(workdir / "demo.log", "w")  # the server's and the worker's logs, kept out of the demo's output
+    print(f"Horde on {URL} (SQLite at {workdir / 'horde.db'}; logs in {workdir / 'demo.log'})")
+    server = subprocess.Popen([python, "-m", "horde", "serve", "--port", str(PORT)], env=env, cwd=ROOT,
+                              stdout=log, stderr=subprocess.STDOUT)
     worker = None
     try:
         wait_for(lambda: requests.get(URL + "/health", timeout=1).ok, "the server")
         worker = subprocess.Popen([python, "-m", "horde", "worker", "--backend", "scripted", "--horde-url", URL,
                                    f"--api-key={key}", "--name", "demo-worker", "--model", MODEL,
-                                   "--rules", str(ROOT / "examples" / "scripted_rules.json")], env=env, cwd=ROOT)
+                                   "--rules", str(ROOT / "examples" / "scripted_rules.json")], env=env, cwd=ROOT,
+                                  stdout=log, stderr=subprocess.STDOUT)
         wait_for(lambda: any(stat["name"] == MODEL for stat in requests.get(URL + "/api/v2/status/models").json()),
                  "the worker")
         client = OpenAI(base_url=URL + "/v1", api_key=key, default_headers={"X-Title": "horde-demo"})
@@ -67,6 +71,7 @@ def main() -> int:
             if process is not None:
                 process.terminate()
                 process.wait(10)
+        log.close()
 
 
 if __name__ == "__main__":
