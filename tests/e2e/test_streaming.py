@@ -168,6 +168,9 @@ def test_closing_a_stream_cancels_and_charges_what_was_streamed(horde):
         assert job.state == "cancelled"
         charge = session.query(KudosEntry).filter_by(request_id=request_id, kind="charge").one()
         assert charge.amount < 0
+    job_id = job.id
+    wait_until(lambda: f"job {job_id} stopped" in worker.output(), timeout_s=10,
+               what="the worker to learn of the cancel from its next progress answer")
     assert worker.alive()
 
 
