@@ -123,7 +123,7 @@ class ChatCall:
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                for chunk in stream.events(runtime, state, events):
+                for chunk in stream.events(state, events):
                     yield chunk
                 finished = True
             finally:

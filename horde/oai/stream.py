@@ -163,7 +163,7 @@ def finish(state: StreamState, request) -> list[bytes]:
     return out
 
 
-def events(runtime, state: StreamState, watcher):
+def events(state: StreamState, watcher):
     """Translate waiter events into SSE bytes until the request ends."""
     for event in watcher:
         if isinstance(event, Keepalive):
@@ -171,7 +171,7 @@ def events(runtime, state: StreamState, watcher):
         elif isinstance(event, Progress):
             out = relay(state, event)
             if out is None:
-                yield from _diverge(runtime, state, "the worker's text changed after it was sent.")
+                yield from _diverge(state, "the worker's text changed after it was sent.")
                 return
             role_events, piece_events = out
             yield from role_events
@@ -181,7 +181,7 @@ def events(runtime, state: StreamState, watcher):
                 yield chunk
         elif isinstance(event, Restarted):
             if state.streamed_chars:
-                yield from _diverge(runtime, state, "the worker stopped and the Horde would start the reply over "
+                yield from _diverge(state, "the worker stopped and the Horde would start the reply over "
                                                     "with another worker.")
                 return
         elif isinstance(event, Finished):
@@ -192,7 +192,7 @@ def events(runtime, state: StreamState, watcher):
             return
 
 
-def _diverge(runtime, state: StreamState, why: str):
+def _diverge(state: StreamState, why: str):
     """The caller releases the request (cancelling it unless another holder waits on it)."""
     state.diverged = True
     yield from error_event(diverged(state.request_id, why), state.request_id)
