@@ -31,7 +31,7 @@ from typing import Any
 
 from horde.oai.screening_base import (
     BAD_REQUEST, CONFLICT, MODEL_NOT_FOUND, STATUS_NOT_FOUND, UNSUPPORTED, ScreeningError,
-    array_too_long, json_type_name, missing, require_list, require_string, same_json_value,
+    array_too_long, empty_string, json_type_name, missing, require_list, require_string, same_json_value,
     unknown_parameter,
 )
 from horde.oai.screening_formats import screen_response_format
@@ -142,9 +142,7 @@ def _screen_models(body: dict) -> tuple[list[str], str]:
         raise missing("model")
     model = require_string(body["model"], "model")
     if not model:
-        raise ScreeningError(
-            "Invalid 'model': string too short. Expected a string with minimum length 1, "
-            "but got an empty string instead.", code=BAD_REQUEST, param="model")
+        raise empty_string("model")
     _refuse_variant(model, "model")
     return [model], "model"
 

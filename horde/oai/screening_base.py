@@ -119,6 +119,12 @@ def array_too_long(param: str, maximum: int, length: int) -> ScreeningError:
         f"but got an array with length {length} instead.", code=UNSUPPORTED, param=param)
 
 
+def empty_string(param: str) -> ScreeningError:
+    return ScreeningError(
+        f"Invalid '{param}': string too short. Expected a string with minimum length 1, "
+        "but got an empty string instead.", code=BAD_REQUEST, param=param)
+
+
 def require_string(value: Any, param: str) -> str:
     if not isinstance(value, str):
         raise bad_type(param, "a string", value)
@@ -180,9 +186,7 @@ def check_name(value: Any, param: str) -> str:
     """A function or json_schema name: 1 to 64 characters of A-Z, a-z, 0-9, _ and -."""
     name = require_string(value, param)
     if not name:
-        raise ScreeningError(
-            f"Invalid '{param}': string too short. Expected a string with minimum length 1, "
-            "but got an empty string instead.", code=BAD_REQUEST, param=param)
+        raise empty_string(param)
     if len(name) > NAME_MAX_CHARS:
         raise ScreeningError(
             f"Invalid '{param}': string too long. Expected a string with maximum length "

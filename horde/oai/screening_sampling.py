@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from horde.oai.screening_base import (
-    BAD_REQUEST, CONFLICT, UNSUPPORTED, ScreeningError, array_too_long, bad_type, check_range,
+    CONFLICT, UNSUPPORTED, ScreeningError, array_too_long, bad_type, check_range,
     empty_array, invalid_choice, require_bool, require_int, require_number, require_object,
-    require_string,
+    require_string, empty_string,
 )
 from horde.oai.screening_fields import FixedSchema, StrictBool, load_fixed_object
 
@@ -104,9 +104,7 @@ def screen_stop(value: Any) -> list[str]:
 def _stop_sequence(value: Any, param: str) -> str:
     sequence = require_string(value, param)
     if not sequence:
-        raise ScreeningError(
-            f"Invalid '{param}': string too short. Expected a string with minimum length 1, "
-            "but got an empty string instead.", code=BAD_REQUEST, param=param)
+        raise empty_string(param)
     return sequence
 
 
