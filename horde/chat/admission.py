@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from horde import errors
 from horde.accounts.models import User
 from horde.chat import context, pricing, queue, requirements
+from horde.chat.contract import DEFAULT_AVAILABILITY_MODE
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
@@ -175,7 +176,7 @@ def _check_price(native, user: User, estimate: int, need: Need, eligible, queued
 
 
 def _check_queue(native, session, settings, eligible, queued: int) -> None:
-    if native.get("availability_mode", "fail_fast") != "fail_fast":
+    if native.get("availability_mode", DEFAULT_AVAILABILITY_MODE) != DEFAULT_AVAILABILITY_MODE:
         return
     threads = sum(w.threads for w in eligible)
     wait_s = queue.wait_estimate_s(queued, threads, queue.typical_job_s(session, settings.default_job_duration_s))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from horde.chat.contract import DEFAULT_CONFORMANCE
 from horde.chat.tokens import count_images
 from horde.workers.declarations import feature_names, features_mask, guarantee_names, guarantees_mask
 
@@ -47,7 +48,7 @@ def derive(native: dict) -> Requirements:
         if tools:
             features.append("tools_with_response_format")
     guarantees = []
-    if native.get("conformance", "strict") == "strict":
+    if native.get("conformance", DEFAULT_CONFORMANCE) == DEFAULT_CONFORMANCE:
         if tools and (native.get("tool_choice") == "required" or isinstance(native.get("tool_choice"), dict)):
             guarantees.append("tool_choice")
         if response_type == "json_schema" and (native["response_format"].get("json_schema") or {}).get("strict"):

@@ -11,18 +11,25 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from horde import errors
+from horde.chat.contract import (
+    AVAILABILITY_MODES,
+    CONFORMANCE_MODES,
+    CONTEXT_FITTING_MODES,
+    DEFAULT_AVAILABILITY_MODE,
+    DEFAULT_CONFORMANCE,
+    DEFAULT_CONTEXT_FITTING,
+    FINISH_REASONS,
+    MAX_MODELS_PER_REQUEST,
+    MAX_STOP_SEQUENCES,
+    MESSAGE_ROLES,
+    MODEL_NAME_MAX_CHARS,
+    REASONING_EFFORTS,
+    SAMPLING_RANGES,
+    TOKEN_CEILING,
+    TOKEN_FLOOR,
+)
 from horde.workers.declarations import FEATURES, GUARANTEES
 
-TOKEN_FLOOR = 16
-TOKEN_CEILING = 16_384
-MAX_MODELS_PER_REQUEST = 5
-MAX_STOP_SEQUENCES = 4
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-CONTEXT_FITTING_MODES = ("truncate_oldest", "grow", "reject")
-CONFORMANCE_MODES = ("strict", "best_effort")
-AVAILABILITY_MODES = ("fail_fast", "wait")
-FINISH_REASONS = ("stop", "length", "tool_calls")
-MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
 MAX_WAIT_S = 30
 MAX_WORKER_THREADS = 50
 
@@ -31,8 +38,8 @@ class ChatRequestSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    model = fields.String(validate=validate.Length(min=1, max=200))
-    models = fields.List(fields.String(validate=validate.Length(min=1, max=200)),
+    model = fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS))
+    models = fields.List(fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS)),
                          validate=validate.Length(min=1, max=MAX_MODELS_PER_REQUEST))
     messages = fields.List(fields.Dict(), required=True, validate=validate.Length(min=1))
     tools = fields.List(fields.Dict())
@@ -40,19 +47,21 @@ class ChatRequestSchema(Schema):
     parallel_tool_calls = fields.Boolean()
     response_format = fields.Dict()
     max_tokens = fields.Integer(strict=True, validate=validate.Range(min=TOKEN_FLOOR, max=TOKEN_CEILING))
-    temperature = fields.Float(validate=validate.Range(min=0, max=2))
-    top_p = fields.Float(validate=validate.Range(min=0, max=1))
-    frequency_penalty = fields.Float(validate=validate.Range(min=-2, max=2))
-    presence_penalty = fields.Float(validate=validate.Range(min=-2, max=2))
+    temperature = fields.Float(validate=validate.Range(*SAMPLING_RANGES["temperature"]))
+    top_p = fields.Float(validate=validate.Range(*SAMPLING_RANGES["top_p"]))
+    frequency_penalty = fields.Float(validate=validate.Range(*SAMPLING_RANGES["frequency_penalty"]))
+    presence_penalty = fields.Float(validate=validate.Range(*SAMPLING_RANGES["presence_penalty"]))
     seed = fields.Integer(strict=True)
     stop = fields.List(fields.String(), validate=validate.Length(min=1, max=MAX_STOP_SEQUENCES))
     reasoning_effort = fields.String(validate=validate.OneOf(REASONING_EFFORTS))
     only = fields.List(fields.String(), validate=validate.Length(min=1))  # type: ignore[assignment]  # a field, not Schema.only
     trusted_workers = fields.Boolean(load_default=False)
-    context_fitting = fields.String(load_default="truncate_oldest", validate=validate.OneOf(CONTEXT_FITTING_MODES))
+    context_fitting = fields.String(load_default=DEFAULT_CONTEXT_FITTING,
+                                    validate=validate.OneOf(CONTEXT_FITTING_MODES))
     max_kudos = fields.Integer(strict=True, validate=validate.Range(min=1))
-    conformance = fields.String(load_default="strict", validate=validate.OneOf(CONFORMANCE_MODES))
-    availability_mode = fields.String(load_default="fail_fast", validate=validate.OneOf(AVAILABILITY_MODES))
+    conformance = fields.String(load_default=DEFAULT_CONFORMANCE, validate=validate.OneOf(CONFORMANCE_MODES))
+    availability_mode = fields.String(load_default=DEFAULT_AVAILABILITY_MODE,
+                                      validate=validate.OneOf(AVAILABILITY_MODES))
 
     @validates_schema
     def _messages(self, data, **_):

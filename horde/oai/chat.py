@@ -13,6 +13,7 @@ from werkzeug.datastructures import Headers
 from horde import errors
 from horde.accounts.models import User
 from horde.chat import service
+from horde.chat.contract import DEFAULT_AVAILABILITY_MODE
 from horde.chat.models import DONE
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
@@ -72,7 +73,7 @@ class ChatCall:
         return request.id
 
     def _respond(self, request_id: str, environ, replayed: bool) -> Response:
-        mode = self.screened.native.get("availability_mode", "fail_fast")
+        mode = self.screened.native.get("availability_mode", DEFAULT_AVAILABILITY_MODE)
         tick_s = None if self.screened.stream else JSON_WAIT_TICK_S
         watcher = watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s)
         first = next(watcher)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.chat import service
+from horde.chat.contract import DEFAULT_AVAILABILITY_MODE
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.events import request_channel
 from horde.timeutil import seconds_since
@@ -69,8 +70,8 @@ class Failed:
     error: errors.HordeError
 
 
-def watch(runtime: Runtime, request_id: str, *, availability_mode: str = "fail_fast", keepalive_s: float | None = None,
-          tick_s: float | None = None) -> Iterator[object]:
+def watch(runtime: Runtime, request_id: str, *, availability_mode: str = DEFAULT_AVAILABILITY_MODE,
+          keepalive_s: float | None = None, tick_s: float | None = None) -> Iterator[object]:
     """Events of one request.
 
     The request row is read when an event arrives (every change publishes one) and, as a safety net

@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from horde.chat.contract import (
+    AVAILABILITY_MODES,
+    CONFORMANCE_MODES,
+    CONTEXT_FITTING_MODES,
+    DEFAULT_AVAILABILITY_MODE,
+    DEFAULT_CONFORMANCE,
+    DEFAULT_CONTEXT_FITTING,
+)
 from horde.oai.screening.base import require_object
 from horde.oai.screening.fields import (
     Choice,
@@ -19,17 +27,13 @@ from horde.oai.screening.fields import (
     load_fixed_object,
 )
 
-CONTEXT_FITTING_MODES = ("truncate_oldest", "grow", "reject")
-CONFORMANCE_MODES = ("strict", "best_effort")
-AVAILABILITY_MODES = ("fail_fast", "wait")
-
 HORDE_OPTION_DEFAULTS = {
     "trusted_workers": False,
-    "context_fitting": "truncate_oldest",
+    "context_fitting": DEFAULT_CONTEXT_FITTING,
     "include_reasoning": True,
-    "conformance": "strict",
+    "conformance": DEFAULT_CONFORMANCE,
     "openai_guards": False,
-    "availability_mode": "fail_fast",
+    "availability_mode": DEFAULT_AVAILABILITY_MODE,
 }
 # Options that screening consumes; every other option goes into the native request.
 SCREENING_ONLY_OPTIONS = ("include_reasoning", "openai_guards")

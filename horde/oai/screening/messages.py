@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from horde.chat.contract import MESSAGE_ROLES
 from horde.oai.screening.base import (
     BAD_REQUEST,
     UNSUPPORTED,
@@ -30,7 +31,6 @@ from horde.oai.screening.base import (
 )
 from horde.oai.screening.history import check_tool_history
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
 IMAGE_DETAILS = ("auto", "low", "high")
 TOOL_CALL_TYPES = ("function",)
 IMAGE_URL_SCHEMES = ("http", "https")
@@ -65,8 +65,8 @@ def _screen_role(message: dict, path: str) -> str:
     if "role" not in message:
         raise missing(f"{path}.role")
     role = require_string(message["role"], f"{path}.role")
-    if role not in ROLES:
-        raise invalid_choice(f"{path}.role", role, ROLES, code=UNSUPPORTED)
+    if role not in MESSAGE_ROLES:
+        raise invalid_choice(f"{path}.role", role, MESSAGE_ROLES, code=UNSUPPORTED)
     return role
 
 

@@ -29,6 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from horde.chat.contract import MAX_MODELS_PER_REQUEST
 from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
@@ -91,7 +92,7 @@ DEFAULT_NO_OP_PARAMETERS: dict[str, tuple] = {
 # Request fields whose null is an error rather than an omission.
 _NULL_REFUSED_FIELDS = frozenset({"response_format", "horde"})
 
-MODELS_MAX_COUNT = 5
+MODELS_MAX_COUNT = MAX_MODELS_PER_REQUEST
 MODEL_VARIANT_SEPARATOR = ":"
 JSON_MODE_WORD = "json"
 

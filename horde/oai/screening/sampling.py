@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from horde.chat.contract import MAX_STOP_SEQUENCES, REASONING_EFFORTS, SAMPLING_RANGES, TOKEN_CEILING, TOKEN_FLOOR
 from horde.oai.screening.base import (
     CONFLICT,
     UNSUPPORTED,
@@ -28,19 +29,9 @@ from horde.oai.screening.base import (
 )
 from horde.oai.screening.fields import FixedSchema, StrictBool, load_fixed_object
 
-TOKEN_FLOOR = 16
-TOKEN_CEILING = 16384
 OPENAI_TOKEN_MINIMUM = 1
-STOP_MAX_SEQUENCES = 4
 SEED_MIN = -(2 ** 63)
 SEED_MAX = 2 ** 63 - 1
-SAMPLING_RANGES = {
-    "temperature": (0, 2),
-    "top_p": (0, 1),
-    "frequency_penalty": (-2, 2),
-    "presence_penalty": (-2, 2),
-}
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 class StreamOptionsSchema(FixedSchema):
@@ -107,8 +98,8 @@ def screen_stop(value: Any) -> list[str]:
         raise bad_type("stop", "a string or an array of strings", value)
     if not value:
         raise empty_array("stop")
-    if len(value) > STOP_MAX_SEQUENCES:
-        raise array_too_long("stop", STOP_MAX_SEQUENCES, len(value))
+    if len(value) > MAX_STOP_SEQUENCES:
+        raise array_too_long("stop", MAX_STOP_SEQUENCES, len(value))
     return [_stop_sequence(item, f"stop[{index}]") for index, item in enumerate(value)]
 
 

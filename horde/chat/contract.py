@@ -1,0 +1,30 @@
+"""The chat contract's limits and modes, in one place.
+
+The native schemas (horde/chat/schemas.py) validate against them and the OpenAI front's screening
+(horde/oai/screening/) refuses in OpenAI's words what falls outside them; both import them from here.
+"""
+
+from __future__ import annotations
+
+TOKEN_FLOOR = 16
+TOKEN_CEILING = 16_384
+MAX_MODELS_PER_REQUEST = 5
+MODEL_NAME_MAX_CHARS = 200
+MAX_STOP_SEQUENCES = 4
+SAMPLING_RANGES = {
+    "temperature": (0, 2),
+    "top_p": (0, 1),
+    "frequency_penalty": (-2, 2),
+    "presence_penalty": (-2, 2),
+}
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
+FINISH_REASONS = ("stop", "length", "tool_calls")
+
+# The horde options' modes, each with its default first.
+CONTEXT_FITTING_MODES = ("truncate_oldest", "grow", "reject")
+CONFORMANCE_MODES = ("strict", "best_effort")
+AVAILABILITY_MODES = ("fail_fast", "wait")
+DEFAULT_CONTEXT_FITTING = CONTEXT_FITTING_MODES[0]
+DEFAULT_CONFORMANCE = CONFORMANCE_MODES[0]
+DEFAULT_AVAILABILITY_MODE = AVAILABILITY_MODES[0]
