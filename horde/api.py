@@ -49,9 +49,10 @@ def make_blueprint() -> Blueprint:
         from werkzeug.exceptions import HTTPException
 
         if isinstance(error, HTTPException):
-            code = error.code or 500
-            return {"message": error.description, "rc": "BadRequest" if code < 500 else "InternalError"}, code
+            code = error.code or errors.InternalError.status
+            error_class = errors.BadRequest if code < errors.InternalError.status else errors.InternalError
+            return {"message": error.description, "rc": error_class.rc}, code
         current_app.logger.exception("unexpected error on %s", request.path)
-        return {"message": "Internal Server Error", "rc": "InternalError"}, 500
+        return errors.InternalError("Internal Server Error").to_native(), errors.InternalError.status
 
     return blueprint

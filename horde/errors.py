@@ -75,6 +75,13 @@ class ModelNotFound(HordeError):
     rc = "model_not_found"
 
 
+class InternalError(HordeError):
+    """A bug in the Horde, never the client's input: what the native API answers for an unexpected exception."""
+
+    status = 500
+    rc = "InternalError"
+
+
 class RequestNotFound(HordeError):
     status = 404
     rc = "RequestNotFound"

@@ -12,29 +12,37 @@ import math
 import re
 from typing import Any
 
-UNSUPPORTED = "UnsupportedChatParameter"
-BAD_REQUEST = "BadRequest"
-CONFLICT = "ChatRequestConflict"
-MODEL_NOT_FOUND = "model_not_found"
+from horde import errors
 
-STATUS_BAD_REQUEST = 400
-STATUS_NOT_FOUND = 404
+UNSUPPORTED = errors.UnsupportedChatParameter.rc
+BAD_REQUEST = errors.BadRequest.rc
+CONFLICT = errors.ChatRequestConflict.rc
+MODEL_NOT_FOUND = errors.ModelNotFound.rc
+
+STATUS_BAD_REQUEST = errors.BadRequest.status
+STATUS_NOT_FOUND = errors.ModelNotFound.status
 
 NAME_MAX_CHARS = 64
 NAME_PATTERN = "^[a-zA-Z0-9_-]+$"
 _NAME_RE = re.compile(r"[a-zA-Z0-9_-]+")
 
 
-class ScreeningError(Exception):
-    """A request refused by screening, with the status, code and param to report."""
+class ScreeningError(errors.UnsupportedChatParameter):
+    """A request refused by screening, with the status, code and param to report.
+
+    A HordeError whose return code is `code`, always one of the errors.py classes' (the constants above);
+    by default UnsupportedChatParameter, hence the base class. The front renders it in OpenAI's envelope
+    without metadata (docs/reference/chat_front.md).
+    """
 
     def __init__(self, message: str, *, status: int = STATUS_BAD_REQUEST,
                  code: str = UNSUPPORTED, param: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.code = code
-        self.param = param
+        super().__init__(message, param=param, status=status)
+        self.rc = code
+
+    @property
+    def code(self) -> str:
+        return self.rc
 
     def __repr__(self) -> str:
         return (f"ScreeningError(status={self.status}, code={self.code!r}, "
