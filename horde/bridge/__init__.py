@@ -1,7 +1,7 @@
 """The reference worker (bridge): pops chat jobs from a Horde and runs them on a backend.
 
 `python -m horde worker ...` calls `horde.bridge.cli.main`. The bridge speaks only the
-native HTTP protocol (docs: design/native-chat-api.md), never the server's Python code,
+native HTTP protocol (docs/reference/chat_requests.md), never the server's Python code,
 so it runs the same against a local Horde or a remote one.
 """
 

@@ -1,6 +1,6 @@
 """What a worker tells the Horde on every pop: models, limits, features and guarantees.
 
-The names are the native contract's (design/native-chat-api.md). A worker declares
+The names are the native contract's (docs/reference/chat_requests.md). A worker declares
 only what its backend really does; the Horde routes requests by these declarations.
 """
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from enum import StrEnum
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -14,13 +15,37 @@ from sqlalchemy.orm import Mapped, mapped_column
 from horde.database import Base
 from horde.timeutil import utcnow
 
-WAITING, PROCESSING, DONE, FAULTED, CANCELLED = "waiting", "processing", "done", "faulted", "cancelled"
+
+class RequestState(StrEnum):
+    """Where a chat request stands; the last three are final."""
+
+    WAITING = "waiting"
+    PROCESSING = "processing"
+    DONE = "done"
+    FAULTED = "faulted"
+    CANCELLED = "cancelled"
+
+
+class JobState(StrEnum):
+    """Where one worker's attempt at a request stands."""
+
+    PROCESSING = "processing"
+    SUBMITTED = "submitted"
+    ABORTED = "aborted"
+    FAULTED = "faulted"
+    REFUSED = "refused"
+    CANCELLED = "cancelled"
+
+
+# The states by their short names, as the modules of the chat service use them.
+WAITING, PROCESSING, DONE = RequestState.WAITING, RequestState.PROCESSING, RequestState.DONE
+FAULTED, CANCELLED = RequestState.FAULTED, RequestState.CANCELLED
 FINAL_STATES = (DONE, FAULTED, CANCELLED)
 
-JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED, JOB_FAULTED, JOB_REFUSED, JOB_CANCELLED = (
-    "processing", "submitted", "aborted", "faulted", "refused", "cancelled")
+JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED = JobState.PROCESSING, JobState.SUBMITTED, JobState.ABORTED
+JOB_FAULTED, JOB_REFUSED, JOB_CANCELLED = JobState.FAULTED, JobState.REFUSED, JobState.CANCELLED
 
-#: Priority classes: users with kudos are served before everyone else (ADR 0035).
+#: Priority classes: users with kudos are served before everyone else (docs/reference/chat_requests.md).
 PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS = 0, 1
 
 

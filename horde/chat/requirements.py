@@ -1,4 +1,4 @@
-"""What a request needs from a worker, exactly as ADR "route by declared support" lists it.
+"""What a request needs from a worker, exactly as docs/decisions/0001-route-by-declared-support.md lists it.
 
 Features: seed when set, reasoning_effort when set, each penalty that is not 0,
 vision for an image part, tools when tools are forwarded, json_object or

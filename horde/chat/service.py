@@ -11,7 +11,7 @@ from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.chat import admission, images, lifecycle, queue
-from horde.chat.models import PROCESSING, WAITING, ChatRequest
+from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events import announce_jobs, request_channel
 from horde.workers import service as workers
@@ -120,7 +120,7 @@ def status_view(session: Session, settings: Settings, request: ChatRequest) -> d
     if request.state == PROCESSING and (request.progress_content or request.progress_reasoning):
         view["progress"] = {"content": request.progress_content or "",
                             "reasoning_content": request.progress_reasoning or ""}
-    if request.fault_rc and request.state != "done":
+    if request.fault_rc and request.state != DONE:
         view["faulted"] = {"rc": request.fault_rc, "message": request.fault_message}
     return view
 

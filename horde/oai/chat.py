@@ -14,7 +14,7 @@ from horde import errors
 from horde.accounts.models import User
 from horde.chat import service
 from horde.chat.contract import DEFAULT_AVAILABILITY_MODE
-from horde.chat.models import DONE
+from horde.chat.models import DONE, FAULTED, FINAL_STATES
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
 from horde.oai.screening import ScreenedRequest, screen_chat_request
@@ -55,7 +55,7 @@ class ChatCall:
         if request_id is not None:
             idempotency.hold(self.runtime, request_id, +1)
             stored = service.read(self.runtime, request_id) if key is not None else None
-            replayed = stored is not None and stored.state in ("done", "faulted", "cancelled")
+            replayed = stored is not None and stored.state in FINAL_STATES
         else:
             request_id = self._create(user, headers, key)
         return self._respond(request_id, environ, replayed)
@@ -110,7 +110,7 @@ class ChatCall:
         if request.state == DONE:
             body = completion.chat_completion(request, self.screened.include_reasoning)
             return oai_errors.response(body, 200, dict(headers, **{"x-request-id": request.id}))
-        error = oai_errors.faulted_error(request) if request.state == "faulted" else oai_errors.cancelled_error(request)
+        error = oai_errors.faulted_error(request) if request.state == FAULTED else oai_errors.cancelled_error(request)
         return _error(error, request.id, headers)
 
     def _stream(self, request_id, first, watcher, headers) -> Response:

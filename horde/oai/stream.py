@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from horde import errors
 from horde.chat import service
-from horde.chat.models import ChatRequest
+from horde.chat.models import CANCELLED, FAULTED, WAITING, ChatRequest
 from horde.oai import completion
 from horde.oai.errors import cancelled_error, faulted_error, from_horde_error
 from horde.oai.waiter import Failed, Finished, Keepalive, Progress, Restarted
@@ -39,7 +39,7 @@ def keepalive_comment(event: Keepalive) -> bytes:
 
 def opening_comment(runtime: Runtime, request: ChatRequest) -> bytes:
     """The first keepalive, at once: the headers go out after the first status read, not a keepalive later."""
-    if request.state != "waiting":
+    if request.state != WAITING:
         return keepalive_comment(Keepalive(0, 0))
     with runtime.db.read() as session:
         pool = service.pool(session, runtime.settings, request, runtime.snapshots)
@@ -134,9 +134,9 @@ def diverged(request_id: str, why: str) -> errors.HordeError:
 
 def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
     """The rest of the reply, then the finish chunk, the usage chunk and [DONE]."""
-    if request.state == "faulted":
+    if request.state == FAULTED:
         return error_event(faulted_error(request), request.id)
-    if request.state == "cancelled":
+    if request.state == CANCELLED:
         return error_event(cancelled_error(request), request.id)
     reply = request.reply or {}
     content, reasoning = reply.get("content") or "", reply.get("reasoning_content") or ""

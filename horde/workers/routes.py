@@ -6,6 +6,7 @@ from horde import errors
 from horde.accounts import service as accounts
 from horde.api import api_key, json_body, runtime
 from horde.chat import lifecycle
+from horde.chat.models import WAITING
 from horde.chat.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA, load
 from horde.events import announce_jobs, request_channel
 from horde.workers import pop as pop_service
@@ -73,5 +74,5 @@ def _owner(session):
 
 def _announce(hub, request) -> None:
     hub.bus.publish(request_channel(request.id))
-    if request.state == "waiting":
+    if request.state == WAITING:
         announce_jobs(hub.bus, request.models)

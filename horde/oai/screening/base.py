@@ -1,6 +1,6 @@
 """The screening error and the small checks every screening module shares.
 
-Messages follow OpenAI's wording (docs: openai-conformance-notes, section 3):
+Messages follow OpenAI's wording (docs/reference/chat_front.md):
 type errors read ``Invalid type for 'X': expected an integer, but got a string
 instead.``, range errors ``Invalid 'X': decimal above maximum value. ...``.
 A boolean is never a number, and an integer-valued decimal is not an integer.

@@ -2,7 +2,7 @@
 
 screen_chat_request() turns the parsed JSON body into the native request or
 raises ScreeningError with the status, code, param and message to report
-(ADR "Route by declared parameter support and refuse unsupported values").
+(docs/decisions/0001-route-by-declared-support.md).
 Nothing here raises anything else, whatever JSON it is given.
 
 Choices where the specification is silent:

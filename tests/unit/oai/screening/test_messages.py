@@ -230,7 +230,7 @@ def test_tool_message_refusals(tool_message, param, message):
     assert_refused(messages_of(USER_HI, tool_round(), tool_message), BAD, param, message)
 
 
-# --- The OpenAI SDK's replayed messages (conformance notes, section 2) ---------------------------
+# --- The OpenAI SDK's replayed messages (docs/reference/chat_front.md) ------------------------------
 
 SDK_STREAM_REPLAY = json.loads(
     '{"content":null,"refusal":null,"role":"assistant","annotations":null,"audio":null,'
