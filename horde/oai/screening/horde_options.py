@@ -9,14 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde.chat.contract import (
-    AVAILABILITY_MODES,
-    CONFORMANCE_MODES,
-    CONTEXT_FITTING_MODES,
-    DEFAULT_AVAILABILITY_MODE,
-    DEFAULT_CONFORMANCE,
-    DEFAULT_CONTEXT_FITTING,
-)
+from horde.chat import contract
 from horde.oai.screening.base import require_object
 from horde.oai.screening.fields import (
     Choice,
@@ -29,11 +22,11 @@ from horde.oai.screening.fields import (
 
 HORDE_OPTION_DEFAULTS = {
     "trusted_workers": False,
-    "context_fitting": DEFAULT_CONTEXT_FITTING,
+    "context_fitting": contract.DEFAULT_CONTEXT_FITTING,
     "include_reasoning": True,
-    "conformance": DEFAULT_CONFORMANCE,
+    "conformance": contract.DEFAULT_CONFORMANCE,
     "openai_guards": False,
-    "availability_mode": DEFAULT_AVAILABILITY_MODE,
+    "availability_mode": contract.DEFAULT_AVAILABILITY_MODE,
 }
 # Options that screening consumes; every other option goes into the native request.
 SCREENING_ONLY_OPTIONS = ("include_reasoning", "openai_guards")
@@ -44,12 +37,12 @@ class HordeOptionsSchema(FixedSchema):
 
     only = NonEmptyStringList()  # type: ignore[assignment]  # a field, not Schema.only
     trusted_workers = StrictBool()
-    context_fitting = Choice(CONTEXT_FITTING_MODES)
+    context_fitting = Choice(contract.CONTEXT_FITTING_MODES)
     max_kudos = PositiveInt()
     include_reasoning = StrictBool()
-    conformance = Choice(CONFORMANCE_MODES)
+    conformance = Choice(contract.CONFORMANCE_MODES)
     openai_guards = StrictBool()
-    availability_mode = Choice(AVAILABILITY_MODES)
+    availability_mode = Choice(contract.AVAILABILITY_MODES)
 
 
 _HORDE_OPTIONS = HordeOptionsSchema()  # reused: loading keeps no state on the schema
