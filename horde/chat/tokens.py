@@ -41,8 +41,9 @@ def message_tokens(message: dict) -> int:
     return tokens
 
 
+def tools_tokens(tools: list | None) -> int:
+    return text_tokens(json.dumps(tools, separators=(",", ":"))) if tools else 0
+
+
 def prompt_tokens(messages: list[dict], tools: list | None = None) -> int:
-    tokens = sum(message_tokens(message) for message in messages)
-    if tools:
-        tokens += text_tokens(json.dumps(tools, separators=(",", ":")))
-    return tokens
+    return sum(message_tokens(message) for message in messages) + tools_tokens(tools)
