@@ -3,15 +3,62 @@
 Flask's parser recurses: a body nested a few thousand levels deep raises
 RecursionError (a 500). Bodies are parsed here instead and refused with 400
 BadRequest when they are not JSON or nest deeper than any valid request does.
+
+A body larger than HORDE_MAX_BODY_BYTES is refused with 413 from its
+Content-Length before a byte of it is read, and a chunked body is counted while
+it is read, so no request holds more than the limit in memory.
 """
 
 from __future__ import annotations
 
 import json
+import re
+
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from horde import errors
 
 MAX_BODY_DEPTH = 64
+READ_CHUNK_BYTES = 64 * 1024
+# NUL cannot be stored in PostgreSQL text, and a lone surrogate is not Unicode at all (it cannot be encoded).
+_UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
+
+
+def too_large(max_bytes: int) -> errors.RequestTooLarge:
+    return errors.RequestTooLarge(f"The request body is larger than the limit of {max_bytes} bytes.",
+                                  headers={"Connection": "close"})
+
+
+def check_declared_length(request, max_bytes: int) -> None:
+    """Refuse from the Content-Length header alone, before reading."""
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise too_large(max_bytes)
+
+
+def read(request, max_bytes: int) -> bytes:
+    """The raw body, at most `max_bytes` of it; a malformed chunked body is 400 BadRequest."""
+    check_declared_length(request, max_bytes)
+    chunks, size = [], 0
+    try:
+        while True:
+            chunk = request.stream.read(READ_CHUNK_BYTES)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                raise too_large(max_bytes)
+            chunks.append(chunk)
+    except RequestEntityTooLarge:
+        raise too_large(max_bytes) from None
+    except (ValueError, OSError, HTTPException):  # gevent's chunked parser, a cut connection
+        raise errors.BadRequest("We could not read the body of your request: the connection closed early or "
+                                "its chunked encoding is malformed.", headers={"Connection": "close"}) from None
+    return b"".join(chunks)
+
+
+def read_json(request, max_bytes: int):
+    """The parsed body of `request` (None when empty), within the size limit."""
+    return parse(read(request, max_bytes))
 
 
 def parse(raw: bytes):
@@ -22,22 +69,57 @@ def parse(raw: bytes):
         body = json.loads(raw)
     except (ValueError, RecursionError):
         raise errors.BadRequest("We could not parse the JSON body of your request. The body must be JSON.") from None
-    if depth(body) > MAX_BODY_DEPTH:
+    deepest, unstorable = scan(body)
+    if deepest > MAX_BODY_DEPTH:
         raise errors.BadRequest(f"The JSON body nests deeper than {MAX_BODY_DEPTH} levels.")
+    if unstorable:
+        param = unstorable_path(body)
+        raise errors.BadRequest(f"The string at '{param}' holds a NUL character or a lone surrogate, which the "
+                                "Horde does not accept in any string.", param=param)
     return body
 
 
 def depth(value) -> int:
     """How deeply arrays and objects nest in `value`, without recursion."""
-    deepest, stack = 0, [(value, 1)]
+    return scan(value)[0]
+
+
+def scan(value) -> tuple[int, bool]:
+    """How deeply arrays and objects nest in `value`, and whether a string (or key) in it is unstorable."""
+    deepest, unstorable, stack = 0, False, [(value, 1)]
     while stack:
         node, level = stack.pop()
         if isinstance(node, dict):
+            unstorable = unstorable or any(_UNSTORABLE_RE.search(key) for key in node)
             children = node.values()
         elif isinstance(node, list):
             children = node
         else:
+            unstorable = unstorable or (isinstance(node, str) and _UNSTORABLE_RE.search(node) is not None)
             continue
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in children)
-    return deepest
+    return deepest, unstorable
+
+
+def is_storable(text: str) -> bool:
+    return _UNSTORABLE_RE.search(text) is None
+
+
+def unstorable_path(value) -> str:
+    """The path (messages[0].content) of the first unstorable string or key, for the refusal's param."""
+    stack = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if not is_storable(node):
+                return path
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                child_path = f"{path}.{key}" if path else key
+                if not is_storable(key):
+                    return child_path.encode("utf-8", "backslashreplace").decode()
+                stack.append((child, child_path))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(node))
+    return ""

@@ -68,6 +68,21 @@ class ChatRequestSchema(Schema):
                     raise ValidationError(f"Unsupported content part {kind!r} in a {message['role']} message.",
                                           f"messages[{index}].content[{part_index}].type")
 
+    @validates_schema
+    def _shapes_the_horde_reads(self, data, **_):
+        """Only what admission and the submit check read: tools' names, a forced function, a json_schema object."""
+        for index, tool in enumerate(data.get("tools") or ()):
+            if "function" in tool and not (isinstance(tool["function"], dict)
+                                           and isinstance(tool["function"].get("name"), str)):
+                raise ValidationError("A tool's 'function' must be an object with a string 'name'.",
+                                      f"tools[{index}].function")
+        choice = data.get("tool_choice")
+        if isinstance(choice, dict) and not isinstance(choice.get("function", {}), dict):
+            raise ValidationError("A forced tool_choice's 'function' must be an object.", "tool_choice.function")
+        response_format = data.get("response_format")
+        if response_format is not None and not isinstance(response_format.get("json_schema", {}), dict):
+            raise ValidationError("'json_schema' must be an object.", "response_format.json_schema")
+
     @post_load
     def _developer_as_system(self, data, **_):
         data["messages"] = [dict(message, role="system") if message.get("role") == "developer" else message
