@@ -170,3 +170,38 @@ def readable_within(sock: socket.socket, timeout_s: float) -> bool:
     poller = select.poll()
     poller.register(sock, select.POLLIN)
     return bool(poller.poll(timeout_s * 1000))
+
+
+def test_the_gunicorn_worker_class_applies_the_timeouts(tmp_path):
+    """The production command's worker class closes idle and slowloris connections like `horde serve`."""
+    import subprocess
+    import sys
+
+    from tests.support.processes import ROOT, base_env, free_port, wait_until
+
+    port = free_port()
+    env = base_env(f"sqlite:///{tmp_path / 'horde.db'}", **SHORT_SETTINGS)
+    log = open(tmp_path / "gunicorn.log", "wb")
+    process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "horde.gunicorn_worker.HordeWorker", "-w", "1",
+                                "-b", f"127.0.0.1:{port}", "horde.wsgi:app"], cwd=ROOT, env=env, stdout=log,
+                               stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: _healthy(f"http://127.0.0.1:{port}"), what="gunicorn to answer /health")
+        sock = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(sock)[0] == 200
+        assert closed_by_server(sock)
+        slow = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+        slow.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        assert closed_by_server(slow, keep_sending=b"X")
+    finally:
+        process.terminate()
+        process.wait(15)
+        log.close()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return requests.get(url + "/health", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
