@@ -17,11 +17,18 @@ import re
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from horde import errors
+from horde.cooperative import pause_every
 
 MAX_BODY_DEPTH = 64
 READ_CHUNK_BYTES = 64 * 1024
 # NUL cannot be stored in PostgreSQL text, and a lone surrogate is not Unicode at all (it cannot be encoded).
 _UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
+# In UTF-8 JSON text these come only as escapes (\u0000, \ud800...) or as raw surrogate bytes, which
+# json.loads lets through; a UTF-16 or UTF-32 body always holds NUL bytes. A body with none of these
+# needs no look at its strings.
+_MAYBE_UNSTORABLE_RE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]|\x00")
+
+
 
 
 def too_large(max_bytes: int) -> errors.RequestTooLarge:
@@ -69,45 +76,38 @@ def parse(raw: bytes):
         body = json.loads(raw)
     except (ValueError, RecursionError):
         raise errors.BadRequest("We could not parse the JSON body of your request. The body must be JSON.") from None
-    deepest, unstorable = scan(body)
-    if deepest > MAX_BODY_DEPTH:
+    if depth(body) > MAX_BODY_DEPTH:
         raise errors.BadRequest(f"The JSON body nests deeper than {MAX_BODY_DEPTH} levels.")
-    if unstorable:
+    if _MAYBE_UNSTORABLE_RE.search(raw):  # only then look at every string: most bodies have no such escape
         param = unstorable_path(body)
-        raise errors.BadRequest(f"The string at '{param}' holds a NUL character or a lone surrogate, which the "
-                                "Horde does not accept in any string.", param=param)
+        if param is not None:
+            raise errors.BadRequest(f"The string at '{param}' holds a NUL character or a lone surrogate, which the "
+                                    "Horde does not accept in any string.", param=param or None)
     return body
 
 
 def depth(value) -> int:
-    """How deeply arrays and objects nest in `value`, without recursion."""
-    return scan(value)[0]
+    """How deeply arrays and objects nest in `value`, level by level, without recursion.
 
-
-def scan(value) -> tuple[int, bool]:
-    """How deeply arrays and objects nest in `value`, and whether a string (or key) in it is unstorable."""
-    deepest, unstorable, stack = 0, False, [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, dict):
-            unstorable = unstorable or any(_UNSTORABLE_RE.search(key) for key in node)
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            unstorable = unstorable or (isinstance(node, str) and _UNSTORABLE_RE.search(node) is not None)
-            continue
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in children)
-    return deepest, unstorable
+    It stops counting past MAX_BODY_DEPTH: the caller refuses anything deeper.
+    """
+    deepest, level = 0, [value] if isinstance(value, (dict, list)) else []
+    while level and deepest <= MAX_BODY_DEPTH:
+        deepest += 1
+        below = []
+        for node in pause_every(level):
+            below.extend(child for child in (node.values() if isinstance(node, dict) else node)
+                         if isinstance(child, (dict, list)))
+        level = below
+    return deepest
 
 
 def is_storable(text: str) -> bool:
     return _UNSTORABLE_RE.search(text) is None
 
 
-def unstorable_path(value) -> str:
-    """The path (messages[0].content) of the first unstorable string or key, for the refusal's param."""
+def unstorable_path(value) -> str | None:
+    """The path (messages[0].content) of an unstorable string or key, for the refusal's param; None if none."""
     stack = [(value, "")]
     while stack:
         node, path = stack.pop()
@@ -122,4 +122,4 @@ def unstorable_path(value) -> str:
                 stack.append((child, child_path))
         elif isinstance(node, list):
             stack.extend((child, f"{path}[{index}]") for index, child in enumerate(node))
-    return ""
+    return None

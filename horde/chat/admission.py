@@ -7,8 +7,6 @@ worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
 
 from __future__ import annotations
 
-import copy
-
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -18,6 +16,7 @@ from horde.chat.eligibility import Need, breaks_limits, fits, missing_declaratio
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
 from horde.chat.tokens import count_images
+from horde.cooperative import pause_every
 from horde.workers import service as workers
 
 DEFAULT_MAX_TOKENS = 512
@@ -117,7 +116,7 @@ def _need(native: dict, models: list[str]) -> Need:
 
 
 def _payload(native: dict, messages: list[dict], tools, max_tokens: int) -> dict:
-    payload = {"messages": copy.deepcopy(messages), "max_tokens": max_tokens}
+    payload = {"messages": [dict(message) for message in pause_every(messages)], "max_tokens": max_tokens}
     for key, default in DEFAULT_SAMPLING.items():
         payload[key] = native.get(key, default)
     for key in FORWARDED_KEYS:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from horde import errors
 from horde.chat import tokens
+from horde.cooperative import pause_every
 
 
 @dataclass
@@ -29,7 +30,7 @@ class FittedContext:
 def fit(messages: list[dict], tools, *, max_tokens: int, mode: str, default_context: int,
         largest_context: int) -> FittedContext:
     context = min(default_context, largest_context)
-    message_costs = [tokens.message_tokens(message) for message in messages]
+    message_costs = [tokens.message_tokens(message) for message in pause_every(messages)]
     tools_cost = tokens.tools_tokens(tools)
     prompt = sum(message_costs) + tools_cost
     if prompt + max_tokens <= context:

@@ -14,8 +14,27 @@ import base64
 import binascii
 
 from horde import errors
+from horde.cooperative import pause_every
 from horde.chat.image_fetch import ALLOWED_MIME_PREFIX, FetchLimits
 from horde.chat.image_fetch import fetch as fetch_image
+
+
+def copy_for_inlining(messages: list[dict]) -> list[dict]:
+    """The messages, with a copy of each one that has image parts: inlining rewrites those in place.
+
+    The caller's messages stay untouched, and the others are shared rather than copied.
+    """
+    return [_copy_with_parts(message) if _has_image_part(message) else message for message in pause_every(messages)]
+
+
+def _has_image_part(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(part, dict) and part.get("type") == "image_url"
+                                             for part in content)
+
+
+def _copy_with_parts(message: dict) -> dict:
+    return dict(message, content=[dict(part) if isinstance(part, dict) else part for part in message["content"]])
 
 
 def inline_images(messages: list[dict], settings) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from horde import errors
+from horde.cooperative import pause_every
 from horde.workers.declarations import FEATURES, GUARANTEES
 
 TOKEN_FLOOR = 16
@@ -25,6 +26,20 @@ MAX_WAIT_S = 30
 MAX_WORKER_THREADS = 50
 
 
+class ObjectList(fields.Field):
+    """A list of JSON objects, checked in one pass (a List of Dict fields costs a field call per item)."""
+
+    default_error_messages = {"invalid": "Not a valid list."}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list):
+            raise self.make_error("invalid")
+        for index, item in enumerate(pause_every(value)):
+            if not isinstance(item, dict):
+                raise ValidationError({index: ["Not a valid mapping type."]})
+        return list(value)
+
+
 class ChatRequestSchema(Schema):
     class Meta:
         unknown = RAISE
@@ -32,7 +47,7 @@ class ChatRequestSchema(Schema):
     model = fields.String(validate=validate.Length(min=1, max=200))
     models = fields.List(fields.String(validate=validate.Length(min=1, max=200)),
                          validate=validate.Length(min=1, max=MAX_MODELS_PER_REQUEST))
-    messages = fields.List(fields.Dict(), required=True, validate=validate.Length(min=1))
+    messages = ObjectList(required=True, validate=validate.Length(min=1))
     tools = fields.List(fields.Dict())
     tool_choice = fields.Raw()
     parallel_tool_calls = fields.Boolean()
@@ -55,7 +70,7 @@ class ChatRequestSchema(Schema):
     @validates_schema
     def _messages(self, data, **_):
         """Roles as OpenAI's; images only in user messages (the front screens the rest in detail)."""
-        for index, message in enumerate(data.get("messages") or ()):
+        for index, message in enumerate(pause_every(data.get("messages") or ())):
             if message.get("role") not in MESSAGE_ROLES:
                 raise ValidationError(f"Unsupported role {message.get('role')!r}; supported: "
                                       f"{', '.join(MESSAGE_ROLES)}.", f"messages[{index}].role")

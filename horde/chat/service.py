@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.models import User
@@ -29,7 +27,7 @@ def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
-    native["messages"] = copy.deepcopy(native["messages"])
+    native["messages"] = images.copy_for_inlining(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
         user = session.get(User, user.id)

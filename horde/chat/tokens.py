@@ -34,8 +34,11 @@ def count_images(content) -> int:
 
 
 def message_tokens(message: dict) -> int:
-    tokens = MESSAGE_OVERHEAD_TOKENS + text_tokens(content_text(message.get("content")))
-    tokens += IMAGE_TOKENS * count_images(message.get("content"))
+    content = message.get("content")
+    if isinstance(content, str):  # the common case, kept cheap: fitting estimates every message
+        tokens = MESSAGE_OVERHEAD_TOKENS + -(-len(content) // CHARS_PER_TOKEN)
+    else:
+        tokens = MESSAGE_OVERHEAD_TOKENS + text_tokens(content_text(content)) + IMAGE_TOKENS * count_images(content)
     if message.get("tool_calls"):
         tokens += text_tokens(json.dumps(message["tool_calls"], separators=(",", ":")))
     return tokens

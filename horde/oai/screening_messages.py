@@ -15,6 +15,7 @@ import re
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from horde.cooperative import pause_every
 from horde.oai.screening_base import (
     BAD_REQUEST, UNSUPPORTED, ScreeningError, bad_type, empty_array, invalid_choice, missing,
     require_list, require_object, require_string,
@@ -37,7 +38,7 @@ def screen_messages(value: Any) -> list[dict]:
     if not messages:
         raise empty_array("messages")
     screened = [screen_message(message, f"messages[{index}]")
-                for index, message in enumerate(messages)]
+                for index, message in enumerate(pause_every(messages))]
     check_tool_history(screened)
     return screened
 
