@@ -38,7 +38,7 @@ from horde.accounts import service as accounts  # noqa: E402
 from horde.app import init_schema  # noqa: E402
 from horde.config import Settings  # noqa: E402
 from horde.runtime import Runtime  # noqa: E402
-from tests.support.processes import Server, base_env  # noqa: E402
+from horde_testing.processes import Server, base_env  # noqa: E402
 
 MODEL = "bench/hostile-model"
 HEALTH_INTERVAL_S = 0.01

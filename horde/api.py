@@ -55,7 +55,8 @@ def make_blueprint() -> Blueprint:
             if error.code == errors.RequestTooLarge.status:  # werkzeug's own limit (MAX_CONTENT_LENGTH)
                 refusal = request_json.too_large(runtime().settings.max_body_bytes)
                 return refusal.to_native(), refusal.status, refusal.headers
-            return {"message": error.description, "rc": "BadRequest" if error.code < 500 else "InternalError"}, error.code
+            code = error.code or 500
+            return {"message": error.description, "rc": "BadRequest" if code < 500 else "InternalError"}, code
         current_app.logger.exception("unexpected error on %s", request.path)
         return {"message": "Internal Server Error", "rc": "InternalError"}, 500
 

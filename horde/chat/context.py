@@ -12,6 +12,7 @@ must not stall the process).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from horde import errors
@@ -70,7 +71,7 @@ def _drop_oldest_turns(messages: list[dict], message_costs: list[int], prompt: i
     last_user = user_indices[-1] if user_indices else len(messages) - 1
     starts = _turn_starts(messages, last_user) + [last_user]
     dropped = [False] * len(messages)
-    for start, end in zip(starts, starts[1:]):
+    for start, end in itertools.pairwise(starts):
         if prompt <= prompt_budget:
             break
         for index in range(start, end):

@@ -177,7 +177,7 @@ def test_the_gunicorn_worker_class_applies_the_timeouts(tmp_path):
     import subprocess
     import sys
 
-    from tests.support.processes import ROOT, base_env, free_port, wait_until
+    from horde_testing.processes import ROOT, base_env, free_port, wait_until
 
     port = free_port()
     env = base_env(f"sqlite:///{tmp_path / 'horde.db'}", **SHORT_SETTINGS)
