@@ -25,20 +25,15 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _support as S
+import requests
 
-import _support as S  # noqa: E402
-
-import requests  # noqa: E402
-
-from horde.accounts import service as accounts  # noqa: E402
-from horde.app import init_schema  # noqa: E402
-from horde.config import Settings  # noqa: E402
-from horde.runtime import Runtime  # noqa: E402
-from horde_testing.processes import Server, base_env  # noqa: E402
+from horde.accounts import service as accounts
+from horde.app import init_schema
+from horde.config import Settings
+from horde.runtime import Runtime
+from horde_testing.processes import Server, base_env
 
 MODEL = "bench/hostile-model"
 HEALTH_INTERVAL_S = 0.01
@@ -73,8 +68,10 @@ class HealthProbe:
 
 
 def messages(count: int) -> list[dict]:
-    turns = [{"role": "user" if index % 2 == 0 else "assistant", "content": f"message number {index}"}
-             for index in range(count - 1)]
+    turns = [
+        {"role": "user" if index % 2 == 0 else "assistant", "content": f"message number {index}"}
+        for index in range(count - 1)
+    ]
     return turns + [{"role": "user", "content": "and the last question"}]
 
 
@@ -83,8 +80,14 @@ def start(database_url: str, **settings) -> Server:
 
 
 def declare_worker(url: str, key: str) -> None:
-    body = {"name": f"bench-{uuid.uuid4().hex[:6]}", "models": [MODEL], "max_length": 512,
-            "max_context_length": 8192, "threads": 50, "wait": 0}
+    body = {
+        "name": f"bench-{uuid.uuid4().hex[:6]}",
+        "models": [MODEL],
+        "max_length": 512,
+        "max_context_length": 8192,
+        "threads": 50,
+        "wait": 0,
+    }
     requests.post(url + "/api/v2/generate/chat/pop", json=body, headers={"apikey": key}, timeout=30).raise_for_status()
 
 
@@ -98,8 +101,10 @@ def timed_post(url: str, path: str, body: bytes, headers: dict) -> tuple[float, 
 def too_large(port: int) -> tuple[float, int]:
     started = time.perf_counter()
     with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
-        sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: {LARGE_BODY_BYTES}\r\n\r\n".encode())
+        sock.sendall(
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {LARGE_BODY_BYTES}\r\n\r\n".encode()
+        )
         head = sock.recv(65536)
     return time.perf_counter() - started, int(head.split()[1])
 
@@ -118,7 +123,7 @@ def main(argv=None) -> int:
         _, owner_key = accounts.create_user(session, f"bench-owner-{uuid.uuid4().hex[:6]}", trusted=True)
     raised = start(database.url, HORDE_MAX_MESSAGES=args.messages * 2)
     default = start(database.url)
-    probes = []
+    probes: dict[str, HealthProbe] = {}
     try:
         declare_worker(raised.url, owner_key)
         body = {"model": MODEL, "messages": messages(args.messages), "max_tokens": 64}
@@ -126,19 +131,44 @@ def main(argv=None) -> int:
         front = json.dumps(dict(body, stream=True)).encode()
         S.log(f"body: {args.messages} messages, {len(native)} bytes")
         scenarios = [
-            ("admitted (native)", raised, lambda: timed_post(raised.url, "/api/v2/generate/chat/async", native, {
-                "apikey": client_key, "Content-Type": "application/json"})),
-            ("admitted (front, stream)", raised, lambda: timed_post(raised.url, "/v1/chat/completions", front, {
-                "Authorization": f"Bearer {client_key}", "Content-Type": "application/json"})),
-            ("refused (2048 limit)", default, lambda: timed_post(default.url, "/api/v2/generate/chat/async", native, {
-                "apikey": client_key, "Content-Type": "application/json"})),
+            (
+                "admitted (native)",
+                raised,
+                lambda: timed_post(
+                    raised.url,
+                    "/api/v2/generate/chat/async",
+                    native,
+                    {"apikey": client_key, "Content-Type": "application/json"},
+                ),
+            ),
+            (
+                "admitted (front, stream)",
+                raised,
+                lambda: timed_post(
+                    raised.url,
+                    "/v1/chat/completions",
+                    front,
+                    {"Authorization": f"Bearer {client_key}", "Content-Type": "application/json"},
+                ),
+            ),
+            (
+                "refused (2048 limit)",
+                default,
+                lambda: timed_post(
+                    default.url,
+                    "/api/v2/generate/chat/async",
+                    native,
+                    {"apikey": client_key, "Content-Type": "application/json"},
+                ),
+            ),
             ("too large (100 MiB declared)", default, lambda: too_large(default.port)),
         ]
         probes = {server.url: HealthProbe(server.url) for server in (raised, default)}
         time.sleep(0.5)
         idle = [latency for probe in probes.values() for latency in probe.between(0, time.perf_counter())]
-        rows = [["/health alone", "", "", len(idle), S.ms(S.median(idle)), S.ms(S.percentile(idle, 99)),
-                 S.ms(max(idle))]]
+        rows = [
+            ["/health alone", "", "", len(idle), S.ms(S.median(idle)), S.ms(S.percentile(idle, 99)), S.ms(max(idle))]
+        ]
         for name, server, run in scenarios:
             times, statuses, during = [], set(), []
             for _ in range(args.n):
@@ -147,11 +177,21 @@ def main(argv=None) -> int:
                 times.append(elapsed)
                 statuses.add(status)
                 during += probes[server.url].between(began, began + elapsed)
-            rows.append([name, "/".join(map(str, sorted(statuses))), S.ms(S.median(times)), len(during),
-                         S.ms(S.median(during)), S.ms(S.percentile(during, 99)), S.ms(max(during, default=float("nan")))])
+            worst = max(during, default=float("nan"))
+            rows.append(
+                [
+                    name,
+                    "/".join(map(str, sorted(statuses))),
+                    S.ms(S.median(times)),
+                    len(during),
+                    S.ms(S.median(during)),
+                    S.ms(S.percentile(during, 99)),
+                    S.ms(worst),
+                ]
+            )
         print(S.table(["scenario", "HTTP", "median ms", "/health n", "/health p50 ms", "p99 ms", "max ms"], rows))
     finally:
-        for probe in (probes.values() if isinstance(probes, dict) else ()):
+        for probe in probes.values():
             probe.stop()
         for server in (raised, default):
             S.stop_and_remove_log(server)

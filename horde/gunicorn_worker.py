@@ -11,7 +11,7 @@ of a body the app refused as too large. gunicorn's own `-k gevent` has only
 
 from __future__ import annotations
 
-from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler
+from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler  # type: ignore[import-untyped]
 
 from horde.config import Settings
 from horde.server import HordeHandler, raise_descriptor_limit

@@ -94,7 +94,7 @@ def depth(value) -> int:
     deepest, level = 0, [value] if isinstance(value, (dict, list)) else []
     while level and deepest <= MAX_BODY_DEPTH:
         deepest += 1
-        below = []
+        below: list = []
         for node in pause_every(level):
             below.extend(child for child in (node.values() if isinstance(node, dict) else node)
                          if isinstance(child, (dict, list)))

@@ -177,11 +177,13 @@ def checked_addresses(host: str, port: int, param: str, allow: tuple[str, ...]) 
         raise errors.ImageFetchFailed(f"The image host '{host}' does not resolve.", param=param) from None
     addresses = []
     for family, _, _, _, sockaddr in infos:
-        address = ipaddress.ip_address(sockaddr[0].split("%")[0])
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
         if host not in allow and not _allowed_network(address, allow) and not is_public(address):
             raise errors.ImageUrlForbidden(
                 f"The image URL's host '{host}' resolves to a non-public address ({address}); the Horde does not "
-                "fetch it.", param=param)
+                "fetch it.",
+                param=param,
+            )
         addresses.append((family, sockaddr))
     return addresses
 

@@ -14,9 +14,9 @@ import base64
 import binascii
 
 from horde import errors
-from horde.cooperative import pause_every
 from horde.chat.image_fetch import ALLOWED_MIME_PREFIX, FetchLimits
 from horde.chat.image_fetch import fetch as fetch_image
+from horde.cooperative import pause_every
 
 
 def copy_for_inlining(messages: list[dict]) -> list[dict]:

@@ -5,8 +5,8 @@ from flask_restx import Namespace, Resource
 
 from horde.api import api_key, json_body, runtime
 from horde.chat import service
-from horde.client_address import client_address
 from horde.chat.cards import model_stats
+from horde.client_address import client_address
 
 namespace = Namespace("chat", description="Chat requests")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}

@@ -18,8 +18,11 @@ import requests
 from tests.e2e.conftest import Harness, unique_model
 
 BODY_LIMIT_BYTES = 100_000
-SHORT_SETTINGS = {"HORDE_HTTP_IDLE_TIMEOUT_S": 1, "HORDE_HTTP_HEADER_TIMEOUT_S": 1,
-                  "HORDE_MAX_BODY_BYTES": BODY_LIMIT_BYTES}
+SHORT_SETTINGS = {
+    "HORDE_HTTP_IDLE_TIMEOUT_S": 1,
+    "HORDE_HTTP_HEADER_TIMEOUT_S": 1,
+    "HORDE_MAX_BODY_BYTES": BODY_LIMIT_BYTES,
+}
 PATIENCE_S = 30.0
 IDLE_CONNECTIONS = 2000
 
@@ -97,8 +100,9 @@ def test_a_long_poll_is_not_idle(short):
     key = short.user(trusted=True)
     with requests.Session() as session:
         body = {"name": "poller", "models": [unique_model()], "max_length": 64, "max_context_length": 512, "wait": 3}
-        popped = session.post(short.url + "/api/v2/generate/chat/pop", json=body, headers={"apikey": key},
-                              timeout=PATIENCE_S)
+        popped = session.post(
+            short.url + "/api/v2/generate/chat/pop", json=body, headers={"apikey": key}, timeout=PATIENCE_S
+        )
         assert popped.status_code == 200 and popped.json()["id"] is None
         assert session.get(short.url + "/health", timeout=PATIENCE_S).status_code == 200
 
@@ -107,8 +111,10 @@ def test_a_long_poll_is_not_idle(short):
 def test_a_declared_large_body_is_refused_before_it_is_sent(short, path, native):
     """Only the headers go out; the 413 comes back without the server waiting for a byte of the body."""
     sock = connect(short)
-    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 f"Content-Length: {100 * 1024 * 1024}\r\n\r\n".encode())
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {100 * 1024 * 1024}\r\n\r\n".encode()
+    )
     status, headers, body = read_response(sock)
     assert status == 413 and headers["connection"].lower() == "close"
     answer = json.loads(body)
@@ -118,8 +124,10 @@ def test_a_declared_large_body_is_refused_before_it_is_sent(short, path, native)
 
 def test_a_chunked_body_is_counted_while_read(short):
     sock = connect(short)
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Transfer-Encoding: chunked\r\n\r\n")
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
     chunk = b"x" * 10_000
     try:
         for _ in range(BODY_LIMIT_BYTES // len(chunk) + 5):
@@ -133,8 +141,10 @@ def test_a_chunked_body_is_counted_while_read(short):
 @pytest.mark.parametrize("path, native", [("/v1/chat/completions", False), ("/api/v2/generate/chat/async", True)])
 def test_a_malformed_chunked_body_is_400(short, path, native):
     sock = connect(short)
-    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n".encode())
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n".encode()
+    )
     status, _, body = read_response(sock)
     answer = json.loads(body)
     assert status == 400
@@ -182,9 +192,24 @@ def test_the_gunicorn_worker_class_applies_the_timeouts(tmp_path):
     port = free_port()
     env = base_env(f"sqlite:///{tmp_path / 'horde.db'}", **SHORT_SETTINGS)
     log = open(tmp_path / "gunicorn.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "horde.gunicorn_worker.HordeWorker", "-w", "1",
-                                "-b", f"127.0.0.1:{port}", "horde.wsgi:app"], cwd=ROOT, env=env, stdout=log,
-                               stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-k",
+            "horde.gunicorn_worker.HordeWorker",
+            "-w",
+            "1",
+            "-b",
+            f"127.0.0.1:{port}",
+            "horde.wsgi:app",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_until(lambda: _healthy(f"http://127.0.0.1:{port}"), what="gunicorn to answer /health")
         sock = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)

@@ -8,7 +8,9 @@ import http.server
 import threading
 import time
 
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==")
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+)
 TRICKLE_BYTES = 40
 TRICKLE_GAP_S = 0.2  # well below the per-read timeouts a per-read fetch would use; 8 s in all
 

@@ -31,7 +31,7 @@ def test_unstorable_keys_are_refused():
 
 
 def test_valid_surrogate_pairs_and_escaped_backslashes_pass():
-    body = {"content": "\U0001F600 \\u0000 \\ud800"}
+    body = {"content": "\U0001f600 \\u0000 \\ud800"}
     assert request_json.parse(json.dumps(body).encode()) == body
     assert request_json.parse(json.dumps(body, ensure_ascii=False).encode()) == body
 

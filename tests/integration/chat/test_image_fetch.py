@@ -11,8 +11,12 @@ from tests.support.image_server import running_image_server
 
 
 def image_message(url):
-    return [{"role": "user", "content": [{"type": "text", "text": "what is it"},
-                                         {"type": "image_url", "image_url": {"url": url}}]}]
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "what is it"}, {"type": "image_url", "image_url": {"url": url}}],
+        }
+    ]
 
 
 @pytest.fixture
@@ -37,8 +41,7 @@ def test_a_trickled_image_is_cut_off_at_the_deadline(client, owner, image_server
     assert response.json["param"] == "messages[0].content[1].image_url.url"
 
 
-def test_the_host_is_resolved_once_and_the_checked_address_is_used(client, owner, image_server, runtime,
-                                                                  monkeypatch):
+def test_the_host_is_resolved_once_and_the_checked_address_is_used(client, owner, image_server, runtime, monkeypatch):
     """A rebinding resolver: the first answer is the allowed loopback address, any later one another address.
 
     A fetch that resolved again to connect would reach 127.0.0.2, where nothing listens.
@@ -64,7 +67,12 @@ def test_the_host_is_resolved_once_and_the_checked_address_is_used(client, owner
 
 def test_a_rebinding_answer_to_a_private_address_is_refused(client, owner, runtime, monkeypatch):
     runtime.settings = runtime.settings.replace(image_fetch_allow=())
-    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *args, **kwargs: [
-        (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("64:ff9b::7f00:1", port, 0, 0))])
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, port, *args, **kwargs: [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("64:ff9b::7f00:1", port, 0, 0))
+        ],
+    )
     response = queue(client, owner, messages=image_message("http://images.rebind.test/pixel.png"))
     assert (response.status_code, response.json["rc"]) == (400, "ImageUrlForbidden")

@@ -21,8 +21,7 @@ def native(client, address, forwarded=None, key=None):
     headers = {"X-Forwarded-For": forwarded} if forwarded else {}
     if key:
         headers["apikey"] = key
-    return client.post("/api/v2/generate/chat/async", json=BODY, headers=headers,
-                       environ_base={"REMOTE_ADDR": address})
+    return client.post("/api/v2/generate/chat/async", json=BODY, headers=headers, environ_base={"REMOTE_ADDR": address})
 
 
 def front(client, address):

@@ -41,19 +41,24 @@ def front(client, key, **body):
 
 
 def many_messages(count):
-    return [{"role": "user" if index % 2 == 0 else "assistant", "content": f"m{index}"} for index in range(count - 1)] + [
-        {"role": "user", "content": "last"}]
+    turns = [{"role": "user" if index % 2 == 0 else "assistant", "content": f"m{index}"} for index in range(count - 1)]
+    return turns + [{"role": "user", "content": "last"}]
 
 
 def test_more_messages_than_the_limit_are_refused_on_both_apis(client, owner, runtime):
     runtime.settings = runtime.settings.replace(max_messages=10)
     native = queue(client, owner, messages=many_messages(11))
-    assert (native.status_code, native.json["rc"], native.json["param"]) == (400, "UnsupportedChatParameter", "messages")
+    assert (native.status_code, native.json["rc"]) == (400, "UnsupportedChatParameter")
+    assert native.json["param"] == "messages"
     assert native.json["metadata"]["max_messages"] == 10
     oai = front(client, owner, messages=many_messages(11))
     error = oai.json["error"]
     assert (oai.status_code, error["code"], error["param"], error["type"]) == (
-        400, "UnsupportedChatParameter", "messages", "invalid_request_error")
+        400,
+        "UnsupportedChatParameter",
+        "messages",
+        "invalid_request_error",
+    )
     assert queued(runtime) == 0
     assert queue(client, owner, messages=many_messages(10)).status_code == 202
 
@@ -72,7 +77,10 @@ def test_a_body_above_the_limit_is_413_on_both_apis(client, owner, runtime):
     assert native.headers["Connection"] == "close"
     oai = front(client, owner, messages=big)
     assert (oai.status_code, oai.json["error"]["code"], oai.json["error"]["type"]) == (
-        413, "request_too_large", "invalid_request_error")
+        413,
+        "request_too_large",
+        "invalid_request_error",
+    )
     unknown = client.post("/v1/nowhere", data=json.dumps(big), headers={"Content-Type": "application/json"})
     assert (unknown.status_code, unknown.json["error"]["code"]) == (413, "request_too_large")
     pop_body = client.post("/api/v2/generate/chat/pop", data="x" * 2001, headers={"apikey": owner})
@@ -85,9 +93,13 @@ def test_a_body_above_the_limit_is_413_on_both_apis(client, owner, runtime):
 def test_images_together_above_the_total_are_refused_at_the_part_that_crosses_it(client, owner, runtime, api):
     runtime.settings = runtime.settings.replace(max_image_bytes_total=2500, image_max_bytes=2000)
     parts = [{"type": "text", "text": "look"}] + [
-        {"type": "image_url", "image_url": {"url": data_url(1000)}} for _ in range(3)]
-    messages = [{"role": "user", "content": parts[:2]}, {"role": "assistant", "content": "ok"},
-                {"role": "user", "content": [parts[0], *parts[2:]]}]
+        {"type": "image_url", "image_url": {"url": data_url(1000)}} for _ in range(3)
+    ]
+    messages = [
+        {"role": "user", "content": parts[:2]},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": [parts[0], *parts[2:]]},
+    ]
     if api == "native":
         response = queue(client, owner, messages=messages)
         error = response.json
@@ -104,8 +116,11 @@ def test_images_together_above_the_total_are_refused_at_the_part_that_crosses_it
 
 def test_one_image_above_its_own_cap_is_still_image_too_large(client, owner, runtime):
     runtime.settings = runtime.settings.replace(max_image_bytes_total=10_000, image_max_bytes=500)
-    response = queue(client, owner, messages=[{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": data_url(1000)}}]}])
+    response = queue(
+        client,
+        owner,
+        messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": data_url(1000)}}]}],
+    )
     assert (response.status_code, response.json["rc"]) == (413, "ImageTooLarge")
 
 
@@ -115,7 +130,10 @@ def test_fetched_images_count_toward_the_total(client, owner, runtime, image_ser
     fetched = {"type": "image_url", "image_url": {"url": image_server + "/pixel.png"}}
     response = queue(client, owner, messages=[{"role": "user", "content": [inline, fetched]}])
     assert (response.status_code, response.json["rc"], response.json["param"]) == (
-        400, "UnsupportedChatParameter", "messages[0].content[1]")
+        400,
+        "UnsupportedChatParameter",
+        "messages[0].content[1]",
+    )
     assert queue(client, owner, messages=[{"role": "user", "content": [fetched]}]).status_code == 202
 
 

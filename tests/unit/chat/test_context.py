@@ -1,5 +1,7 @@
 """Context fitting: reject, grow, truncate_oldest."""
 
+import contextlib
+
 import pytest
 
 from horde import errors
@@ -66,10 +68,8 @@ def test_fitting_estimates_each_message_once(monkeypatch, mode):
     monkeypatch.setattr(tokens, "message_tokens", lambda message: calls.append(1) or estimate(message))
     messages = turns(5000, words=2)
     fitted = None
-    try:
+    with contextlib.suppress(errors.NoWorkerSupportsLimit):
         fitted = context.fit(messages, None, max_tokens=100, mode=mode, default_context=1024, largest_context=2048)
-    except errors.NoWorkerSupportsLimit:
-        pass
     assert len(calls) == len(messages)
     assert (fitted is not None) == (mode == "truncate_oldest")
     if fitted is not None:

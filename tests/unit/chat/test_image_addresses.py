@@ -8,20 +8,39 @@ from horde import errors
 from horde.chat.image_fetch import checked_addresses, is_public
 
 
-@pytest.mark.parametrize("address", [
-    "127.0.0.1", "10.1.2.3", "192.168.0.1", "169.254.169.254", "100.64.0.1", "::1", "fe80::1", "fc00::1",
-    "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-    "64:ff9b::7f00:1", "64:ff9b::a00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::c0a8:101",  # NAT64 of private IPv4
-    "64:ff9b:1::808:808",  # the local-use NAT64 prefix, never public
-    "2002:7f00:1::1", "2002:a00:1::", "2002:a9fe:a9fe::1", "2002:c0a8:101::",  # 6to4 of private IPv4
-    "224.0.0.1", "ff02::1",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "192.168.0.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "64:ff9b::7f00:1",
+        "64:ff9b::a00:1",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b::c0a8:101",  # NAT64 of private IPv4
+        "64:ff9b:1::808:808",  # the local-use NAT64 prefix, never public
+        "2002:7f00:1::1",
+        "2002:a00:1::",
+        "2002:a9fe:a9fe::1",
+        "2002:c0a8:101::",  # 6to4 of private IPv4
+        "224.0.0.1",
+        "ff02::1",
+    ],
+)
 def test_non_public_addresses(address):
     assert not is_public(ipaddress.ip_address(address))
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "64:ff9b::808:808",
-                                     "2002:808:808::1"])
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "64:ff9b::808:808", "2002:808:808::1"]
+)
 def test_public_addresses(address):
     assert is_public(ipaddress.ip_address(address))
 
