@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
@@ -68,7 +69,7 @@ def read_json(request, max_bytes: int):
     return parse(read(request, max_bytes))
 
 
-def parse(raw: bytes):
+def parse(raw: bytes) -> Any:
     """The parsed body, or None when it is empty."""
     if not raw:
         return None
@@ -86,7 +87,7 @@ def parse(raw: bytes):
     return body
 
 
-def depth(value) -> int:
+def depth(value: Any) -> int:
     """How deeply arrays and objects nest in `value`, level by level, without recursion.
 
     It stops counting past MAX_BODY_DEPTH: the caller refuses anything deeper.

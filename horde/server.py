@@ -15,11 +15,17 @@ from __future__ import annotations
 import logging
 import resource
 import socket
+from typing import TYPE_CHECKING, Any
 
 import gevent
+from flask import Flask
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
+
+if TYPE_CHECKING:
+    from horde.config import Settings
+    from horde.runtime import Runtime
 
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
@@ -41,18 +47,18 @@ class HordeHandler(WSGIHandler):
     idle_timeout_s: float = 75.0
     header_timeout_s: float = 10.0
 
-    def __init__(self, sock, address, server, rfile=None):
+    def __init__(self, sock: socket.socket, address: tuple, server: WSGIServer, rfile: Any = None) -> None:
         super().__init__(sock, address, server, rfile)
         self._requests_read = 0
         self._header_timer: gevent.Timeout | None = None
 
-    def handle_one_request(self):
+    def handle_one_request(self) -> Any:
         try:
             return super().handle_one_request()
         finally:
             self._cancel_header_timer()
 
-    def read_requestline(self):
+    def read_requestline(self) -> str:
         if self._requests_read:  # kept alive: wait for the next request's first byte
             with gevent.Timeout(self.idle_timeout_s, ConnectionTimedOut("idle")):
                 self.rfile.peek(1)
@@ -60,13 +66,13 @@ class HordeHandler(WSGIHandler):
         self._requests_read += 1
         return super().read_requestline()
 
-    def read_request(self, raw_requestline):
+    def read_request(self, raw_requestline: str) -> Any:
         try:
             return super().read_request(raw_requestline)
         finally:
             self._cancel_header_timer()
 
-    def _handle_client_error(self, ex):
+    def _handle_client_error(self, ex: Exception) -> Any:
         if isinstance(ex, ConnectionTimedOut):
             return None  # close without an answer, as for a client that went away
         return super()._handle_client_error(ex)
@@ -76,12 +82,12 @@ class HordeHandler(WSGIHandler):
             self._header_timer.close()
             self._header_timer = None
 
-    def get_environ(self):
+    def get_environ(self) -> dict:
         environ = super().get_environ()
         environ[SOCKET_ENVIRON_KEY] = self.socket
         return environ
 
-    def run_application(self):
+    def run_application(self) -> None:
         try:
             super().run_application()
         finally:
@@ -89,7 +95,7 @@ class HordeHandler(WSGIHandler):
                 self.wsgi_input = _Unread()
 
 
-def handler_class(settings) -> type[HordeHandler]:
+def handler_class(settings: Settings) -> type[HordeHandler]:
     """HordeHandler with the settings' connection timeouts."""
     return type("ConfiguredHordeHandler", (HordeHandler,), {
         "idle_timeout_s": settings.http_idle_timeout_s, "header_timeout_s": settings.http_header_timeout_s})
@@ -104,7 +110,7 @@ def listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def sweeper(runtime) -> None:
+def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys."""
     from horde.oai import idempotency
 
@@ -120,7 +126,7 @@ def sweeper(runtime) -> None:
             log.exception("sweeping expired jobs failed")
 
 
-def start_sweeper(runtime):
+def start_sweeper(runtime: Runtime) -> gevent.Greenlet:
     return gevent.spawn(sweeper, runtime)
 
 
@@ -136,7 +142,7 @@ def raise_descriptor_limit() -> int:
     return soft
 
 
-def serve(app, runtime, host: str, port: int) -> None:
+def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
     raise_descriptor_limit()
     listener = listen(host, port)
     start_sweeper(runtime)

@@ -28,7 +28,7 @@ class FittedContext:
     adjustments: list[dict] = field(default_factory=list)
 
 
-def fit(messages: list[dict], tools, *, max_tokens: int, mode: str, default_context: int,
+def fit(messages: list[dict], tools: list[dict] | None, *, max_tokens: int, mode: str, default_context: int,
         largest_context: int) -> FittedContext:
     context = min(default_context, largest_context)
     message_costs = [tokens.message_tokens(message) for message in pause_every(messages)]

@@ -16,6 +16,7 @@ import binascii
 from horde import errors
 from horde.chat.image_fetch import ALLOWED_MIME_PREFIX, FetchLimits
 from horde.chat.image_fetch import fetch as fetch_image
+from horde.config import Settings
 from horde.cooperative import pause_every
 
 
@@ -37,7 +38,7 @@ def _copy_with_parts(message: dict) -> dict:
     return dict(message, content=[dict(part) if isinstance(part, dict) else part for part in message["content"]])
 
 
-def inline_images(messages: list[dict], settings) -> int:
+def inline_images(messages: list[dict], settings: Settings) -> int:
     """Replace every image URL by a data: URL in place; return how many images there are."""
     count, total_bytes = 0, 0
     for index, message in enumerate(messages):
