@@ -40,13 +40,14 @@ from horde.chat.models import (
     ChatRequest,
     ChatRequestModel,
 )
-from horde.chat.schemas import POP_SCHEMA, load
 from horde.config import Settings
+from horde.payload import load
 from horde.runtime import Runtime
 from horde.timeutil import utcnow
 from horde.workers.declarations import FEATURES, GUARANTEES, features_mask, guarantees_mask
 from horde.workers.models import Worker
 from horde.workers.pop import pop_once
+from horde.workers.schemas import POP_SCHEMA
 
 # Models and how popular they are, with requests and workers.
 MODELS = {

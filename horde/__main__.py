@@ -91,10 +91,9 @@ def _schema_sql(_args) -> int:
     from sqlalchemy.dialects import postgresql
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    import horde.models  # noqa: F401
-    from horde.database import Base
+    from horde.models import tables
 
-    for table in Base.metadata.sorted_tables:
+    for table in tables():
         print(str(CreateTable(table).compile(dialect=postgresql.dialect())).strip() + ";\n")
         for index in sorted(table.indexes, key=lambda index: str(index.name)):
             print(str(CreateIndex(index).compile(dialect=postgresql.dialect())).strip() + ";")

@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from flask import Blueprint, current_app, request
 from flask_restx import Api
+from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
-
-if TYPE_CHECKING:
-    from horde.runtime import Runtime
-
-
-def runtime() -> Runtime:
-    return current_app.extensions["horde"]
-
-
-def api_key() -> str | None:
-    return request.headers.get("apikey")
-
-
-def json_body() -> Any:
-    return request_json.read_json(request, runtime().settings.max_body_bytes)
+from horde.accounts.routes import namespace as accounts_namespace
+from horde.chat.routes import namespace as chat_namespace
+from horde.chat.routes import status_namespace
+from horde.request_context import runtime
+from horde.workers.routes import namespace as workers_namespace
 
 
 def make_blueprint() -> Blueprint:
-    from horde.accounts.routes import namespace as accounts_namespace
-    from horde.chat.routes import namespace as chat_namespace
-    from horde.chat.routes import status_namespace
-    from horde.workers.routes import namespace as workers_namespace
-
     blueprint = Blueprint("native", __name__, url_prefix="/api/v2")
 
     @blueprint.before_request
@@ -54,8 +38,6 @@ def make_blueprint() -> Blueprint:
     @api.errorhandler(Exception)
     def _unexpected(error):
         """A bug, never client input: logged, and still answered in the native shape."""
-        from werkzeug.exceptions import HTTPException
-
         if isinstance(error, HTTPException):
             if error.code == errors.RequestTooLarge.status:  # werkzeug's own limit (MAX_CONTENT_LENGTH)
                 refusal = request_json.too_large(runtime().settings.max_body_bytes)

@@ -75,10 +75,11 @@ def init_schema(runtime: Runtime) -> None:
     from sqlalchemy.exc import DBAPIError
 
     from horde.accounts.service import ensure_anonymous_user
+    from horde.models import create_schema
 
     for attempt in range(SCHEMA_ATTEMPTS):
         try:
-            runtime.db.create_schema()
+            create_schema(runtime.db.engine)
             with runtime.db.transaction() as session:
                 ensure_anonymous_user(session)
             return

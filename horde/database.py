@@ -47,11 +47,6 @@ class Database:
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
 
-    def create_schema(self) -> None:
-        import horde.models  # noqa: F401  (registers every table)
-
-        Base.metadata.create_all(self.engine)
-
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Session]:
         """Yield a session; commit when the block ends, roll back when it raises."""

@@ -1,6 +1,27 @@
-"""Imports every table so that `Base.metadata` knows the whole schema."""
+"""Every table of the Horde, and the creation of the schema from them.
 
-from horde.accounts.models import KudosEntry, User  # noqa: F401
-from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel  # noqa: F401
-from horde.oai.idempotency_models import IdempotencyKey  # noqa: F401
-from horde.workers.models import Worker  # noqa: F401
+Importing this module registers each domain's tables with `Base.metadata`; horde/database.py knows none of
+them (the domains' models import it, not the other way round).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, Table
+
+from horde.accounts.models import KudosEntry, User
+from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
+from horde.database import Base
+from horde.oai.idempotency_models import IdempotencyKey
+from horde.workers.models import Worker
+
+MODELS = (User, KudosEntry, Worker, ChatRequest, ChatRequestModel, ChatJob, IdempotencyKey)
+
+
+def create_schema(engine: Engine) -> None:
+    """Create every table and index that does not exist yet."""
+    Base.metadata.create_all(engine)
+
+
+def tables() -> list[Table]:
+    """Every table, each after the tables it references."""
+    return list(Base.metadata.sorted_tables)

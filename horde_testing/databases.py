@@ -12,8 +12,7 @@ import uuid
 
 from sqlalchemy import create_engine, text
 
-import horde.models  # noqa: F401
-from horde.database import Base
+from horde import models
 
 POSTGRES_ENV = "HORDE_TEST_DATABASE_URL"
 REDIS_ENV = "HORDE_TEST_REDIS_URL"
@@ -46,7 +45,7 @@ class PostgresDatabase:
     def truncate(self) -> None:
         engine = create_engine(_driver_url(self.url))
         try:
-            tables = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+            tables = ", ".join(f'"{table.name}"' for table in models.tables())
             with engine.begin() as connection:
                 existing = connection.execute(text("SELECT count(*) FROM pg_tables WHERE tablename = 'users'")).scalar()
                 if existing:

@@ -2,8 +2,8 @@
 
 from flask_restx import Namespace, Resource, fields
 
-from horde.api import api_key, runtime
-from horde.chat.service import authenticate
+from horde.accounts.auth import authenticate
+from horde.request_context import api_key, runtime
 
 namespace = Namespace("accounts", description="Users and kudos")
 

@@ -14,13 +14,14 @@ from sqlalchemy.orm import Session
 from horde import errors
 from horde.accounts.models import User
 from horde.chat import context, pricing, queue, requirements
-from horde.chat.contract import DEFAULT_AVAILABILITY_MODE
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
-from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
+from horde.chat.schemas import CHAT_REQUEST_SCHEMA
 from horde.chat.tokens import count_images
 from horde.config import Settings
+from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.cooperative import pause_every
+from horde.payload import load
 from horde.workers import service as workers
 
 DEFAULT_MAX_TOKENS = 512

@@ -3,10 +3,11 @@
 from flask import request as http_request
 from flask_restx import Namespace, Resource
 
-from horde.api import api_key, json_body, runtime
+from horde.accounts.auth import authenticate
 from horde.chat import service
 from horde.chat.cards import model_stats
 from horde.client_address import client_address
+from horde.request_context import api_key, json_body, runtime
 
 namespace = Namespace("chat", description="Chat requests")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
@@ -18,7 +19,7 @@ class Async(Resource):
     def post(self) -> tuple[dict, int]:
         """Queue a chat request; answers 202 with its id and kudos estimate."""
         hub = runtime()
-        user = service.authenticate(hub, api_key())
+        user = authenticate(hub, api_key())
         agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
         address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
         request = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
@@ -31,13 +32,13 @@ class Status(Resource):
     def get(self, request_id: str) -> dict:
         """State, queue position, wait estimate, worker, reply, progress, kudos and adjustments."""
         hub = runtime()
-        return service.status(hub, service.authenticate(hub, api_key()), request_id)
+        return service.status(hub, authenticate(hub, api_key()), request_id)
 
     @namespace.doc(params=APIKEY_HEADER)
     def delete(self, request_id: str) -> dict:
         """Cancel the request."""
         hub = runtime()
-        user = service.authenticate(hub, api_key())
+        user = authenticate(hub, api_key())
         service.cancel(hub, user, request_id)
         return service.status(hub, user, request_id)
 

@@ -1,24 +1,21 @@
-"""Native chat payloads: one marshmallow schema per payload.
+"""The native chat request's payload: its marshmallow schema.
 
-The OpenAI front screens its own body (horde/oai/screening/) and hands the
-result to the same `ChatRequestSchema` that the native async route uses.
+The OpenAI front screens its own body (horde/oai/screening/) and hands the result to the same
+`ChatRequestSchema` that the native async route uses. The worker protocol's payloads are in
+horde/workers/schemas.py; both are loaded with horde/payload.py.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from horde import errors
-from horde.chat.contract import (
+from horde.contract import (
     AVAILABILITY_MODES,
     CONFORMANCE_MODES,
     CONTEXT_FITTING_MODES,
     DEFAULT_AVAILABILITY_MODE,
     DEFAULT_CONFORMANCE,
     DEFAULT_CONTEXT_FITTING,
-    FINISH_REASONS,
     MAX_MODELS_PER_REQUEST,
     MAX_STOP_SEQUENCES,
     MESSAGE_ROLES,
@@ -29,10 +26,6 @@ from horde.chat.contract import (
     TOKEN_FLOOR,
 )
 from horde.cooperative import pause_every
-from horde.workers.declarations import FEATURES, GUARANTEES
-
-MAX_WAIT_S = 30
-MAX_WORKER_THREADS = 50
 
 
 class ObjectList(fields.Field):
@@ -123,117 +116,4 @@ class ChatRequestSchema(Schema):
             raise ValidationError("Missing required parameter: 'model'.", "model")
 
 
-class PopSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    name = fields.String(required=True, validate=validate.Length(min=1, max=100))
-    models = fields.List(fields.String(validate=validate.Length(min=1, max=200)), required=True,
-                         validate=validate.Length(min=1, max=100))
-    max_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR, max=TOKEN_CEILING))
-    max_context_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR * 2))
-    threads = fields.Integer(load_default=1, strict=True, validate=validate.Range(min=1, max=MAX_WORKER_THREADS))
-    features = fields.List(fields.String(validate=validate.OneOf(FEATURES)), load_default=list)
-    guarantees = fields.List(fields.String(validate=validate.OneOf(GUARANTEES)), load_default=list)
-    limits = fields.Dict(load_default=dict)
-    bridge_agent = fields.String(load_default="unknown:0:unknown", validate=validate.Length(max=300))
-    wait = fields.Float(load_default=0, validate=validate.Range(min=0, max=MAX_WAIT_S))
-
-    @validates_schema
-    def _known_limits(self, data, **_):
-        limits = data.get("limits") or {}
-        unknown = set(limits) - {"max_temperature_with_tools"}
-        if unknown:
-            raise ValidationError(f"Unknown limit '{sorted(unknown)[0]}'.", "limits")
-        value = limits.get("max_temperature_with_tools")
-        not_a_number = isinstance(value, bool) or not isinstance(value, (int, float))
-        if value is not None and (not_a_number or not 0 <= value <= 2):
-            raise ValidationError("max_temperature_with_tools must be a number from 0 to 2.", "limits")
-
-
-class ProgressSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    id = fields.String(required=True)
-    content = fields.String(load_default="", allow_none=True)
-    reasoning_content = fields.String(load_default="", allow_none=True)
-
-
-class ToolCallFunctionSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    name = fields.String(required=True)
-    arguments = fields.String(required=True)
-
-
-class ToolCallSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    id = fields.String(required=True, validate=validate.Length(min=1, max=100))
-    type = fields.String(load_default="function", validate=validate.Equal("function"))
-    function = fields.Nested(ToolCallFunctionSchema, required=True)
-
-
-class UsageSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    prompt_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
-    completion_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
-    reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
-
-
-class SubmitSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    id = fields.String(required=True)
-    content = fields.String(allow_none=True, load_default=None)
-    reasoning_content = fields.String(allow_none=True, load_default=None)
-    tool_calls = fields.List(fields.Nested(ToolCallSchema), allow_none=True, load_default=None)
-    finish_reason = fields.String(load_default="stop", validate=validate.OneOf(FINISH_REASONS))
-    usage = fields.Nested(UsageSchema, load_default=dict)
-
-
-class FaultSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    id = fields.String(required=True)
-    reason = fields.String(load_default="The worker reported a fault without a reason.",
-                           validate=validate.Length(max=2000))
-
-
-def load(schema: Schema, data: Any) -> dict:
-    """Validate `data`; a failure is 400 BadRequest naming the first failing key."""
-    if not isinstance(data, dict):
-        raise errors.BadRequest("The request body must be a JSON object.")
-    try:
-        return schema.load(data)
-    except ValidationError as error:
-        param, message = _first_error(error.messages)
-        raise errors.BadRequest(f"Invalid '{param}': {message}", param=param) from None
-
-
-def _first_error(messages, prefix=""):
-    if isinstance(messages, dict):
-        key = sorted(messages, key=str)[0]
-        path = f"{prefix}.{key}" if prefix and not isinstance(key, int) else (
-            f"{prefix}[{key}]" if isinstance(key, int) else str(key))
-        return _first_error(messages[key], path)
-    if isinstance(messages, list) and messages:
-        first = messages[0]
-        if isinstance(first, (dict, list)):
-            return _first_error(first, prefix)
-        return prefix, str(first)
-    return prefix, str(messages)
-
-
 CHAT_REQUEST_SCHEMA = ChatRequestSchema()
-POP_SCHEMA = PopSchema()
-PROGRESS_SCHEMA = ProgressSchema()
-SUBMIT_SCHEMA = SubmitSchema()
-FAULT_SCHEMA = FaultSchema()

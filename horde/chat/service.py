@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from horde import errors
-from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.chat import admission, images, lifecycle, queue
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
@@ -18,15 +17,6 @@ from horde.workers import service as workers
 if TYPE_CHECKING:
     from horde.chat.snapshots import Snapshots
     from horde.runtime import Runtime
-
-
-def authenticate(runtime: Runtime, api_key: str | None) -> User:
-    with runtime.db.read() as session:
-        user = accounts.find_user(session, api_key)
-    if user is not None:
-        return user
-    with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
-        return accounts.authenticate(session, api_key)
 
 
 def create(runtime: Runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",

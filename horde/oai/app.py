@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
-from horde.chat import service
+from horde.accounts.auth import authenticate
 from horde.chat.cards import model_stats
 from horde.oai import auth, cards
 from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
 from horde.oai.screening import ScreeningError
-
-if TYPE_CHECKING:
-    from horde.runtime import Runtime
-
-
-def runtime() -> Runtime:
-    return current_app.extensions["horde"]
+from horde.request_context import json_body, runtime
 
 
 def make_blueprint() -> Blueprint:
@@ -35,7 +27,7 @@ def make_blueprint() -> Blueprint:
 
 
 def _authenticated_user():
-    return service.authenticate(runtime(), auth.bearer_key(request.headers))
+    return authenticate(runtime(), auth.bearer_key(request.headers))
 
 
 def list_models() -> Response:
@@ -58,8 +50,8 @@ def get_model(model_id: str) -> Response:
 
 def chat_completions() -> Response:
     hub = runtime()
-    user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
-    call = ChatCall.screen(hub, request_json.read_json(request, hub.settings.max_body_bytes))
+    user = authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
+    call = ChatCall.screen(hub, json_body())
     return call.answer(user, request.headers, request.environ)
 
 

@@ -14,9 +14,9 @@ from werkzeug.datastructures import Headers
 from horde import errors
 from horde.accounts.models import User
 from horde.chat import admission, service
-from horde.chat.contract import DEFAULT_AVAILABILITY_MODE
 from horde.chat.models import DONE, FAULTED, FINAL_STATES
 from horde.client_address import client_address
+from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
 from horde.oai.screening import ScreenedRequest, screen_chat_request

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.chat import service
-from horde.chat.contract import DEFAULT_AVAILABILITY_MODE
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
+from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.events import request_channel
 from horde.timeutil import seconds_since
 

@@ -12,11 +12,12 @@ from horde.accounts import service as accounts
 from horde.chat import lifecycle
 from horde.chat.eligibility import queue_filter
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
-from horde.chat.schemas import POP_SCHEMA, load
 from horde.events import announce_jobs, jobs_channel, request_channel
+from horde.payload import load
 from horde.workers import service as workers
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.models import Worker
+from horde.workers.schemas import POP_SCHEMA
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime

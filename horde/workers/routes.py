@@ -4,12 +4,13 @@ from flask_restx import Namespace, Resource
 
 from horde import errors
 from horde.accounts import service as accounts
-from horde.api import api_key, json_body, runtime
 from horde.chat import lifecycle
 from horde.chat.models import WAITING
-from horde.chat.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA, load
 from horde.events import announce_jobs, request_channel
+from horde.payload import load
+from horde.request_context import api_key, json_body, runtime
 from horde.workers import pop as pop_service
+from horde.workers.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA
 
 namespace = Namespace("workers", description="The worker protocol")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker owner's API key", "required": True}}

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from horde.chat.contract import MESSAGE_ROLES
+from horde.contract import MESSAGE_ROLES
 from horde.cooperative import pause_every
 from horde.oai.screening.base import (
     BAD_REQUEST,

@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from horde.chat.contract import MAX_MODELS_PER_REQUEST
+from horde.contract import MAX_MODELS_PER_REQUEST
 from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,

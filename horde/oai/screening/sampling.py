@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde.chat.contract import MAX_STOP_SEQUENCES, REASONING_EFFORTS, SAMPLING_RANGES, TOKEN_CEILING, TOKEN_FLOOR
+from horde.contract import MAX_STOP_SEQUENCES, REASONING_EFFORTS, SAMPLING_RANGES, TOKEN_CEILING, TOKEN_FLOOR
 from horde.oai.screening.base import (
     CONFLICT,
     UNSUPPORTED,

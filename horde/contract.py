@@ -1,7 +1,8 @@
 """The chat contract's limits and modes, in one place.
 
-The native schemas (horde/chat/schemas.py) validate against them and the OpenAI front's screening
-(horde/oai/screening/) refuses in OpenAI's words what falls outside them; both import them from here.
+The native schemas (horde/chat/schemas.py), the worker protocol's (horde/workers/schemas.py) and the OpenAI
+front's screening (horde/oai/screening/, which refuses in OpenAI's words what falls outside them) all import
+them from here; it sits below every layer that uses it and imports nothing.
 """
 
 from __future__ import annotations

@@ -1,0 +1,101 @@
+"""The worker protocol's payloads (pop, progress, submit, fault): one marshmallow schema per payload."""
+
+from __future__ import annotations
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+
+from horde.contract import FINISH_REASONS, MODEL_NAME_MAX_CHARS, TOKEN_CEILING, TOKEN_FLOOR
+from horde.workers.declarations import FEATURES, GUARANTEES
+
+MAX_WAIT_S = 30
+MAX_WORKER_THREADS = 50
+
+
+class PopSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=100))
+    models = fields.List(fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS)), required=True,
+                         validate=validate.Length(min=1, max=100))
+    max_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR, max=TOKEN_CEILING))
+    max_context_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR * 2))
+    threads = fields.Integer(load_default=1, strict=True, validate=validate.Range(min=1, max=MAX_WORKER_THREADS))
+    features = fields.List(fields.String(validate=validate.OneOf(FEATURES)), load_default=list)
+    guarantees = fields.List(fields.String(validate=validate.OneOf(GUARANTEES)), load_default=list)
+    limits = fields.Dict(load_default=dict)
+    bridge_agent = fields.String(load_default="unknown:0:unknown", validate=validate.Length(max=300))
+    wait = fields.Float(load_default=0, validate=validate.Range(min=0, max=MAX_WAIT_S))
+
+    @validates_schema
+    def _known_limits(self, data, **_):
+        limits = data.get("limits") or {}
+        unknown = set(limits) - {"max_temperature_with_tools"}
+        if unknown:
+            raise ValidationError(f"Unknown limit '{sorted(unknown)[0]}'.", "limits")
+        value = limits.get("max_temperature_with_tools")
+        not_a_number = isinstance(value, bool) or not isinstance(value, (int, float))
+        if value is not None and (not_a_number or not 0 <= value <= 2):
+            raise ValidationError("max_temperature_with_tools must be a number from 0 to 2.", "limits")
+
+
+class ProgressSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    id = fields.String(required=True)
+    content = fields.String(load_default="", allow_none=True)
+    reasoning_content = fields.String(load_default="", allow_none=True)
+
+
+class ToolCallFunctionSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(required=True)
+    arguments = fields.String(required=True)
+
+
+class ToolCallSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    id = fields.String(required=True, validate=validate.Length(min=1, max=100))
+    type = fields.String(load_default="function", validate=validate.Equal("function"))
+    function = fields.Nested(ToolCallFunctionSchema, required=True)
+
+
+class UsageSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    prompt_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
+    completion_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
+    reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
+
+
+class SubmitSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    id = fields.String(required=True)
+    content = fields.String(allow_none=True, load_default=None)
+    reasoning_content = fields.String(allow_none=True, load_default=None)
+    tool_calls = fields.List(fields.Nested(ToolCallSchema), allow_none=True, load_default=None)
+    finish_reason = fields.String(load_default="stop", validate=validate.OneOf(FINISH_REASONS))
+    usage = fields.Nested(UsageSchema, load_default=dict)
+
+
+class FaultSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    id = fields.String(required=True)
+    reason = fields.String(load_default="The worker reported a fault without a reason.",
+                           validate=validate.Length(max=2000))
+
+
+POP_SCHEMA = PopSchema()
+PROGRESS_SCHEMA = ProgressSchema()
+SUBMIT_SCHEMA = SubmitSchema()
+FAULT_SCHEMA = FaultSchema()
