@@ -1,30 +1,65 @@
-"""Settings read from environment variables, with defaults that run out of the box."""
+"""Settings read from environment variables, with defaults that run out of the box.
+
+Every field of `Settings` has one variable in `VARIABLES`, read by a small typed reader: an empty or unset
+variable keeps the default; a value that does not parse, or falls outside its range, stops the start with a
+`SettingError` that names the variable (docs/decisions/0005-settings-from-the-environment.md).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 DEFAULT_SQLITE_PATH = Path("var") / "horde.db"
 
 
-def _float(env, name, default):
-    value = env.get(name)
-    return float(value) if value not in (None, "") else default
+class SettingError(ValueError):
+    """A variable of the environment that the server cannot start with."""
 
 
-def _int(env, name, default):
-    value = env.get(name)
-    return int(value) if value not in (None, "") else default
+@dataclass(frozen=True)
+class Variable:
+    """How one setting is read: its variable, its type, and its range (`above` is exclusive)."""
+
+    name: str
+    kind: type = str
+    minimum: float | None = None
+    above: float | None = None
+    optional: bool = False
+
+    def read(self, env: Mapping[str, str], default: Any) -> Any:
+        raw = env.get(self.name)
+        if raw is None or raw.strip() == "":
+            return None if self.optional else default
+        if self.kind is tuple:
+            return tuple(item.strip() for item in raw.split(",") if item.strip())
+        if self.kind is str:
+            return raw
+        try:
+            value = self.kind(raw)
+        except ValueError:
+            raise SettingError(f"{self.name}={raw!r}: expected {_kind_name(self.kind)}.") from None
+        if self.minimum is not None and not value >= self.minimum:
+            raise SettingError(f"{self.name}={raw!r}: must be at least {self.minimum}.")
+        if self.above is not None and not value > self.above:
+            raise SettingError(f"{self.name}={raw!r}: must be greater than {self.above}.")
+        return value
 
 
-def _list(env, name):
-    value = env.get(name) or ""
-    return tuple(item.strip() for item in value.split(",") if item.strip())
+def _kind_name(kind: type) -> str:
+    return "an integer" if kind is int else "a number"
+
+
+def _seconds(name: str) -> Variable:
+    return Variable(name, float, above=0)
+
+
+def _count(name: str, minimum: int = 1) -> Variable:
+    return Variable(name, int, minimum=minimum)
 
 
 @dataclass(frozen=True)
@@ -57,39 +92,45 @@ class Settings:
     trusted_proxy_hops: int = 0
     http_idle_timeout_s: float = 75.0
     http_header_timeout_s: float = 10.0
-    extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None =None, **overrides: Any) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """The settings of `env` (the process's environment by default); `overrides` win over both."""
         env = os.environ if env is None else env
-        values = dict(
-            database_url=env.get("HORDE_DATABASE_URL") or cls.database_url,
-            redis_url=env.get("HORDE_REDIS_URL") or None,
-            redis_prefix=env.get("HORDE_REDIS_PREFIX") or cls.redis_prefix,
-            oai_prefix=env.get("HORDE_OAI_PREFIX") or cls.oai_prefix,
-            oai_no_worker_grace_s=_float(env, "HORDE_OAI_NO_WORKER_GRACE_S", cls.oai_no_worker_grace_s),
-            oai_keepalive_s=_float(env, "HORDE_OAI_KEEPALIVE_S", cls.oai_keepalive_s),
-            oai_drop_grace_s=_float(env, "HORDE_OAI_DROP_GRACE_S", cls.oai_drop_grace_s),
-            oai_wait_budget_s=_float(env, "HORDE_OAI_WAIT_BUDGET_S", cls.oai_wait_budget_s),
-            idempotency_retention_s=_int(env, "HORDE_IDEMPOTENCY_RETENTION_S", cls.idempotency_retention_s),
-            worker_online_window_s=_float(env, "HORDE_WORKER_ONLINE_WINDOW_S", cls.worker_online_window_s),
-            job_ttl_s=_float(env, "HORDE_JOB_TTL_S", cls.job_ttl_s),
-            max_attempts=_int(env, "HORDE_MAX_ATTEMPTS", cls.max_attempts),
-            default_context_tokens=_int(env, "HORDE_DEFAULT_CONTEXT_TOKENS", cls.default_context_tokens),
-            rate_limit_per_minute=_int(env, "HORDE_RATE_LIMIT_PER_MINUTE", cls.rate_limit_per_minute),
-            image_fetch_allow=_list(env, "HORDE_IMAGE_FETCH_ALLOW"),
-            image_max_bytes=_int(env, "HORDE_IMAGE_MAX_BYTES", cls.image_max_bytes),
-            sweep_interval_s=_float(env, "HORDE_SWEEP_INTERVAL_S", cls.sweep_interval_s),
-            model_reference_path=env.get("HORDE_MODEL_REFERENCE") or None,
-            max_body_bytes=_int(env, "HORDE_MAX_BODY_BYTES", cls.max_body_bytes),
-            max_messages=_int(env, "HORDE_MAX_MESSAGES", cls.max_messages),
-            max_image_bytes_total=_int(env, "HORDE_MAX_IMAGE_BYTES_TOTAL", cls.max_image_bytes_total),
-            trusted_proxy_hops=_int(env, "HORDE_TRUSTED_PROXY_HOPS", cls.trusted_proxy_hops),
-            http_idle_timeout_s=_float(env, "HORDE_HTTP_IDLE_TIMEOUT_S", cls.http_idle_timeout_s),
-            http_header_timeout_s=_float(env, "HORDE_HTTP_HEADER_TIMEOUT_S", cls.http_header_timeout_s),
-        )
+        values = {field.name: VARIABLES[field.name].read(env, field.default) for field in dataclasses.fields(cls)}
         values.update(overrides)
         return cls(**values)
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
+
+
+#: Each setting's variable; tests/unit/test_config.py keeps it complete.
+VARIABLES: dict[str, Variable] = {
+    "database_url": Variable("HORDE_DATABASE_URL"),
+    "redis_url": Variable("HORDE_REDIS_URL", optional=True),
+    "redis_prefix": Variable("HORDE_REDIS_PREFIX"),
+    "oai_prefix": Variable("HORDE_OAI_PREFIX"),
+    "oai_no_worker_grace_s": Variable("HORDE_OAI_NO_WORKER_GRACE_S", float, minimum=0),
+    "oai_keepalive_s": _seconds("HORDE_OAI_KEEPALIVE_S"),
+    "oai_drop_grace_s": Variable("HORDE_OAI_DROP_GRACE_S", float, minimum=0),
+    "oai_wait_budget_s": Variable("HORDE_OAI_WAIT_BUDGET_S", float, minimum=0),
+    "idempotency_retention_s": _count("HORDE_IDEMPOTENCY_RETENTION_S"),
+    "worker_online_window_s": _seconds("HORDE_WORKER_ONLINE_WINDOW_S"),
+    "job_ttl_s": _seconds("HORDE_JOB_TTL_S"),
+    "max_attempts": _count("HORDE_MAX_ATTEMPTS"),
+    "default_context_tokens": _count("HORDE_DEFAULT_CONTEXT_TOKENS"),
+    "default_job_duration_s": _seconds("HORDE_DEFAULT_JOB_DURATION_S"),
+    "rate_limit_per_minute": _count("HORDE_RATE_LIMIT_PER_MINUTE"),
+    "image_fetch_allow": Variable("HORDE_IMAGE_FETCH_ALLOW", tuple),
+    "image_max_bytes": _count("HORDE_IMAGE_MAX_BYTES"),
+    "image_fetch_timeout_s": _seconds("HORDE_IMAGE_FETCH_TIMEOUT_S"),
+    "sweep_interval_s": _seconds("HORDE_SWEEP_INTERVAL_S"),
+    "model_reference_path": Variable("HORDE_MODEL_REFERENCE", optional=True),
+    "max_body_bytes": _count("HORDE_MAX_BODY_BYTES"),
+    "max_messages": _count("HORDE_MAX_MESSAGES"),
+    "max_image_bytes_total": _count("HORDE_MAX_IMAGE_BYTES_TOTAL"),
+    "trusted_proxy_hops": _count("HORDE_TRUSTED_PROXY_HOPS", minimum=0),
+    "http_idle_timeout_s": _seconds("HORDE_HTTP_IDLE_TIMEOUT_S"),
+    "http_header_timeout_s": _seconds("HORDE_HTTP_HEADER_TIMEOUT_S"),
+}
