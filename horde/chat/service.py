@@ -77,7 +77,7 @@ def sweep(runtime: Runtime) -> int:
     return len(changed)
 
 
-def pool(session: Session, settings: Settings, request: ChatRequest, snapshots: Snapshots | None =None) -> dict:
+def pool(session: Session, settings: Settings, request: ChatRequest, snapshots: Snapshots | None = None) -> dict:
     """Online workers and threads for the request's models, and the wait ahead of it.
 
     With `snapshots` (a waiter's path) the answer may be up to a second old.

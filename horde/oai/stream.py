@@ -84,7 +84,7 @@ class StreamState:
     def streamed_chars(self) -> int:
         return len(self.content) + len(self.reasoning)
 
-    def chunk(self, delta: dict, finish_reason: str | None =None, **extra: Any) -> dict:
+    def chunk(self, delta: dict, finish_reason: str | None = None, **extra: Any) -> dict:
         body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
         if self.fingerprint is not None:
