@@ -240,3 +240,14 @@ def _healthy(url: str) -> bool:
         return requests.get(url + "/health", timeout=1).status_code == 200
     except requests.RequestException:
         return False
+
+
+def test_the_sdk_sees_the_413_of_a_body_it_is_still_sending(short):
+    """The server answers without reading the body and closes; the OpenAI SDK still reads the refusal."""
+    import openai
+
+    client = short.openai(timeout=PATIENCE_S)
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x" * (50 * BODY_LIMIT_BYTES)}])
+    assert refused.value.status_code == 413
+    assert refused.value.body["code"] == "request_too_large"
