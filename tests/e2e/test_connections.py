@@ -16,7 +16,7 @@ import time
 import pytest
 import requests
 
-from tests.e2e.conftest import Harness, unique_model
+from tests.support.harness import Harness, unique_model
 
 BODY_LIMIT_BYTES = 100_000
 SHORT_SETTINGS = {

@@ -6,7 +6,7 @@ import openai
 import pytest
 import requests
 
-from tests.e2e.conftest import unique_model
+from tests.support.harness import unique_model
 from tests.support.openapi import validate
 
 ALL_FEATURES = "tools,json_object,json_schema,tools_with_response_format,vision,seed,frequency_penalty," \

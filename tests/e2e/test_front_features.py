@@ -9,7 +9,7 @@ import pydantic
 import pytest
 
 from horde_testing.processes import wait_until
-from tests.e2e.conftest import unique_model
+from tests.support.harness import unique_model
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
 WEATHER_TOOL = {"type": "function", "function": {

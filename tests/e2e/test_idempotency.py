@@ -9,7 +9,7 @@ import requests
 
 from horde.accounts.models import KudosEntry
 from horde.chat.models import ChatRequestModel
-from tests.e2e.conftest import Harness, unique_model
+from tests.support.harness import Harness, unique_model
 
 
 def jobs_for(horde, model):

@@ -10,7 +10,7 @@ import jsonschema
 import openai
 import pytest
 
-from tests.e2e.conftest import unique_model
+from tests.support.harness import unique_model
 
 pytestmark = pytest.mark.skipif(os.environ.get("HORDE_TEST_LLAMA") != "1",
                                 reason="set HORDE_TEST_LLAMA=1 to run against a real llama-server")

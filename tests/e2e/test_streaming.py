@@ -9,7 +9,7 @@ import requests
 from horde.accounts.models import KudosEntry
 from horde.chat.models import ChatJob, ChatRequest
 from horde_testing.processes import wait_until
-from tests.e2e.conftest import unique_model
+from tests.support.harness import unique_model
 from tests.support.openapi import validate
 
 WEATHER_TOOL = {"type": "function", "function": {

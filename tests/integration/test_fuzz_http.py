@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-from tests.integration.helpers import ALL_FEATURES, ALL_GUARANTEES, declaration, pop
 from tests.support.fuzz import UNSTORABLE_STRINGS, mutate, random_json
 from tests.support.image_server import PNG
+from tests.support.native import ALL_FEATURES, ALL_GUARANTEES, declaration, pop
 
 PIXEL = "data:image/png;base64," + base64.b64encode(PNG).decode()
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}

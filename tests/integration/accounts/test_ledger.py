@@ -5,7 +5,7 @@ from sqlalchemy import func, select
 from horde.accounts import service as accounts
 from horde.accounts.models import KudosEntry, User
 from horde.chat import service
-from tests.integration.helpers import pop, queued_id, submit
+from tests.support.native import pop, queued_id, submit
 
 
 def test_balances_add_up_after_a_mixed_run(client, make_user, runtime):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.integration.helpers import ALL_FEATURES, ALL_GUARANTEES, pop, queue, queued_id
+from tests.support.native import ALL_FEATURES, ALL_GUARANTEES, pop, queue, queued_id
 
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
 STRICT_SCHEMA = {"type": "json_schema", "json_schema": {"name": "s", "strict": True, "schema": {

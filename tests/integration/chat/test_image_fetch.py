@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from tests.integration.helpers import ALL_FEATURES, pop, queue
 from tests.support.image_server import running_image_server
+from tests.support.native import ALL_FEATURES, pop, queue
 
 
 def image_message(url):

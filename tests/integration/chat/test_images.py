@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.integration.helpers import ALL_FEATURES, pop, queue
+from tests.support.native import ALL_FEATURES, pop, queue
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="

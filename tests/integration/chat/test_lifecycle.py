@@ -5,7 +5,7 @@ import time
 import pytest
 
 from horde.chat import service
-from tests.integration.helpers import ALL_FEATURES, ALL_GUARANTEES, pop, queued_id, status, submit
+from tests.support.native import ALL_FEATURES, ALL_GUARANTEES, pop, queued_id, status, submit
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 

@@ -1,6 +1,6 @@
 """Queue order: users with kudos before the rest (anonymous included), then kudos, then age."""
 
-from tests.integration.helpers import pop, queued_id, submit
+from tests.support.native import pop, queued_id, submit
 
 
 def test_users_with_kudos_first_then_kudos_then_age(client, make_user):

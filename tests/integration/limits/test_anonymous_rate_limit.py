@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.helpers import pop
+from tests.support.native import pop
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from horde.chat.models import ChatRequest
-from tests.integration.helpers import ALL_FEATURES, pop, queue
 from tests.support.image_server import PNG, running_image_server
+from tests.support.native import ALL_FEATURES, pop, queue
 
 
 def data_url(size: int) -> str:

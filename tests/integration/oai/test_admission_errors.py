@@ -7,7 +7,7 @@ import time
 import pytest
 
 from horde.chat.models import ChatRequest
-from tests.integration.helpers import pop, queue, submit
+from tests.support.native import pop, queue, submit
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]

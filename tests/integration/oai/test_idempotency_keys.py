@@ -7,7 +7,7 @@ import pytest
 
 from horde.oai import idempotency
 from horde.oai.idempotency_models import IdempotencyKey
-from tests.integration.helpers import pop, submit
+from tests.support.native import pop, submit
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
 

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from tests.integration.helpers import pop, queued_id
+from tests.support.native import pop, queued_id
 
 POPPERS = 20
 REQUESTS = 30
