@@ -1,4 +1,5 @@
-"""End-to-end fixtures: a harness (tests/support/harness.py) per module and database, its workers stopped after each test."""
+"""End-to-end fixtures: a harness (tests/support/harness.py) per module and database; its workers stop after
+each test."""
 
 from __future__ import annotations
 
