@@ -79,6 +79,11 @@ class Database:
             self.read_engine.dispose()
 
 
+def is_postgresql(session: Session) -> bool:
+    """Whether `session` talks to PostgreSQL, where concurrent writers need row locks (SQLite runs one at a time)."""
+    return session.get_bind().dialect.name == "postgresql"
+
+
 def _sqlite_pragmas(dbapi_connection, _record):
     dbapi_connection.isolation_level = None  # transactions are begun explicitly below
     cursor = dbapi_connection.cursor()

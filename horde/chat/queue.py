@@ -9,7 +9,7 @@ import statistics
 from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from horde.chat.models import JOB_SUBMITTED, WAITING, ChatJob, ChatRequest, ChatRequestModel
+from horde.chat.models import JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel
 from horde.timeutil import utcnow
 
 RECENT_JOBS_FOR_ESTIMATE = 50
@@ -67,3 +67,13 @@ def created_since(session: Session, user_id: int, seconds: float) -> int:
     since = utcnow() - dt.timedelta(seconds=seconds)
     return session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.user_id == user_id,
                                                                     ChatRequest.created_at >= since)) or 0
+
+
+def reserved_kudos(session: Session, user_id: int) -> int:
+    """The estimates of the user's requests still waiting or processing: kudos their charges may yet take.
+
+    Counted over the live requests only (the queue index leads with the state), so it stays cheap however
+    long the user's history is.
+    """
+    return session.scalar(select(func.coalesce(func.sum(ChatRequest.kudos_estimate), 0)).where(
+        ChatRequest.state.in_((WAITING, PROCESSING)), ChatRequest.user_id == user_id)) or 0
