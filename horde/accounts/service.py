@@ -73,8 +73,7 @@ def move_kudos(session: Session, user: User, amount: int, *, kind: str, request_
         return
     session.add(KudosEntry(user_id=user.id, amount=amount, kind=kind, request_id=request_id))
     balance = session.execute(update(User).where(User.id == user.id).values(kudos=User.kudos + amount)
-                              .returning(User.kudos)
-                              .execution_options(synchronize_session=False)).scalar_one()
+                              .returning(User.kudos), execution_options={"synchronize_session": False}).scalar_one()
     set_committed_value(user, "kudos", balance)
 
 
@@ -92,4 +91,5 @@ def set_kudos(session: Session, user: User, balance: int) -> None:
 
 
 def ledger_sum(session: Session, user: User) -> int:
-    return session.scalar(select(func.coalesce(func.sum(KudosEntry.amount), 0)).where(KudosEntry.user_id == user.id))
+    total = select(func.coalesce(func.sum(KudosEntry.amount), 0)).where(KudosEntry.user_id == user.id)
+    return int(session.scalar(total) or 0)

@@ -18,9 +18,22 @@ from horde.accounts.models import User
 from horde.chat import conformance, pricing, queue
 from horde.chat.eligibility import QUEUE_ORDER, queue_filter
 from horde.chat.models import (
-    CANCELLED, DONE, FAULTED, FINAL_STATES, JOB_ABORTED, JOB_CANCELLED, JOB_FAULTED, JOB_PROCESSING, JOB_REFUSED,
-    JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest)
-from horde.database import is_postgresql
+    CANCELLED,
+    DONE,
+    FAULTED,
+    FINAL_STATES,
+    JOB_ABORTED,
+    JOB_CANCELLED,
+    JOB_FAULTED,
+    JOB_PROCESSING,
+    JOB_REFUSED,
+    JOB_SUBMITTED,
+    PROCESSING,
+    WAITING,
+    ChatJob,
+    ChatRequest,
+)
+from horde.database import is_postgresql, rows_changed
 from horde.timeutil import utcnow
 from horde.workers.declarations import FEATURE_BITS
 from horde.workers.models import Worker
@@ -28,7 +41,8 @@ from horde.workers.models import Worker
 DEFAULT_REASONING_EFFORT = "medium"
 
 
-def claim(session: Session, settings, worker: Worker, trusted: bool, *, skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
+def claim(session: Session, settings, worker: Worker, trusted: bool, *,
+          skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
     if not queue.any_waiting_for(session, worker.models):
         return None
@@ -80,15 +94,20 @@ def owned_job(session: Session, owner: User, job_id: str) -> tuple[ChatJob, Work
     return job, worker
 
 
-def lock_request(session: Session, request_id: str, *, skip_locked: bool = False) -> ChatRequest | None:
+def lock_request(session: Session, request_id: str) -> ChatRequest:
     """The request re-read under its row lock (PostgreSQL), held until the transaction ends.
 
     Every transition of a request or of its jobs takes this lock first, so they happen one after the
     other whichever process runs them, and always in the same order (request, then job, then users),
     which cannot deadlock. SQLite needs no lock: its writers already run one at a time.
-    With `skip_locked`, a request another transaction holds is None.
     """
-    lock = ({"skip_locked": True} if skip_locked else True) if is_postgresql(session) else None
+    return session.get_one(ChatRequest, request_id, populate_existing=True,
+                           with_for_update=True if is_postgresql(session) else None)
+
+
+def _lock_request_unless_held(session: Session, request_id: str) -> ChatRequest | None:
+    """As `lock_request`, but None at once when another transaction holds the request (SKIP LOCKED)."""
+    lock = {"skip_locked": True} if is_postgresql(session) else None
     return session.get(ChatRequest, request_id, populate_existing=True, with_for_update=lock)
 
 
@@ -106,13 +125,10 @@ def progress(session: Session, owner: User, body: dict) -> tuple[bool, str]:
     """Store the text so far in one conditional statement; (stop, request id), stop when the job is no longer
     its request's running job."""
     job, _ = owned_job(session, owner, body["id"])
-    stored = session.execute(
-        update(ChatRequest)
-        .where(ChatRequest.id == job.request_id, ChatRequest.current_job_id == job.id,
-               ChatRequest.state == PROCESSING)
-        .values(progress_content=body.get("content") or "", progress_reasoning=body.get("reasoning_content") or "",
-                progress_seq=ChatRequest.progress_seq + 1)
-        .execution_options(synchronize_session=False)).rowcount
+    running = (ChatRequest.id == job.request_id, ChatRequest.current_job_id == job.id, ChatRequest.state == PROCESSING)
+    stored = rows_changed(session, update(ChatRequest).where(*running).values(
+        progress_content=body.get("content") or "", progress_reasoning=body.get("reasoning_content") or "",
+        progress_seq=ChatRequest.progress_seq + 1))
     return stored != 1, job.request_id
 
 
@@ -164,9 +180,9 @@ def expire_jobs(session: Session, settings) -> list[ChatRequest]:
                                                                        ChatJob.deadline_at < now)).all()
     changed = []
     for job_id, request_id in due:
-        request = lock_request(session, request_id, skip_locked=True)
+        request = _lock_request_unless_held(session, request_id)
         job = session.get(ChatJob, job_id, populate_existing=True) if request is not None else None
-        if job is None or job.state != JOB_PROCESSING or job.deadline_at >= now:
+        if request is None or job is None or job.state != JOB_PROCESSING or job.deadline_at >= now:
             continue
         reason = f"The worker did not submit the job within its ttl of {int(settings.job_ttl_s)} s."
         _end_job(session, job, JOB_ABORTED, reason)
@@ -195,7 +211,7 @@ def cancel(session: Session, settings, request: ChatRequest, *, streamed_chars: 
             kudos = pricing.price(job.model, completion_tokens=max(1, streamed_chars // 4),
                                   prompt_tokens=request.prompt_tokens, n_images=request.n_images,
                                   reference_path=settings.model_reference_path)
-            _settle(session, request, session.get(Worker, job.worker_id), kudos)
+            _settle(session, request, session.get_one(Worker, job.worker_id), kudos)
     request.state, request.finished_at = CANCELLED, utcnow()
     return True
 
@@ -209,16 +225,15 @@ def _settle(session: Session, request: ChatRequest, worker: Worker, kudos: int) 
         raise errors.DuplicateGen("This request was already charged.")
     moves = sorted([(request.user_id, -kudos, "charge"), (worker.owner_id, kudos, "reward")])
     for user_id, amount, kind in moves:
-        accounts.move_kudos(session, session.get(User, user_id), amount, kind=kind, request_id=request.id)
+        accounts.move_kudos(session, session.get_one(User, user_id), amount, kind=kind, request_id=request.id)
     request.kudos_charged = kudos
 
 
 def _end_job(session: Session, job: ChatJob, state: str, reason: str | None) -> None:
     """Compare-and-set: end the job only from `processing`; anything else means another call settled it."""
     ended_at = utcnow()
-    ended = session.execute(update(ChatJob).where(ChatJob.id == job.id, ChatJob.state == JOB_PROCESSING)
-                            .values(state=state, reason=reason, ended_at=ended_at)
-                            .execution_options(synchronize_session=False)).rowcount
+    ended = rows_changed(session, update(ChatJob).where(ChatJob.id == job.id, ChatJob.state == JOB_PROCESSING)
+                         .values(state=state, reason=reason, ended_at=ended_at))
     if ended != 1:
         _running_job(session, job)  # raises the refusal that matches the state another call left
         raise errors.AbortedGen("This job is no longer assigned to the worker.")

@@ -9,6 +9,7 @@ reservation kept, and every balance equal to its ledger entries.
 from __future__ import annotations
 
 import collections
+import functools
 import uuid
 
 import pytest
@@ -18,11 +19,11 @@ from sqlalchemy import select
 from horde.accounts.models import KudosEntry
 from horde.chat import pricing, service
 from horde.chat.models import ChatRequest
+from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
+from horde_testing.ledger import assert_balances_match_ledger
+from horde_testing.races import fire_together
 from tests.e2e.conftest import Harness, unique_model
 from tests.integration.helpers import declaration
-from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
-from tests.support.ledger import assert_balances_match_ledger
-from tests.support.races import fire_together
 
 ROUNDS = 30
 SUBMIT_STORM_ROUNDS = 3
@@ -36,8 +37,11 @@ def horde():
     if not admin_url:
         pytest.skip("races run on PostgreSQL with two server processes: they need HORDE_TEST_DATABASE_URL")
     database = PostgresDatabase(admin_url)
-    settings = {"HORDE_REDIS_URL": redis_url(), "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"} \
-        if redis_url() else {}
+    settings = (
+        {"HORDE_REDIS_URL": redis_url(), "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"}
+        if redis_url()
+        else {}
+    )
     harness = Harness(database.url, settings, servers=2)
     yield harness
     harness.close()
@@ -45,8 +49,9 @@ def horde():
 
 
 def native(server, method: str, path: str, key: str, body: dict | None = None) -> requests.Response:
-    return requests.request(method, f"{server.url}/api/v2{path}", json=body, headers={"apikey": key},
-                            timeout=HTTP_TIMEOUT_S)
+    return requests.request(
+        method, f"{server.url}/api/v2{path}", json=body, headers={"apikey": key}, timeout=HTTP_TIMEOUT_S
+    )
 
 
 def outcome(response) -> str:
@@ -88,14 +93,21 @@ class Bench:
         return request_id, job_id
 
     def submit(self, job_id: str, index: int, reply: dict | None = None):
-        return lambda: native(self.server(index), "POST", "/generate/chat/submit", self.owner,
-                              {"id": job_id, **(reply or {"content": "Hi there"})})
+        return functools.partial(
+            native,
+            self.server(index),
+            "POST",
+            "/generate/chat/submit",
+            self.owner,
+            {"id": job_id, **(reply or {"content": "Hi there"})},
+        )
 
 
 def entries(horde: Harness, request_id: str) -> dict[str, list[int]]:
     with horde.runtime.db.read() as session:
-        rows = session.execute(select(KudosEntry.kind, KudosEntry.amount)
-                               .where(KudosEntry.request_id == request_id)).all()
+        rows = session.execute(
+            select(KudosEntry.kind, KudosEntry.amount).where(KudosEntry.request_id == request_id)
+        ).all()
     found = collections.defaultdict(list)
     for kind, amount in rows:
         found[kind].append(amount)
@@ -129,8 +141,9 @@ def test_submit_racing_a_fault_ends_the_job_once(horde):
     tally = collections.Counter()
     for _ in range(ROUNDS):
         request_id, job_id = bench.running_job()
-        fault = lambda: native(bench.server(1), "POST", "/generate/chat/fault", bench.owner,  # noqa: E731
-                               {"id": job_id, "reason": "raced"})
+        fault = functools.partial(
+            native, bench.server(1), "POST", "/generate/chat/fault", bench.owner, {"id": job_id, "reason": "raced"}
+        )
         submitted, faulted = fire_together([bench.submit(job_id, 0), fault])
         row = request_row(horde, request_id)
         if outcome(submitted) == "200":
@@ -156,13 +169,20 @@ def test_cancel_racing_submit_charges_what_the_end_state_says(horde):
     tally = collections.Counter()
     for _ in range(ROUNDS):
         request_id, job_id = bench.running_job(max_tokens=2000)
-        progress = native(bench.server(0), "POST", "/generate/chat/progress", bench.owner,
-                          {"id": job_id, "content": "y" * streamed_chars})
+        progress = native(
+            bench.server(0),
+            "POST",
+            "/generate/chat/progress",
+            bench.owner,
+            {"id": job_id, "content": "y" * streamed_chars},
+        )
         assert progress.json() == {"cancel": False}
-        native_cancel = lambda: native(bench.server(0), "DELETE",  # noqa: E731
-                                       f"/generate/chat/status/{request_id}", bench.requester)
-        stream_cancel = lambda: service.cancel(horde.runtime, None, request_id,  # noqa: E731
-                                               streamed_chars=streamed_chars)
+        native_cancel = functools.partial(
+            native, bench.server(0), "DELETE", f"/generate/chat/status/{request_id}", bench.requester
+        )
+        stream_cancel = functools.partial(
+            service.cancel, horde.runtime, None, request_id, streamed_chars=streamed_chars
+        )
         submitted, _, _ = fire_together([bench.submit(job_id, 1, LONG_REPLY), native_cancel, stream_cancel])
         row = request_row(horde, request_id)
         charged = entries(horde, request_id)
@@ -174,8 +194,9 @@ def test_cancel_racing_submit_charges_what_the_end_state_says(horde):
             assert row.state == "cancelled" and outcome(submitted) == "AbortedGen"
             assert charged in ({}, {"charge": [-row.kudos_charged], "reward": [row.kudos_charged]})
             if charged:
-                assert row.kudos_charged == pricing.price(bench.model, completion_tokens=streamed_chars // 4,
-                                                          prompt_tokens=row.prompt_tokens)
+                assert row.kudos_charged == pricing.price(
+                    bench.model, completion_tokens=streamed_chars // 4, prompt_tokens=row.prompt_tokens
+                )
                 tally["cancelled, charged for the streamed part"] += 1
             else:
                 tally["cancelled, not charged"] += 1
@@ -186,16 +207,24 @@ def test_cancel_racing_submit_charges_what_the_end_state_says(horde):
 def test_concurrent_admissions_keep_the_reservation(horde):
     """Six requests above the free allowance, at once, from a user whose kudos cover one: one is admitted."""
     bench = Bench(horde, kudos=0, max_length=8192, max_context_length=16384)
-    body = {"model": bench.model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8000,
-            "availability_mode": "wait"}
+    body = {
+        "model": bench.model,
+        "messages": [{"role": "user", "content": "Hello"}],
+        "max_tokens": 8000,
+        "availability_mode": "wait",
+    }
     probe = native(bench.server(0), "POST", "/generate/chat/async", bench.requester, body)
     assert probe.json()["rc"] == "KudosUpfront"
     estimate = probe.json()["metadata"]["kudos_estimate"]
     tally = collections.Counter()
     for _ in range(ROUNDS):
         requester = horde.user(kudos=estimate + estimate // 2)
-        answers = fire_together([lambda index=index: native(bench.server(index), "POST", "/generate/chat/async",
-                                                            requester, body) for index in range(6)])
+        answers = fire_together(
+            [
+                functools.partial(native, bench.server(index), "POST", "/generate/chat/async", requester, body)
+                for index in range(6)
+            ]
+        )
         outcomes = sorted(outcome(answer) for answer in answers)
         tally[", ".join(outcomes)] += 1
         assert outcomes == ["200"] + ["KudosUpfront"] * 5
@@ -210,8 +239,12 @@ def test_concurrent_first_pops_of_a_new_worker_name_all_succeed(horde):
     tally = collections.Counter()
     for _ in range(ROUNDS):
         body = declaration(f"new-{uuid.uuid4().hex[:8]}", models=[model])
-        answers = fire_together([lambda index=index: native(horde.servers[index % 2], "POST", "/generate/chat/pop",
-                                                            owner, body) for index in range(6)])
+        answers = fire_together(
+            [
+                functools.partial(native, horde.servers[index % 2], "POST", "/generate/chat/pop", owner, body)
+                for index in range(6)
+            ]
+        )
         outcomes = [outcome(answer) for answer in answers]
         tally[", ".join(sorted(outcomes))] += 1
         assert outcomes == ["200"] * 6
@@ -230,7 +263,7 @@ def test_many_simultaneous_submits_keep_every_balance_equal_to_its_entries(horde
                 bench.queue(index)
                 jobs.append((bench, bench.pop(index + 1)))
         answers = fire_together([bench.submit(job_id, index) for index, (bench, job_id) in enumerate(jobs)])
-        tally[", ".join(sorted(set(outcome(answer) for answer in answers)))] += 1
+        tally[", ".join(sorted({outcome(answer) for answer in answers}))] += 1
         assert all(outcome(answer) == "200" for answer in answers)
         assert_balances_match_ledger(horde.runtime.db)
     print(f"\n{SUBMIT_STORM_ROUNDS} rounds of 20 simultaneous submits of one requester's jobs: {dict(tally)}")

@@ -10,11 +10,15 @@ from horde.database import Database
 
 def unbalanced_users(db: Database) -> list[tuple[str, int, int]]:
     """(username, balance, sum of entries) of every user whose balance differs from its entries."""
-    entries = (select(KudosEntry.user_id, func.sum(KudosEntry.amount).label("total"))
-               .group_by(KudosEntry.user_id).subquery())
+    entries = (
+        select(KudosEntry.user_id, func.sum(KudosEntry.amount).label("total")).group_by(KudosEntry.user_id).subquery()
+    )
     total = func.coalesce(entries.c.total, 0)
-    query = (select(User.username, User.kudos, total).outerjoin(entries, entries.c.user_id == User.id)
-             .where(User.kudos != total))
+    query = (
+        select(User.username, User.kudos, total)
+        .outerjoin(entries, entries.c.user_id == User.id)
+        .where(User.kudos != total)
+    )
     with db.read() as session:
         return [tuple(row) for row in session.execute(query)]
 
