@@ -19,6 +19,7 @@ from horde.chat.eligibility import Need, breaks_limits, fits, missing_declaratio
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
 from horde.chat.tokens import count_images
+from horde.config import Settings
 from horde.database import is_postgresql
 from horde.workers import service as workers
 
@@ -36,7 +37,7 @@ def models_of(native: dict) -> list[str]:
     return list(native.get("models") or [native["model"]])
 
 
-def admit(session: Session, settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+def admit(session: Session, settings: Settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
           model_param: str | None = None) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError."""
     models = models_of(native)

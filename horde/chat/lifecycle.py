@@ -33,6 +33,7 @@ from horde.chat.models import (
     ChatJob,
     ChatRequest,
 )
+from horde.config import Settings
 from horde.database import is_postgresql, rows_changed
 from horde.timeutil import utcnow
 from horde.workers.declarations import FEATURE_BITS
@@ -41,7 +42,7 @@ from horde.workers.models import Worker
 DEFAULT_REASONING_EFFORT = "medium"
 
 
-def claim(session: Session, settings, worker: Worker, trusted: bool, *,
+def claim(session: Session, settings: Settings, worker: Worker, trusted: bool, *,
           skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
     if not queue.any_waiting_for(session, worker.models):
@@ -132,7 +133,7 @@ def progress(session: Session, owner: User, body: dict) -> tuple[bool, str]:
     return stored != 1, job.request_id
 
 
-def submit(session: Session, settings, owner: User, body: dict) -> tuple[int | None, str | None, ChatRequest]:
+def submit(session: Session, settings: Settings, owner: User, body: dict) -> tuple[int | None, str | None, ChatRequest]:
     """(reward, None, request) when accepted; (None, violation, request) when refused."""
     job, worker = owned_job(session, owner, body["id"])
     request = lock_request(session, job.request_id)
@@ -160,7 +161,7 @@ def submit(session: Session, settings, owner: User, body: dict) -> tuple[int | N
     return kudos, None, request
 
 
-def fault(session: Session, settings, owner: User, body: dict) -> ChatRequest:
+def fault(session: Session, settings: Settings, owner: User, body: dict) -> ChatRequest:
     job, _ = owned_job(session, owner, body["id"])
     request = lock_request(session, job.request_id)
     job = _running_job(session, job)
@@ -169,7 +170,7 @@ def fault(session: Session, settings, owner: User, body: dict) -> ChatRequest:
     return request
 
 
-def expire_jobs(session: Session, settings) -> list[ChatRequest]:
+def expire_jobs(session: Session, settings: Settings) -> list[ChatRequest]:
     """Abort every job past its ttl and restart (or fault) its request.
 
     Requests another transaction holds (a submit, a cancel, another expiry) are skipped: that transaction
@@ -192,7 +193,7 @@ def expire_jobs(session: Session, settings) -> list[ChatRequest]:
     return changed
 
 
-def cancel(session: Session, settings, request: ChatRequest, *, streamed_chars: int = 0,
+def cancel(session: Session, settings: Settings, request: ChatRequest, *, streamed_chars: int = 0,
            rc: str | None = None, message: str | None = None) -> bool:
     """Cancel a request; charge what was streamed before the cancel. False when it had already ended.
 
@@ -241,7 +242,7 @@ def _end_job(session: Session, job: ChatJob, state: str, reason: str | None) -> 
         set_committed_value(job, key, value)
 
 
-def _restart_or_fault(request: ChatRequest, settings, rc: str, message: str) -> None:
+def _restart_or_fault(request: ChatRequest, settings: Settings, rc: str, message: str) -> None:
     request.fault_rc, request.fault_message = rc, message
     request.current_job_id = None
     if request.attempts >= settings.max_attempts:
