@@ -89,6 +89,7 @@ class Settings:
     max_body_bytes: int = 32 * 1024 * 1024
     max_messages: int = 2048
     max_image_bytes_total: int = 32 * 1024 * 1024
+    max_images_per_request: int = 16
     trusted_proxy_hops: int = 0
     http_idle_timeout_s: float = 75.0
     http_header_timeout_s: float = 10.0
@@ -130,6 +131,7 @@ VARIABLES: dict[str, Variable] = {
     "max_body_bytes": _count("HORDE_MAX_BODY_BYTES"),
     "max_messages": _count("HORDE_MAX_MESSAGES"),
     "max_image_bytes_total": _count("HORDE_MAX_IMAGE_BYTES_TOTAL"),
+    "max_images_per_request": _count("HORDE_MAX_IMAGES_PER_REQUEST"),
     "trusted_proxy_hops": _count("HORDE_TRUSTED_PROXY_HOPS", minimum=0),
     "http_idle_timeout_s": _seconds("HORDE_HTTP_IDLE_TIMEOUT_S"),
     "http_header_timeout_s": _seconds("HORDE_HTTP_HEADER_TIMEOUT_S"),
