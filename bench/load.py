@@ -38,7 +38,7 @@ from _http import Connection  # noqa: E402
 
 import gevent  # noqa: E402
 import gevent.event  # noqa: E402
-from sqlalchemy import func, select, text  # noqa: E402
+from sqlalchemy import func, select  # noqa: E402
 
 from horde.accounts import service as accounts  # noqa: E402
 from horde.accounts.models import KudosEntry, User  # noqa: E402
@@ -46,7 +46,7 @@ from horde.app import init_schema  # noqa: E402
 from horde.chat.models import FINAL_STATES, ChatRequest  # noqa: E402
 from horde.config import Settings  # noqa: E402
 from horde.runtime import Runtime  # noqa: E402
-from tests.support.processes import Process, Server, base_env, free_port, wait_until  # noqa: E402
+from tests.support.processes import Gunicorn, Server, base_env  # noqa: E402
 
 MODEL = "bench/load-model"
 REDIS_ENV = "HORDE_BENCH_REDIS_URL"
@@ -91,46 +91,9 @@ class Window:
 
 # -- servers ------------------------------------------------------------------------------
 
-class Gunicorn(Process):
-    """The production command: gunicorn's gevent worker, N processes, on a free port."""
-
-    def __init__(self, env: dict, processes: int):
-        self.port = free_port()
-        super().__init__(["-m", "gunicorn", "-k", "gevent", "-w", str(processes), "--worker-connections", "4000",
-                          "-b", f"127.0.0.1:{self.port}", "horde.wsgi:app"], env, "gunicorn")
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.processes = processes
-        try:
-            wait_until(self._ready, timeout_s=60, what="gunicorn's processes to answer /health")
-        except TimeoutError:
-            self.stop()
-            raise RuntimeError("gunicorn did not start:\n" + self.output())
-
-    def _ready(self) -> bool:
-        if not self.alive():
-            raise RuntimeError("gunicorn exited:\n" + self.output())
-        return len(server_pids(self.popen.pid)) > self.processes and _healthy(self.port)
-
-
-def _healthy(port: int) -> bool:
-    try:
-        return Connection("127.0.0.1", port, timeout_s=2).request("GET", "/health", {})[0] == 200
-    except OSError:
-        return False
-
-
-def server_pids(root: int) -> list[int]:
-    """The process and its children (gunicorn's master and its workers)."""
-    pids = [root]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == root:
-                pids.append(int(entry.name))
-    return pids
+def server_pids(server) -> list[int]:
+    """Every server process: gunicorn's master and its workers, or the one `python -m horde serve`."""
+    return [server.popen.pid] + (server.worker_pids() if isinstance(server, Gunicorn) else [])
 
 
 def cpu_of(pids) -> dict[int, float]:
@@ -279,7 +242,7 @@ def run(backend: str, args) -> tuple[list, bool]:
 
 
 def measure(setup: Setup, args) -> tuple[list, bool]:
-    port, pid = setup.server.port, setup.server.popen.pid
+    port = setup.server.port
     stop_workers, stop_clients = gevent.event.Event(), gevent.event.Event()
     workers, clients, window = Record(), Record(), Window()
     slots = [gevent.spawn(worker_slot, port, setup.owner_key, f"bench-load-{index}", args.slots, args, workers,
@@ -297,12 +260,12 @@ def measure(setup: Setup, args) -> tuple[list, bool]:
     callers = [gevent.spawn(client, port, setup.client_keys[index % len(setup.client_keys)], index, streamed[index],
                             args, clients, window, stop_clients) for index in range(args.clients)]
     gevent.sleep(args.warmup)
-    pids = server_pids(pid)
+    pids = server_pids(setup.server)
     cpu_before, own_before = cpu_of(pids), S.cpu_seconds(os.getpid())
     window.start = time.monotonic()
     gevent.sleep(args.duration)
     window.end = time.monotonic()
-    cpu_after, own_after = cpu_of(server_pids(pid)), S.cpu_seconds(os.getpid())
+    cpu_after, own_after = cpu_of(server_pids(setup.server)), S.cpu_seconds(os.getpid())
     elapsed = window.end - window.start
     stop_clients.set()
     gevent.joinall(callers, timeout=DRAIN_TIMEOUT_S)
