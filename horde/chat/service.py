@@ -6,6 +6,7 @@ import copy
 
 from horde import errors
 from horde.accounts import service as accounts
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import admission, images, lifecycle, queue
 from horde.chat.models import PROCESSING, WAITING, ChatRequest
@@ -13,16 +14,23 @@ from horde.events import announce_jobs, request_channel
 from horde.workers import service as workers
 
 
-def authenticate(runtime, api_key: str | None) -> User:
+def authenticate(runtime, api_key: str | None) -> Identity:
+    """The caller, from this process's identity cache when it saw the key in the last seconds."""
+    cache_key = accounts.identity_cache_key(api_key)
+    identity = runtime.identities.get(cache_key)
+    if identity is not None:
+        return identity
     with runtime.db.read() as session:
         user = accounts.find_user(session, api_key)
-    if user is not None:
-        return user
-    with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
-        return accounts.authenticate(session, api_key)
+    if user is None:
+        with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
+            user = accounts.authenticate(session, api_key)
+    identity = Identity.of(user)
+    runtime.identities.put(cache_key, identity)
+    return identity
 
 
-def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+def create(runtime, user: Identity, native: dict, *, client_agent: str = "unknown:0:unknown",
            model_param: str | None = None, body_hash: str | None = None, holders: int = 0) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
     native = admission.validate(native)
@@ -37,14 +45,14 @@ def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:
     return request
 
 
-def load_owned(session, user: User, request_id: str) -> ChatRequest:
+def load_owned(session, user: Identity, request_id: str) -> ChatRequest:
     request = session.get(ChatRequest, request_id)
     if request is None or request.user_id != user.id:
         raise errors.RequestNotFound(f"No chat request '{request_id}' of this API key.")
     return request
 
 
-def status(runtime, user: User, request_id: str) -> dict:
+def status(runtime, user: Identity, request_id: str) -> dict:
     with runtime.db.read() as session:
         return status_view(session, runtime.settings, load_owned(session, user, request_id))
 
@@ -54,7 +62,7 @@ def read(runtime, request_id: str) -> ChatRequest | None:
         return session.get(ChatRequest, request_id)
 
 
-def cancel(runtime, user: User | None, request_id: str, *, streamed_chars: int = 0,
+def cancel(runtime, user: Identity | None, request_id: str, *, streamed_chars: int = 0,
            reason: errors.HordeError | None = None) -> ChatRequest:
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id) if user is None else load_owned(session, user, request_id)
