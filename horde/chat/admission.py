@@ -35,8 +35,10 @@ def models_of(native: dict) -> list[str]:
 
 
 def admit(session: Session, settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
-          model_param: str | None = None) -> ChatRequest:
-    """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError."""
+          model_param: str | None = None, snapshots=None) -> ChatRequest:
+    """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
+
+    With `snapshots` the queue length and typical job time behind the estimates may be a second old."""
     models = models_of(native)
     model_param = model_param or ("model" if "model" in native else "models")
     _check_rate(session, settings, user)
@@ -77,9 +79,11 @@ def admit(session: Session, settings, user: User, native: dict, *, client_agent:
     n_images = sum(count_images(message.get("content")) for message in fitted.messages)
     estimate = pricing.price(models[0], completion_tokens=need.max_tokens, prompt_tokens=fitted.prompt_tokens,
                              n_images=n_images, reference_path=settings.model_reference_path)
-    queued = queue.waiting_for_models(session, models)
+    queued = snapshots.waiting(session, models) if snapshots else queue.waiting_for_models(session, models)
     _check_price(native, user, estimate, need, eligible, queued)
-    _check_queue(native, session, settings, eligible, queued)
+    job_s = (snapshots.typical_job_s(session, settings.default_job_duration_s) if snapshots
+             else queue.typical_job_s(session, settings.default_job_duration_s))
+    _check_queue(native, settings, eligible, queued, job_s)
     request = ChatRequest(
         user_id=user.id, models=models, max_tokens=need.max_tokens, context_tokens=need.context_tokens,
         prompt_tokens=fitted.prompt_tokens, required_features=need.features, required_guarantees=need.guarantees,
@@ -173,11 +177,11 @@ def _check_price(native, user: User, estimate: int, need: Need, eligible, queued
                                           "free_allowance_tokens": allowance})
 
 
-def _check_queue(native, session, settings, eligible, queued: int) -> None:
+def _check_queue(native, settings, eligible, queued: int, job_s: float) -> None:
     if native.get("availability_mode", "fail_fast") != "fail_fast":
         return
     threads = sum(w.threads for w in eligible)
-    wait_s = queue.wait_estimate_s(queued, threads, queue.typical_job_s(session, settings.default_job_duration_s))
+    wait_s = queue.wait_estimate_s(queued, threads, job_s)
     budget_s = settings.oai_wait_budget_s
     if wait_s > budget_s:
         raise errors.QueueUnavailable(

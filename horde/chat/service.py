@@ -39,7 +39,7 @@ def create(runtime, user: Identity, native: dict, *, client_agent: str = "unknow
     with runtime.db.transaction() as session:
         user = session.get(User, user.id)
         request = admission.admit(session, runtime.settings, user, native, client_agent=client_agent,
-                                  model_param=model_param)
+                                  model_param=model_param, snapshots=runtime.snapshots)
         request.body_hash, request.holders = body_hash, holders
     announce_jobs(runtime.bus, request.models)
     return request

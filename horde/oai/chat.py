@@ -76,7 +76,7 @@ class ChatCall:
         return self._json(request_id, first, watcher, environ, headers)
 
     def _json(self, request_id, first, watcher, environ, headers) -> Response:
-        abandoned = False
+        abandoned = delivered = False
         events = itertools.chain([first], watcher)
         try:
             for event in events:
@@ -85,7 +85,7 @@ class ChatCall:
                         abandoned = True
                         idempotency.abandon(self.runtime, request_id)
                         return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
-                    idempotency.mark_delivered(self.runtime, request_id)
+                    delivered = True
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
                     return _error(event.error, request_id, headers)
@@ -95,7 +95,9 @@ class ChatCall:
                     return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
         finally:
             watcher.close()
-            if not abandoned:
+            if delivered:
+                idempotency.release_delivered(self.runtime, request_id)
+            elif not abandoned:
                 idempotency.hold(self.runtime, request_id, -1)
         return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
@@ -131,8 +133,7 @@ class ChatCall:
                 if finished and state.diverged:
                     idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars, grace_s=0)
                 elif finished:
-                    idempotency.hold(runtime, request_id, -1)
-                    idempotency.mark_delivered(runtime, request_id)
+                    idempotency.release_delivered(runtime, request_id)
                 else:
                     idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars)
 

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import case, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
 from horde import errors
@@ -34,6 +34,7 @@ RETRY_ATTACH_WINDOW_S = 600
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 STREAM_ONLY_KEYS = ("stream", "stream_options")
+REQUESTS = ChatRequest.__table__
 
 
 def check_key(value: str | None) -> str | None:
@@ -118,11 +119,11 @@ def retried_request(runtime, user_id: int, digest: str) -> str | None:
             .order_by(ChatRequest.created_at.desc()).limit(1))
 
 
-def mark_delivered(runtime, request_id: str) -> None:
+def release_delivered(runtime, request_id: str) -> None:
+    """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
     with runtime.db.transaction() as session:
-        request = session.get(ChatRequest, request_id)
-        if request is not None:
-            request.delivered = True
+        session.execute(update(REQUESTS).where(REQUESTS.c.id == request_id)
+                        .values(holders=_holders_plus(-1), delivered=True))
 
 
 def purge_expired(runtime) -> int:
@@ -131,11 +132,14 @@ def purge_expired(runtime) -> int:
         return session.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < utcnow())).rowcount or 0
 
 
+def _holders_plus(delta: int):
+    """holders + delta, never below 0, computed by the database (no read-modify-write)."""
+    return case((REQUESTS.c.holders + delta < 0, 0), else_=REQUESTS.c.holders + delta)
+
+
 def hold(runtime, request_id: str, delta: int) -> None:
     with runtime.db.transaction() as session:
-        request = session.get(ChatRequest, request_id, with_for_update=runtime.db.is_postgresql)
-        if request is not None:
-            request.holders = max(0, (request.holders or 0) + delta)
+        session.execute(update(REQUESTS).where(REQUESTS.c.id == request_id).values(holders=_holders_plus(delta)))
 
 
 def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
