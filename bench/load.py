@@ -46,7 +46,7 @@ from horde.app import init_schema  # noqa: E402
 from horde.chat.models import FINAL_STATES, ChatRequest  # noqa: E402
 from horde.config import Settings  # noqa: E402
 from horde.runtime import Runtime  # noqa: E402
-from tests.support.processes import Gunicorn, Server, base_env  # noqa: E402
+from horde_testing.processes import Gunicorn, Server, base_env  # noqa: E402
 
 MODEL = "bench/load-model"
 REDIS_ENV = "HORDE_BENCH_REDIS_URL"

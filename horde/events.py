@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from horde.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +29,7 @@ def jobs_channel(model: str) -> str:
     return f"jobs:{model}"
 
 
-def announce_jobs(bus, models) -> None:
+def announce_jobs(bus: LocalEventBus, models: Iterable[str]) -> None:
     for model in dict.fromkeys(models):
         bus.publish(jobs_channel(model))
 
@@ -33,7 +38,7 @@ class Subscription:
     """One listener on some channels. `single`: a job poller; an announcement on a channel wakes one of
     them (the longest waiting), not all, and a poller that could not use the job passes it on."""
 
-    def __init__(self, bus: "LocalEventBus", channels, single: bool = False):
+    def __init__(self, bus: LocalEventBus, channels: Iterable[str], single: bool = False):
         self._bus = bus
         self.channels = tuple(channels)
         self.single = single
@@ -221,7 +226,7 @@ class RedisEventBus(LocalEventBus):
             pass
 
 
-def make_event_bus(settings) -> LocalEventBus:
+def make_event_bus(settings: Settings) -> LocalEventBus:
     if settings.redis_url:
         return RedisEventBus(settings.redis_url, settings.redis_prefix)
     return LocalEventBus()

@@ -22,7 +22,7 @@ class Runtime:
     checkins: CheckIns = field(default_factory=CheckIns)
 
     @classmethod
-    def build(cls, settings: Settings) -> "Runtime":
+    def build(cls, settings: Settings) -> Runtime:
         db = Database(settings.database_url)
         return cls(settings=settings, db=db, bus=make_event_bus(settings))
 

@@ -16,9 +16,9 @@ user_model = namespace.model("User", {
 class FindUser(Resource):
     @namespace.doc(params={"apikey": {"in": "header", "description": "API key"}})
     @namespace.marshal_with(user_model)
-    def get(self):
+    def get(self) -> dict:
         """The caller's account, with its balance as it is now."""
         hub = runtime()
         identity = authenticate(hub, api_key())
         with hub.db.read() as session:
-            return session.get(User, identity.id).to_public()
+            return session.get_one(User, identity.id).to_public()

@@ -8,6 +8,7 @@ worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
@@ -18,7 +19,11 @@ from horde.chat.eligibility import Need, breaks_limits, fits, missing_declaratio
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
 from horde.chat.tokens import count_images
+from horde.config import Settings
 from horde.workers import service as workers
+
+if TYPE_CHECKING:
+    from horde.chat.snapshots import Snapshots
 
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "frequency_penalty": 0, "presence_penalty": 0}
@@ -34,8 +39,8 @@ def models_of(native: dict) -> list[str]:
     return list(native.get("models") or [native["model"]])
 
 
-def admit(session: Session, settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
-          model_param: str | None = None, snapshots=None) -> ChatRequest:
+def admit(session: Session, settings: Settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+          model_param: str | None = None, snapshots: Snapshots | None = None) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
     With `snapshots` the queue length and typical job time behind the estimates may be a second old."""
@@ -157,7 +162,7 @@ def _declaration_gap(online, need: Need, models) -> errors.HordeError:
         if best_missing is None or len(missing) < len(best_missing):
             best_missing = missing
     return errors.NoWorkerSupportsFeatures(
-        f"No online worker serving {_names(models)} supports: {', '.join(best_missing)}.",
+        f"No online worker serving {_names(models)} supports: {', '.join(best_missing or [])}.",
         metadata={"missing": best_missing})
 
 
@@ -177,7 +182,7 @@ def _check_price(native, user: User, estimate: int, need: Need, eligible, queued
                                           "free_allowance_tokens": allowance})
 
 
-def _check_queue(native, settings, eligible, queued: int, job_s: float) -> None:
+def _check_queue(native: dict, settings: Settings, eligible: list, queued: int, job_s: float) -> None:
     if native.get("availability_mode", "fail_fast") != "fail_fast":
         return
     threads = sum(w.threads for w in eligible)

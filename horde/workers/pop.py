@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import Session
@@ -19,10 +20,13 @@ from horde.workers import service as workers
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.checkins import WorkerView
 
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
+
 LONG_POLL_RECHECK_S = 5.0
 
 
-def pop(runtime, api_key: str | None, body) -> dict:
+def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
     """Claim a job, long-polling up to `wait` s. An announced job wakes one poller; one that finds
     nothing it may take while requests wait for its models passes the announcement on."""
     request = load(POP_SCHEMA, body)
@@ -44,19 +48,19 @@ def pop(runtime, api_key: str | None, body) -> dict:
             woken = subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
 
 
-def worker_owner(runtime, api_key: str | None) -> Identity:
+def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:
     owner = chat_service.authenticate(runtime, api_key)
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     return owner
 
 
-def _others_may_serve(runtime, models) -> bool:
+def _others_may_serve(runtime: Runtime, models: list[str]) -> bool:
     with runtime.db.read() as session:
         return queue.any_waiting_for(session, models)
 
 
-def pop_once(runtime, owner: Identity | str | None, request: dict, *, explain: bool = True) -> dict:
+def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, explain: bool = True) -> dict:
     """One check-in and claim. `explain` computes the skipped counts of an empty pop, which scan
     the queue; a long-poll asks for them only on its last try. Expiry is the sweeper's job."""
     settings = runtime.settings
@@ -69,6 +73,7 @@ def pop_once(runtime, owner: Identity | str | None, request: dict, *, explain: b
             worker = WorkerView.of(workers.check_in(session, owner, request))
         trusted = owner.trusted
         in_flight = lifecycle.jobs_in_flight(session, worker)
+        result: dict[str, object]
         if in_flight >= worker.threads:
             result = {"id": None, "skipped": {"threads": in_flight}}
             claimed = None

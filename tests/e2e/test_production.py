@@ -22,8 +22,8 @@ from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
 from tests.e2e.conftest import RULES_PATH, unique_model
-from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
-from tests.support.processes import ROOT, Gunicorn, Worker, base_env
+from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
+from horde_testing.processes import ROOT, Gunicorn, Worker, base_env
 
 IMPORTED_BY_GEVENT_WORKER = """
 import json, sys
