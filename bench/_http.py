@@ -8,6 +8,7 @@ Content-Length bodies, chunked bodies (SSE streams), and `Connection: close`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from gevent import socket as gsocket  # cooperative sockets, no global monkey-patching
@@ -35,10 +36,8 @@ class Connection:
 
     def close(self) -> None:
         if self._sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._sock.close()
-            except OSError:
-                pass
         self._sock, self._buffer = None, b""
 
     def request(self, method: str, path: str, headers: dict, body: dict | None = None) -> tuple[int, bytes]:

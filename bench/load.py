@@ -22,6 +22,7 @@ timing): a smoke test for CI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -33,20 +34,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _support as S  # noqa: E402
-from _http import Connection  # noqa: E402
+import _support as S
+import gevent
+import gevent.event
+from _http import Connection
+from sqlalchemy import func, select
 
-import gevent  # noqa: E402
-import gevent.event  # noqa: E402
-from sqlalchemy import func, select  # noqa: E402
-
-from horde.accounts import service as accounts  # noqa: E402
-from horde.accounts.models import KudosEntry, User  # noqa: E402
-from horde.app import init_schema  # noqa: E402
-from horde.chat.models import FINAL_STATES, ChatRequest  # noqa: E402
-from horde.config import Settings  # noqa: E402
-from horde.runtime import Runtime  # noqa: E402
-from horde_testing.processes import Gunicorn, Server, base_env  # noqa: E402
+from horde.accounts import service as accounts
+from horde.accounts.models import KudosEntry, User
+from horde.app import init_schema
+from horde.chat.models import FINAL_STATES, ChatRequest
+from horde.config import Settings
+from horde.runtime import Runtime
+from horde_testing.processes import Gunicorn, Server, base_env
 
 MODEL = "bench/load-model"
 REDIS_ENV = "HORDE_BENCH_REDIS_URL"
@@ -91,6 +91,7 @@ class Window:
 
 # -- servers ------------------------------------------------------------------------------
 
+
 def server_pids(server) -> list[int]:
     """Every server process: gunicorn's master and its workers, or the one `python -m horde serve`."""
     return [server.popen.pid] + (server.worker_pids() if isinstance(server, Gunicorn) else [])
@@ -99,20 +100,26 @@ def server_pids(server) -> list[int]:
 def cpu_of(pids) -> dict[int, float]:
     seconds = {}
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):  # a process that exited meanwhile
             seconds[pid] = S.cpu_seconds(pid)
-        except OSError:
-            pass
     return seconds
 
 
 # -- load ---------------------------------------------------------------------------------
 
+
 def worker_slot(port: int, key: str, name: str, slots: int, args, record: Record, stopping) -> None:
     conn = Connection("127.0.0.1", port, REQUEST_TIMEOUT_S)
     headers = {"apikey": key}
-    pop = {"name": name, "models": [MODEL], "max_length": 512, "max_context_length": 4096, "threads": slots,
-           "bridge_agent": "bench:1:load", "wait": args.pop_wait}
+    pop = {
+        "name": name,
+        "models": [MODEL],
+        "max_length": 512,
+        "max_context_length": 4096,
+        "threads": slots,
+        "bridge_agent": "bench:1:load",
+        "wait": args.pop_wait,
+    }
     while not stopping.is_set():
         try:
             status, body = conn.request("POST", "/api/v2/generate/chat/pop", headers, pop)
@@ -124,8 +131,12 @@ def worker_slot(port: int, key: str, name: str, slots: int, args, record: Record
             job_id = json.loads(body).get("id")
             if job_id is None:
                 continue
-            status, body = conn.request("POST", "/api/v2/generate/chat/submit", headers,
-                                        {"id": job_id, "content": REPLY, "finish_reason": "stop"})
+            status, body = conn.request(
+                "POST",
+                "/api/v2/generate/chat/submit",
+                headers,
+                {"id": job_id, "content": REPLY, "finish_reason": "stop"},
+            )
             record.status(status)
             record.jobs += 1
             if status != 200:
@@ -142,8 +153,12 @@ def client(port: int, key: str, index: int, streamed: bool, args, record: Record
     sent = 0
     while not stopping.is_set():
         sent += 1
-        body = {"model": MODEL, "max_tokens": args.max_tokens, "stream": streamed,
-                "messages": [{"role": "user", "content": f"Client {index} asks question {sent}."}]}
+        body = {
+            "model": MODEL,
+            "max_tokens": args.max_tokens,
+            "stream": streamed,
+            "messages": [{"role": "user", "content": f"Client {index} asks question {sent}."}],
+        }
         started = time.monotonic()
         try:
             status, answer = conn.request("POST", "/v1/chat/completions", headers, body)
@@ -154,8 +169,11 @@ def client(port: int, key: str, index: int, streamed: bool, args, record: Record
             continue
         ended = time.monotonic()
         record.status(status)
-        complete = status == 200 and (answer.rstrip().endswith(b"data: [DONE]") and b'"error"' not in answer
-                                      if streamed else b'"choices"' in answer)
+        complete = status == 200 and (
+            answer.rstrip().endswith(b"data: [DONE]") and b'"error"' not in answer
+            if streamed
+            else b'"choices"' in answer
+        )
         if not complete:
             record.errors.append(f"client: HTTP {status} {answer[-300:]!r}")
             continue
@@ -166,23 +184,39 @@ def client(port: int, key: str, index: int, streamed: bool, args, record: Record
 
 # -- checks -------------------------------------------------------------------------------
 
+
 def final_counts(runtime) -> dict:
     """Requests not in a final state, balances that differ from their ledger, requests charged twice."""
     with runtime.db.read() as session:
         unfinished = session.scalar(select(func.count()).where(ChatRequest.state.not_in(FINAL_STATES))) or 0
-        ledger = select(KudosEntry.user_id, func.sum(KudosEntry.amount).label("total")).group_by(
-            KudosEntry.user_id).subquery()
-        mismatched = session.scalar(select(func.count()).select_from(User).outerjoin(
-            ledger, ledger.c.user_id == User.id).where(User.kudos != func.coalesce(ledger.c.total, 0))) or 0
-        charges = select(KudosEntry.request_id).where(KudosEntry.kind == "charge").group_by(
-            KudosEntry.request_id).having(func.count() > 1).subquery()
+        ledger = (
+            select(KudosEntry.user_id, func.sum(KudosEntry.amount).label("total"))
+            .group_by(KudosEntry.user_id)
+            .subquery()
+        )
+        mismatched = (
+            session.scalar(
+                select(func.count())
+                .select_from(User)
+                .outerjoin(ledger, ledger.c.user_id == User.id)
+                .where(User.kudos != func.coalesce(ledger.c.total, 0))
+            )
+            or 0
+        )
+        charges = (
+            select(KudosEntry.request_id)
+            .where(KudosEntry.kind == "charge")
+            .group_by(KudosEntry.request_id)
+            .having(func.count() > 1)
+            .subquery()
+        )
         double_charged = session.scalar(select(func.count()).select_from(charges)) or 0
         by_state = dict(session.execute(select(ChatRequest.state, func.count()).group_by(ChatRequest.state)).all())
-    return {"unfinished": unfinished, "mismatched": mismatched, "double_charged": double_charged,
-            "by_state": by_state}
+    return {"unfinished": unfinished, "mismatched": mismatched, "double_charged": double_charged, "by_state": by_state}
 
 
 # -- one run ------------------------------------------------------------------------------
+
 
 class Setup:
     """A fresh database with its users, and the server on it."""
@@ -200,8 +234,10 @@ class Setup:
             init_schema(self.runtime)
             with self.runtime.db.transaction() as session:
                 tag = uuid.uuid4().hex[:6]
-                self.client_keys = [accounts.create_user(session, f"bench-client-{tag}-{index}",
-                                                         kudos=10_000_000)[1] for index in range(args.users)]
+                self.client_keys = [
+                    accounts.create_user(session, f"bench-client-{tag}-{index}", kudos=10_000_000)[1]
+                    for index in range(args.users)
+                ]
                 _, self.owner_key = accounts.create_user(session, f"bench-owner-{tag}", trusted=True)
             settings = dict(SERVER_SETTINGS)
             if backend == "postgresql":
@@ -245,9 +281,11 @@ def measure(setup: Setup, args) -> tuple[list, bool]:
     port = setup.server.port
     stop_workers, stop_clients = gevent.event.Event(), gevent.event.Event()
     workers, clients, window = Record(), Record(), Window()
-    slots = [gevent.spawn(worker_slot, port, setup.owner_key, f"bench-load-{index}", args.slots, args, workers,
-                          stop_workers)
-             for index in range(args.workers) for _ in range(args.slots)]
+    slots = [
+        gevent.spawn(worker_slot, port, setup.owner_key, f"bench-load-{index}", args.slots, args, workers, stop_workers)
+        for index in range(args.workers)
+        for _ in range(args.slots)
+    ]
     deadline = time.monotonic() + 30
     while _online(setup.runtime) < args.workers:  # gevent.sleep: the slots run meanwhile
         if time.monotonic() > deadline:
@@ -257,8 +295,20 @@ def measure(setup: Setup, args) -> tuple[list, bool]:
     streamed = [False] * args.clients
     for index in rng.sample(range(args.clients), round(args.clients * args.stream_share)):
         streamed[index] = True
-    callers = [gevent.spawn(client, port, setup.client_keys[index % len(setup.client_keys)], index, streamed[index],
-                            args, clients, window, stop_clients) for index in range(args.clients)]
+    callers = [
+        gevent.spawn(
+            client,
+            port,
+            setup.client_keys[index % len(setup.client_keys)],
+            index,
+            streamed[index],
+            args,
+            clients,
+            window,
+            stop_clients,
+        )
+        for index in range(args.clients)
+    ]
     gevent.sleep(args.warmup)
     pids = server_pids(setup.server)
     cpu_before, own_before = cpu_of(pids), S.cpu_seconds(os.getpid())
@@ -278,21 +328,36 @@ def measure(setup: Setup, args) -> tuple[list, bool]:
     completed = clients.window_completed
     fivexx = clients.server_errors + workers.server_errors
     errors = clients.errors + workers.errors
-    S.log(f"{setup.backend}: {completed} completed in {elapsed:.1f} s; jobs {workers.jobs}; client statuses "
-          f"{dict(sorted(clients.statuses.items()))}; worker statuses {dict(sorted(workers.statuses.items()))}; "
-          f"requests by state {counts['by_state']}")
+    S.log(
+        f"{setup.backend}: {completed} completed in {elapsed:.1f} s; jobs {workers.jobs}; client statuses "
+        f"{dict(sorted(clients.statuses.items()))}; worker statuses {dict(sorted(workers.statuses.items()))}; "
+        f"requests by state {counts['by_state']}"
+    )
     for error in errors[:5]:
         S.log(f"  e.g. {error[:300]}")
-    ok = (fivexx == 0 and counts["unfinished"] == 0 and counts["mismatched"] == 0
-          and counts["double_charged"] == 0 and completed > 0)
-    row = [setup.describe(args), completed, f"{completed / elapsed:.1f}",
-           S.ms(S.median(clients.json_s)), S.ms(S.percentile(clients.json_s, 99)),
-           S.ms(S.median(clients.stream_s)), S.ms(S.percentile(clients.stream_s, 99)),
-           f"{1000 * server_cpu / completed:.2f}" if completed else "-",
-           f"{100 * (own_after - own_before) / elapsed:.0f}",
-           fivexx, len(errors), counts["unfinished"],
-           "yes" if counts["mismatched"] == 0 else f"NO ({counts['mismatched']} users)",
-           counts["double_charged"]]
+    ok = (
+        fivexx == 0
+        and counts["unfinished"] == 0
+        and counts["mismatched"] == 0
+        and counts["double_charged"] == 0
+        and completed > 0
+    )
+    row = [
+        setup.describe(args),
+        completed,
+        f"{completed / elapsed:.1f}",
+        S.ms(S.median(clients.json_s)),
+        S.ms(S.percentile(clients.json_s, 99)),
+        S.ms(S.median(clients.stream_s)),
+        S.ms(S.percentile(clients.stream_s, 99)),
+        f"{1000 * server_cpu / completed:.2f}" if completed else "-",
+        f"{100 * (own_after - own_before) / elapsed:.0f}",
+        fivexx,
+        len(errors),
+        counts["unfinished"],
+        "yes" if counts["mismatched"] == 0 else f"NO ({counts['mismatched']} users)",
+        counts["double_charged"],
+    ]
     return row, ok
 
 
@@ -305,27 +370,42 @@ def _online(runtime) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("postgresql", "sqlite", "both"), default="both",
-                        help="postgresql: gunicorn on PostgreSQL + Redis; sqlite: python -m horde serve (default both)")
+    parser.add_argument(
+        "--backend",
+        choices=("postgresql", "sqlite", "both"),
+        default="both",
+        help="postgresql: gunicorn on PostgreSQL + Redis; sqlite: python -m horde serve (default both)",
+    )
     parser.add_argument("-p", "--processes", type=int, default=2, help="gunicorn processes (default 2)")
     parser.add_argument("-w", "--workers", type=int, default=8, help="workers (default 8)")
     parser.add_argument("-t", "--slots", type=int, default=4, help="slots (threads) per worker (default 4)")
     parser.add_argument("-c", "--clients", type=int, default=64, help="clients through /v1 (default 64)")
-    parser.add_argument("--stream-share", type=float, default=0.0,
-                        help="share of the clients that stream, 0..1 (default 0)")
+    parser.add_argument(
+        "--stream-share", type=float, default=0.0, help="share of the clients that stream, 0..1 (default 0)"
+    )
     parser.add_argument("-d", "--duration", type=float, default=15, help="measured seconds (default 15)")
     parser.add_argument("--warmup", type=float, default=2, help="seconds of load before measuring (default 2)")
     parser.add_argument("--users", type=int, default=8, help="client users the clients share (default 8)")
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--pop-wait", type=float, default=5, help="the slots' long-poll wait, s (default 5)")
-    parser.add_argument("--postgres-url", help="admin URL of a PostgreSQL server (else HORDE_BENCH_DATABASE_URL, "
-                                               f"else {S.DEFAULT_POSTGRES_URL})")
-    parser.add_argument("--redis-url", default=os.environ.get(REDIS_ENV) or DEFAULT_REDIS_URL,
-                        help=f"Redis for the PostgreSQL run (else {REDIS_ENV}, else {DEFAULT_REDIS_URL})")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 on any 5xx, unfinished request, balance that differs from its ledger, or double "
-                             "charge (counts, never timings)")
-    parser.add_argument("--keep-log", action="store_true", help="keep the server's log (kept anyway when a count fails)")
+    parser.add_argument(
+        "--postgres-url",
+        help=f"admin URL of a PostgreSQL server (else HORDE_BENCH_DATABASE_URL, else {S.DEFAULT_POSTGRES_URL})",
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get(REDIS_ENV) or DEFAULT_REDIS_URL,
+        help=f"Redis for the PostgreSQL run (else {REDIS_ENV}, else {DEFAULT_REDIS_URL})",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 on any 5xx, unfinished request, balance that differs from its ledger, or double "
+        "charge (counts, never timings)",
+    )
+    parser.add_argument(
+        "--keep-log", action="store_true", help="keep the server's log (kept anyway when a count fails)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if not 0 <= args.stream_share <= 1:
@@ -344,20 +424,45 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     rows, all_ok = [], True
     for backend in backends:
-        S.log(f"{backend}: {args.clients} clients ({args.stream_share:.0%} streamed), {args.workers} workers × "
-              f"{args.slots} slots, {args.warmup:g} s warm-up + {args.duration:g} s")
+        S.log(
+            f"{backend}: {args.clients} clients ({args.stream_share:.0%} streamed), {args.workers} workers × "
+            f"{args.slots} slots, {args.warmup:g} s warm-up + {args.duration:g} s"
+        )
         row, ok = run(backend, args)
         rows.append(row)
         all_ok = all_ok and ok
-    print(f"load: {args.clients} clients through /v1 ({args.stream_share:.0%} streamed, max_tokens {args.max_tokens}), "
-          f"{args.workers} workers × {args.slots} slots over the native protocol, {args.duration:g} s measured")
-    print(S.table(["server", "completed", "per s", "json p50 ms", "json p99 ms", "stream p50 ms", "stream p99 ms",
-                   "server CPU ms/req", "bench CPU %", "5xx", "errors", "unfinished", "balances = ledger",
-                   "charged twice"], rows))
+    print(
+        f"load: {args.clients} clients through /v1 ({args.stream_share:.0%} streamed, max_tokens {args.max_tokens}), "
+        f"{args.workers} workers × {args.slots} slots over the native protocol, {args.duration:g} s measured"
+    )
+    print(
+        S.table(
+            [
+                "server",
+                "completed",
+                "per s",
+                "json p50 ms",
+                "json p99 ms",
+                "stream p50 ms",
+                "stream p99 ms",
+                "server CPU ms/req",
+                "bench CPU %",
+                "5xx",
+                "errors",
+                "unfinished",
+                "balances = ledger",
+                "charged twice",
+            ],
+            rows,
+        )
+    )
     print(f"total {time.perf_counter() - started:.1f} s")
     if args.check and not all_ok:
-        print("load check FAILED: a 5xx, an unfinished request, a balance that differs from its ledger, a double "
-              "charge, or nothing completed", file=sys.stderr)
+        print(
+            "load check FAILED: a 5xx, an unfinished request, a balance that differs from its ledger, a double "
+            "charge, or nothing completed",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -122,7 +122,7 @@ class Gunicorn(Process):
             wait_until(self._ready, timeout_s=60, what="gunicorn's processes to answer /health")
         except TimeoutError:
             self.stop()
-            raise RuntimeError("gunicorn did not start:\n" + self.output())
+            raise RuntimeError("gunicorn did not start:\n" + self.output()) from None
 
     def worker_pids(self) -> list[int]:
         """The processes gunicorn forked (its workers), from /proc."""

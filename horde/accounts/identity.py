@@ -12,6 +12,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from horde.accounts.models import User
 
 IDENTITY_CACHE_S = 10.0
 IDENTITY_CACHE_MAX_ENTRIES = 100_000
@@ -27,7 +31,7 @@ class Identity:
     anonymous: bool
 
     @classmethod
-    def of(cls, user) -> "Identity":
+    def of(cls, user: User) -> Identity:
         return cls(id=user.id, username=user.username, trusted=bool(user.trusted), anonymous=bool(user.anonymous))
 
 

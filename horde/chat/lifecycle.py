@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import service as accounts
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import conformance, pricing, queue
 from horde.chat.eligibility import QUEUE_ORDER, queue_filter
@@ -35,13 +36,14 @@ from horde.chat.models import (
 from horde.chat.tokens import text_tokens
 from horde.config import Settings
 from horde.timeutil import utcnow
+from horde.workers.checkins import WorkerView
 from horde.workers.declarations import FEATURE_BITS
 from horde.workers.models import Worker
 
 DEFAULT_REASONING_EFFORT = "medium"
 
 
-def claim(session: Session, settings: Settings, worker: Worker, trusted: bool, *,
+def claim(session: Session, settings: Settings, worker: Worker | WorkerView, trusted: bool, *,
           skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
     if not queue.any_waiting_for(session, worker.models):
@@ -72,12 +74,12 @@ def claim(session: Session, settings: Settings, worker: Worker, trusted: bool, *
     return job, request
 
 
-def jobs_in_flight(session: Session, worker: Worker) -> int:
+def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
     return session.scalar(select(func.count(ChatJob.id)).where(ChatJob.worker_id == worker.id,
                                                                ChatJob.state == JOB_PROCESSING)) or 0
 
 
-def worker_payload(request: ChatRequest, worker: Worker) -> dict:
+def worker_payload(request: ChatRequest, worker: Worker | WorkerView) -> dict:
     payload = dict(request.payload)
     payload["max_context_length"] = request.context_tokens
     if "reasoning_effort" not in payload and worker.features_mask & FEATURE_BITS["reasoning_effort"]:
@@ -85,7 +87,7 @@ def worker_payload(request: ChatRequest, worker: Worker) -> dict:
     return payload
 
 
-def owned_job(session: Session, owner: User, job_id: str) -> tuple[ChatJob, ChatRequest, Worker]:
+def owned_job(session: Session, owner: User | Identity, job_id: str) -> tuple[ChatJob, ChatRequest, Worker]:
     job = session.get(ChatJob, job_id)
     worker = session.get(Worker, job.worker_id) if job else None
     if job is None or worker is None or worker.owner_id != owner.id:
@@ -100,7 +102,7 @@ def _require_running(job: ChatJob) -> None:
         raise errors.AbortedGen(f"This job is no longer assigned to the worker (it is {job.state}).")
 
 
-def progress(session: Session, owner: User, body: dict) -> tuple[bool, ChatRequest]:
+def progress(session: Session, owner: User | Identity, body: dict) -> tuple[bool, ChatRequest]:
     """Store the text so far; True when the worker should stop."""
     job, request, _ = owned_job(session, owner, body["id"])
     if job.state != JOB_PROCESSING or request.current_job_id != job.id:
@@ -111,7 +113,8 @@ def progress(session: Session, owner: User, body: dict) -> tuple[bool, ChatReque
     return False, request
 
 
-def submit(session: Session, settings: Settings, owner: User, body: dict) -> tuple[int | None, str | None, ChatRequest]:
+def submit(session: Session, settings: Settings, owner: User | Identity,
+           body: dict) -> tuple[int | None, str | None, ChatRequest]:
     """(reward, None, request) when accepted; (None, violation, request) when refused."""
     job, request, worker = owned_job(session, owner, body["id"])
     _require_running(job)
@@ -140,7 +143,7 @@ def submit(session: Session, settings: Settings, owner: User, body: dict) -> tup
     return kudos, None, request
 
 
-def fault(session: Session, settings: Settings, owner: User, body: dict) -> ChatRequest:
+def fault(session: Session, settings: Settings, owner: User | Identity, body: dict) -> ChatRequest:
     job, request, _ = owned_job(session, owner, body["id"])
     _require_running(job)
     _end_job(job, JOB_FAULTED, body["reason"])

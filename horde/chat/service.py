@@ -45,8 +45,8 @@ def create(runtime: Runtime, user: Identity, native: dict, *, client_agent: str 
     native["messages"] = copy.deepcopy(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
-        user = session.get_one(User, user.id)
-        request = admission.admit(session, runtime.settings, user, native, client_agent=client_agent,
+        account = session.get_one(User, user.id)
+        request = admission.admit(session, runtime.settings, account, native, client_agent=client_agent,
                                   model_param=model_param, snapshots=runtime.snapshots)
         request.body_hash, request.holders = body_hash, holders
     announce_jobs(runtime.bus, request.models)

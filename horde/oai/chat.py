@@ -11,7 +11,7 @@ from flask import Response, stream_with_context
 from werkzeug.datastructures import Headers
 
 from horde import errors
-from horde.accounts.models import User
+from horde.accounts.identity import Identity
 from horde.chat import service
 from horde.chat.models import DONE
 from horde.oai import auth, completion, idempotency, stream
@@ -38,7 +38,7 @@ class ChatCall:
     def screen(cls, runtime: Runtime, body: Any) -> ChatCall:
         return cls(runtime, body, screen_chat_request(body))
 
-    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
+    def answer(self, user: Identity, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
             address = environ.get("REMOTE_ADDR", "")

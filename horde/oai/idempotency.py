@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import CursorResult, case, delete, select, update
+from sqlalchemy import CursorResult, Table, case, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -39,7 +39,7 @@ RETRY_ATTACH_WINDOW_S = 600
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 STREAM_ONLY_KEYS = ("stream", "stream_options")
-REQUESTS = ChatRequest.__table__
+REQUESTS = cast(Table, ChatRequest.__table__)
 
 
 def check_key(value: str | None) -> str | None:

@@ -12,8 +12,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from horde.workers.declarations import features_mask, guarantees_mask
+
+if TYPE_CHECKING:
+    from horde.workers.models import Worker
 
 CHECK_IN_REFRESH_S = 5.0
 #: The refresh stays this many times inside the online window, however short the window is set.
@@ -37,19 +41,33 @@ class WorkerView:
     max_temperature_with_tools: float | None
 
     @classmethod
-    def of(cls, worker) -> "WorkerView":
-        return cls(id=worker.id, name=worker.name, owner_id=worker.owner_id, models=list(worker.models),
-                   max_length=worker.max_length, max_context_length=worker.max_context_length,
-                   threads=worker.threads, features_mask=worker.features_mask,
-                   guarantees_mask=worker.guarantees_mask,
-                   max_temperature_with_tools=worker.max_temperature_with_tools)
+    def of(cls, worker: Worker) -> WorkerView:
+        return cls(
+            id=worker.id,
+            name=worker.name,
+            owner_id=worker.owner_id,
+            models=list(worker.models),
+            max_length=worker.max_length,
+            max_context_length=worker.max_context_length,
+            threads=worker.threads,
+            features_mask=worker.features_mask,
+            guarantees_mask=worker.guarantees_mask,
+            max_temperature_with_tools=worker.max_temperature_with_tools,
+        )
 
 
 def declared(pop: dict) -> tuple:
     """A pop's declarations, comparable with the ones last written."""
-    return (tuple(dict.fromkeys(pop["models"])), pop["max_length"], pop["max_context_length"], pop["threads"],
-            features_mask(pop["features"]), guarantees_mask(pop["guarantees"]),
-            (pop.get("limits") or {}).get("max_temperature_with_tools"), pop["bridge_agent"])
+    return (
+        tuple(dict.fromkeys(pop["models"])),
+        pop["max_length"],
+        pop["max_context_length"],
+        pop["threads"],
+        features_mask(pop["features"]),
+        guarantees_mask(pop["guarantees"]),
+        (pop.get("limits") or {}).get("max_temperature_with_tools"),
+        pop["bridge_agent"],
+    )
 
 
 class CheckIns:

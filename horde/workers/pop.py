@@ -17,8 +17,8 @@ from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
 from horde.events import jobs_channel, request_channel
 from horde.workers import service as workers
-from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.checkins import WorkerView
+from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -66,11 +66,10 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     settings = runtime.settings
     if not isinstance(owner, Identity):  # an API key
         owner = worker_owner(runtime, owner)
-    worker = runtime.checkins.current(owner.id, request, settings.worker_online_window_s)
-    checked_in, started = worker is None, time.monotonic()
+    remembered = runtime.checkins.current(owner.id, request, settings.worker_online_window_s)
+    checked_in, started = remembered is None, time.monotonic()
     with runtime.db.transaction() as session:
-        if checked_in:
-            worker = WorkerView.of(workers.check_in(session, owner, request))
+        worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
         trusted = owner.trusted
         in_flight = lifecycle.jobs_in_flight(session, worker)
         result: dict[str, object]

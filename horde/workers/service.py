@@ -9,13 +9,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
 from horde.workers.models import Worker
 
 
-def check_in(session: Session, owner: User, pop: dict) -> Worker:
+def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     """Create the worker on its first pop; replace its declarations on every pop."""
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")

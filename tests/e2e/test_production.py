@@ -12,7 +12,6 @@ import subprocess
 import sys
 import uuid
 from importlib import metadata
-from pathlib import Path
 
 import openai
 import pytest
@@ -21,9 +20,9 @@ from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from tests.e2e.conftest import RULES_PATH, unique_model
 from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
 from horde_testing.processes import ROOT, Gunicorn, Worker, base_env
+from tests.e2e.conftest import RULES_PATH, unique_model
 
 IMPORTED_BY_GEVENT_WORKER = """
 import json, sys
@@ -64,8 +63,14 @@ def _closure(requirements: list[str]) -> set[str]:
 def test_requirements_txt_installs_everything_the_production_command_imports(tmp_path):
     lines = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
     installed = _closure([line for line in lines if line])
-    probe = subprocess.run([sys.executable, "-c", IMPORTED_BY_GEVENT_WORKER], capture_output=True, text=True,
-                           cwd=ROOT, env=base_env(f"sqlite:///{tmp_path / 'horde.db'}"), timeout=120)
+    probe = subprocess.run(
+        [sys.executable, "-c", IMPORTED_BY_GEVENT_WORKER],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=base_env(f"sqlite:///{tmp_path / 'horde.db'}"),
+        timeout=120,
+    )
     assert probe.returncode == 0, probe.stderr
     imported = {_canonical(name) for name in json.loads(probe.stdout)}
     assert "packaging" in imported  # the import that broke the README's command
@@ -99,15 +104,29 @@ def test_gunicorn_gevent_with_two_processes_answers_json_and_streamed_requests(p
         _, owner_key = accounts.create_user(session, f"owner-{uuid.uuid4().hex[:8]}", trusted=True)
     assert len(server.worker_pids()) == 2
     model = unique_model("production")
-    worker = Worker(server, owner_key, f"worker-{uuid.uuid4().hex[:8]}", [model], "--backend", "scripted",
-                    "--rules", str(RULES_PATH), "--wait", "5", env=env)
+    worker = Worker(
+        server,
+        owner_key,
+        f"worker-{uuid.uuid4().hex[:8]}",
+        [model],
+        "--backend",
+        "scripted",
+        "--rules",
+        str(RULES_PATH),
+        "--wait",
+        "5",
+        env=env,
+    )
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key=client_key, max_retries=0, timeout=60)
         messages = [{"role": "user", "content": "Hi"}]
         completion = client.chat.completions.create(model=model, messages=messages)
         assert completion.choices[0].message.content == "You wrote: Hi"
-        pieces = [chunk.choices[0].delta.content or "" for chunk in
-                  client.chat.completions.create(model=model, messages=messages, stream=True) if chunk.choices]
+        pieces = [
+            chunk.choices[0].delta.content or ""
+            for chunk in client.chat.completions.create(model=model, messages=messages, stream=True)
+            if chunk.choices
+        ]
         assert "".join(pieces) == "You wrote: Hi"
     finally:
         worker.stop()

@@ -77,8 +77,9 @@ def test_a_pop_leaves_expired_jobs_to_the_sweeper(client, make_user, runtime):
     request_id = queued_id(client, key)
     job_id = pop(client, key, "w1")["id"]
     with runtime.db.transaction() as session:
-        session.execute(update(ChatJob).where(ChatJob.id == job_id)
-                        .values(deadline_at=utcnow() - dt.timedelta(seconds=1)))
+        session.execute(
+            update(ChatJob).where(ChatJob.id == job_id).values(deadline_at=utcnow() - dt.timedelta(seconds=1))
+        )
     with statements(runtime) as seen:
         pop(client, key, "w2")
     assert not [statement for statement in seen if "deadline_at" in statement]
