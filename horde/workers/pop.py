@@ -93,6 +93,9 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
 
 def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     """Why the waiting requests were not given to this worker, by first failing reason."""
+    if not queue.any_waiting_for(session, worker.models):  # the common empty pop: one index probe, one count
+        waiting = session.scalar(select(func.count()).where(ChatRequest.state == WAITING)) or 0
+        return {"models": waiting} if waiting else {}
     serves = select(literal(1)).where(ChatRequestModel.request_id == ChatRequest.id,
                                       ChatRequestModel.model.in_(worker.models)).exists()
     missing_features = ALL_FEATURES_MASK & ~worker.features_mask
