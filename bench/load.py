@@ -31,6 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
+# This checkout before any installed copy of the project, so that two checkouts can be run side by side.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
