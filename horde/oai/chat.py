@@ -7,7 +7,7 @@ import select
 import socket
 from typing import TYPE_CHECKING, Any
 
-from flask import Response, stream_with_context
+from flask import Response
 from werkzeug.datastructures import Headers
 
 from horde import errors
@@ -143,7 +143,9 @@ class ChatCall:
                 else:
                     idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars)
 
-        response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+        # No stream_with_context: the stream uses no request globals, and holding the request context for the
+        # whole wait would cost every waiting stream its copy.
+        response = Response(generate(), mimetype="text/event-stream")
         response.headers.update(headers)
         response.headers["x-should-retry"] = "false"
         response.headers["Cache-Control"] = "no-cache"
