@@ -7,7 +7,6 @@ worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
