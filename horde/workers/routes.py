@@ -30,9 +30,9 @@ class Progress(Resource):
         hub = runtime()
         owner = pop_service.worker_owner(hub, api_key())
         with hub.db.transaction() as session:
-            stop, request = lifecycle.progress(session, owner, body)
+            stop, request_id = lifecycle.progress(session, owner, body)
         if not stop:
-            hub.bus.publish(request_channel(request.id))
+            hub.bus.publish(request_channel(request_id))
         return {"cancel": stop}
 
 
