@@ -44,6 +44,7 @@ def create(runtime: Runtime, user: Identity, native: dict, *, client_agent: str 
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
+    images.check_count(native["messages"], runtime.settings.max_images_per_request)
     native["messages"] = images.copy_for_inlining(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
