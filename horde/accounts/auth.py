@@ -9,16 +9,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from horde.accounts import service as accounts
-from horde.accounts.models import User
+from horde.accounts.identity import Identity
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 
-def authenticate(runtime: Runtime, api_key: str | None) -> User:
+def authenticate(runtime: Runtime, api_key: str | None) -> Identity:
+    """The caller, from this process's identity cache when it saw the key in the last seconds."""
+    cache_key = accounts.identity_cache_key(api_key)
+    identity = runtime.identities.get(cache_key)
+    if identity is not None:
+        return identity
     with runtime.db.read() as session:
         user = accounts.find_user(session, api_key)
-    if user is not None:
-        return user
-    with runtime.db.transaction() as session:
-        return accounts.authenticate(session, api_key)
+    if user is None:
+        with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
+            user = accounts.authenticate(session, api_key)
+    identity = Identity.of(user)
+    runtime.identities.put(cache_key, identity)
+    return identity
