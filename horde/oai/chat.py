@@ -23,6 +23,7 @@ STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
 
 class ChatCall:
     def __init__(self, runtime, body: dict, screened):
+        """`screened` is the chat contract's ScreenedRequest; dialects build it from their own body."""
         self.runtime = runtime
         self.body = body
         self.screened = screened
@@ -84,46 +85,70 @@ class ChatCall:
                     if _client_gone(environ):
                         abandoned = True
                         idempotency.abandon(self.runtime, request_id)
-                        return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
+                        return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
+                                                   request_id, {})
                     idempotency.mark_delivered(self.runtime, request_id)
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
-                    return _error(event.error, request_id, headers)
+                    return self.error_response(event.error, request_id, headers)
                 if _client_gone(environ):
                     abandoned = True
                     idempotency.abandon(self.runtime, request_id)
-                    return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
+                    return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
+                                               request_id, {})
         finally:
             watcher.close()
             if not abandoned:
                 idempotency.hold(self.runtime, request_id, -1)
-        return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
+        return self.error_response(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
     def _final_json(self, request, headers) -> Response:
         if request.state == DONE:
-            body = completion.chat_completion(request, self.screened.include_reasoning)
+            body = self.answer_body(request)
             return oai_errors.response(body, 200, dict(headers, **{"x-request-id": request.id}))
         error = oai_errors.faulted_error(request) if request.state == "faulted" else oai_errors.cancelled_error(request)
-        return _error(error, request.id, headers)
+        return self.error_response(error, request.id, headers)
+
+    # The dialect's hooks: a dialect (the Responses API, Anthropic's Messages) overrides these and keeps the rest.
+
+    def answer_body(self, request) -> dict:
+        """The JSON answer of a request that ended done."""
+        return completion.chat_completion(request, self.screened.include_reasoning)
+
+    def error_response(self, error: errors.HordeError, request_id: str, headers: dict) -> Response:
+        result = oai_errors.horde_error_response(error, request_id, held=True)
+        result.headers.update(headers)
+        return result
+
+    def stream_state(self, request):
+        """What one stream tracks; it has `diverged` and `streamed_chars` for the release below."""
+        return stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
+
+    def stream_opening(self, request) -> bytes:
+        return stream.opening_comment(self.runtime, request)
+
+    def stream_chunks(self, state, events):
+        return stream.events(state, events)
 
     def _stream(self, request_id, first, watcher, headers) -> Response:
         if isinstance(first, Failed):
             idempotency.hold(self.runtime, request_id, -1)
-            return _error(first.error, request_id, headers)
+            return self.error_response(first.error, request_id, headers)
         if isinstance(first, Finished) and first.request.state != DONE:
             idempotency.hold(self.runtime, request_id, -1)
             return self._final_json(first.request, headers)
         request = service.read(self.runtime, request_id)
-        state = stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
+        state = self.stream_state(request)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime = self.runtime
-        opening = stream.opening_comment(runtime, request)
+        opening = self.stream_opening(request)
+        chunks = self.stream_chunks
 
         def generate():
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                for chunk in stream.events(state, events):
+                for chunk in chunks(state, events):
                     yield chunk
                 finished = True
             finally:
@@ -143,12 +168,6 @@ class ChatCall:
         response.headers["X-Accel-Buffering"] = "no"
         response.headers["x-request-id"] = request_id
         return response
-
-
-def _error(error: errors.HordeError, request_id: str, headers: dict) -> Response:
-    result = oai_errors.horde_error_response(error, request_id, held=True)
-    result.headers.update(headers)
-    return result
 
 
 def _retry_count(headers) -> int:
