@@ -80,6 +80,13 @@ class RequestNotFound(HordeError):
     rc = "RequestNotFound"
 
 
+class ResponseNotFound(HordeError):
+    """A stored response that is unknown, expired, deleted or another user's."""
+
+    status = 404
+    rc = "response_not_found"
+
+
 class UserNotFound(HordeError):
     status = 404
     rc = "UserNotFound"

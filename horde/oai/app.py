@@ -11,6 +11,7 @@ from horde.chat.cards import model_stats
 from horde.oai import auth, cards
 from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
+from horde.oai.responses import routes as responses_routes
 from horde.oai.schema import ScreeningError
 
 
@@ -23,6 +24,7 @@ def make_blueprint() -> Blueprint:
     blueprint.add_url_rule("/models", view_func=list_models, methods=["GET"])
     blueprint.add_url_rule("/models/<path:model_id>", view_func=get_model, methods=["GET"])
     blueprint.add_url_rule("/chat/completions", view_func=chat_completions, methods=["POST"])
+    responses_routes.register(blueprint)
     blueprint.register_error_handler(errors.HordeError, _horde_error)
     blueprint.register_error_handler(ScreeningError, _screening_error)
     blueprint.register_error_handler(HTTPException, _http_error)

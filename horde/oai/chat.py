@@ -124,7 +124,8 @@ class ChatCall:
         """What one stream tracks; it has `diverged` and `streamed_chars` for the release below."""
         return stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
 
-    def stream_opening(self, request) -> bytes:
+    def stream_opening(self, request, state) -> bytes:
+        """The first bytes, sent at once: the headers go out after the first status read."""
         return stream.opening_comment(self.runtime, request)
 
     def stream_chunks(self, state, events):
@@ -141,7 +142,7 @@ class ChatCall:
         state = self.stream_state(request)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime = self.runtime
-        opening = self.stream_opening(request)
+        opening = self.stream_opening(request, state)
         chunks = self.stream_chunks
 
         def generate():

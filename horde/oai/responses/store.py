@@ -1,0 +1,51 @@
+"""Keeping responses for HORDE_RESPONSES_RETENTION_S, per user: save, load, delete, purge."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from horde import errors
+from horde.oai.responses.models import StoredResponse
+from horde.timeutil import utcnow
+
+
+def save(runtime, user_id: int, request_id: str, body: dict, conversation: list[dict]) -> None:
+    """Insert once: a replay of the same request (Idempotency-Key, an SDK retry) finds it there and adds nothing."""
+    insert = postgresql_insert if runtime.db.is_postgresql else sqlite_insert
+    now = utcnow()
+    statement = insert(StoredResponse).values(
+        id=body["id"], user_id=user_id, request_id=request_id, body=body, conversation=conversation, created_at=now,
+        expires_at=now + dt.timedelta(seconds=runtime.settings.responses_retention_s),
+    ).on_conflict_do_nothing(index_elements=["id"])
+    with runtime.db.transaction() as session:
+        session.execute(statement)
+
+
+def load(runtime, user_id: int, response_id: str, param: str) -> StoredResponse:
+    """The user's stored response, or 404 naming `param` (unknown, expired and another user's ids alike)."""
+    with runtime.db.read() as session:
+        row = session.scalar(select(StoredResponse).where(StoredResponse.id == response_id,
+                                                          StoredResponse.user_id == user_id,
+                                                          StoredResponse.expires_at > utcnow()))
+    if row is None:
+        raise errors.ResponseNotFound(f"Response with id '{response_id}' not found.", param=param)
+    return row
+
+
+def remove(runtime, user_id: int, response_id: str) -> None:
+    with runtime.db.transaction() as session:
+        deleted = session.execute(delete(StoredResponse).where(
+            StoredResponse.id == response_id, StoredResponse.user_id == user_id,
+            StoredResponse.expires_at > utcnow())).rowcount
+    if not deleted:
+        raise errors.ResponseNotFound(f"Response with id '{response_id}' not found.", param="response_id")
+
+
+def purge_expired(runtime) -> int:
+    """Delete responses past their retention; the serve loop calls it with the idempotency keys' purge."""
+    with runtime.db.transaction() as session:
+        return session.execute(delete(StoredResponse).where(StoredResponse.expires_at <= utcnow())).rowcount or 0
