@@ -36,7 +36,10 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def sweeper(runtime) -> None:
-    """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys and stored responses."""
+    """Expire jobs past their ttl, so a request restarts even when nobody pops.
+
+    Drop expired idempotency keys and stored responses.
+    """
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
 

@@ -30,7 +30,7 @@ class ChatCall:
         self.digest = idempotency.body_hash(body)
 
     @classmethod
-    def screen(cls, runtime, body) -> "ChatCall":
+    def screen(cls, runtime, body) -> ChatCall:
         return cls(runtime, body, screen_chat_request(body))
 
     def answer(self, user, headers, environ) -> Response:
@@ -48,8 +48,8 @@ class ChatCall:
             request_id = idempotency.retried_request(self.runtime, user.id, self.digest)
         if request_id is not None:
             idempotency.hold(self.runtime, request_id, +1)
-            replayed = key is not None and service.read(self.runtime, request_id).state in ("done", "faulted",
-                                                                                             "cancelled")
+            stored = service.read(self.runtime, request_id) if key is not None else None
+            replayed = stored is not None and stored.state in ("done", "faulted", "cancelled")
         else:
             request_id = self._create(user, headers, key)
         return self._respond(request_id, environ, replayed)
@@ -149,8 +149,7 @@ class ChatCall:
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                for chunk in chunks(state, events):
-                    yield chunk
+                yield from chunks(state, events)
                 finished = True
             finally:
                 watcher.close()

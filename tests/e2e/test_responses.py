@@ -10,24 +10,29 @@ import requests
 from tests.e2e.conftest import RULES_PATH, unique_model, write_rules
 from tests.support.openapi import validate
 
-WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "Weather for a city",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
 
 
 def raw_events(horde, body, key=None):
     """The comments and the (event name, payload) pairs of a /v1/responses stream."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    response = requests.post(horde.url + "/v1/responses", json=dict(body, stream=True), headers=headers,
-                             stream=True, timeout=60)
+    response = requests.post(
+        horde.url + "/v1/responses", json=dict(body, stream=True), headers=headers, stream=True, timeout=60
+    )
     assert response.status_code == 200, response.text
     comments, events, name = [], [], None
     for line in response.iter_lines(decode_unicode=True):
         if line.startswith(":"):
             comments.append(line)
         elif line.startswith("event: "):
-            name = line[len("event: "):]
+            name = line[len("event: ") :]
         elif line.startswith("data: "):
-            payload = json.loads(line[len("data: "):])
+            payload = json.loads(line[len("data: ") :])
             assert payload["type"] == name
             events.append(payload)
     return comments, events
@@ -37,8 +42,9 @@ def test_create_retrieve_delete(horde):
     model = unique_model()
     horde.worker([model])
     client = horde.openai(horde.user())
-    raw = client.responses.with_raw_response.create(model=model, input="Hello there", instructions="Be brief.",
-                                                    metadata={"topic": "greeting"})
+    raw = client.responses.with_raw_response.create(
+        model=model, input="Hello there", instructions="Be brief.", metadata={"topic": "greeting"}
+    )
     body = raw.http_response.json()
     validate(body, "Response")
     response = raw.parse()
@@ -130,13 +136,16 @@ def test_function_tool_round_trip(horde):
     calls = [item for item in first.output if item.type == "function_call"]
     assert len(calls) == 1 and calls[0].name == "get_weather" and "city" in json.loads(calls[0].arguments)
     output = {"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny, 21 C"}
-    second = client.responses.create(model=model, previous_response_id=first.id, input=[output],
-                                     tools=[WEATHER_TOOL])
+    second = client.responses.create(model=model, previous_response_id=first.id, input=[output], tools=[WEATHER_TOOL])
     print("function_call_output ->", repr(second.output_text))
     assert second.output_text == "The tool said what it said; here is my answer."
     # The same round trip without stored state: the items sent back by the client.
-    replayed = client.responses.create(model=model, store=False, tools=[WEATHER_TOOL], input=[
-        {"role": "user", "content": "Weather in Paris?"}, calls[0].model_dump(exclude_none=True), output])
+    replayed = client.responses.create(
+        model=model,
+        store=False,
+        tools=[WEATHER_TOOL],
+        input=[{"role": "user", "content": "Weather in Paris?"}, calls[0].model_dump(exclude_none=True), output],
+    )
     assert replayed.output_text == second.output_text
 
     _, events = raw_events(horde, {"model": model, "input": "Weather?", "tools": [WEATHER_TOOL]})
@@ -169,11 +178,20 @@ def test_refusals_name_the_field(horde):
 def test_reasoning_item_and_incomplete_status(horde, tmp_path):
     model = unique_model()
     rules = json.loads(RULES_PATH.read_text())["rules"]
-    horde.worker([model], rules=write_rules(tmp_path, [
-        {"match": {"contains": "cut short"}, "reply": {"content": "Cut", "finish_reason": "length"}}, *rules]))
+    horde.worker(
+        [model],
+        rules=write_rules(
+            tmp_path,
+            [{"match": {"contains": "cut short"}, "reply": {"content": "Cut", "finish_reason": "length"}}, *rules],
+        ),
+    )
     client = horde.openai()
-    thought = client.responses.create(model=model, input="think first", reasoning={"effort": "low", "summary": "auto"},
-                                      extra_body={"horde": {"include_reasoning": True}})
+    thought = client.responses.create(
+        model=model,
+        input="think first",
+        reasoning={"effort": "low", "summary": "auto"},
+        extra_body={"horde": {"include_reasoning": True}},
+    )
     kinds = [item.type for item in thought.output]
     assert kinds == ["reasoning", "message"] and thought.output[0].summary[0].text == "Let me think about it."
     assert thought.usage.output_tokens_details.reasoning_tokens > 0
@@ -196,8 +214,12 @@ def test_agents_sdk_with_a_function_tool(horde):
         return f"sunny in {city}"
 
     client = horde.async_openai(horde.user())
-    agent = agents.Agent(name="weather", instructions="Answer briefly.", tools=[get_weather],
-                         model=agents.OpenAIResponsesModel(model=model, openai_client=client))
+    agent = agents.Agent(
+        name="weather",
+        instructions="Answer briefly.",
+        tools=[get_weather],
+        model=agents.OpenAIResponsesModel(model=model, openai_client=client),
+    )
     result = agents.Runner.run_sync(agent, "Weather in Paris?")
     print("Agents SDK ->", asked, repr(result.final_output))
     assert len(asked) == 1

@@ -34,15 +34,26 @@ def output_text_part(text: str) -> dict:
 
 def message_item(request_id: str, text: str | None, status: str = "completed") -> dict:
     content = [] if text is None else [output_text_part(text)]
-    return {"type": "message", "id": item_id("msg", request_id), "role": "assistant", "status": status,
-            "content": content}
+    return {
+        "type": "message",
+        "id": item_id("msg", request_id),
+        "role": "assistant",
+        "status": status,
+        "content": content,
+    }
 
 
-def function_call_item(request_id: str, index: int, call: dict, arguments: str | None = None,
-                       status: str = "completed") -> dict:
-    return {"type": "function_call", "id": item_id("fc", request_id, index + 1), "call_id": call["id"],
-            "name": call["function"]["name"],
-            "arguments": call["function"]["arguments"] if arguments is None else arguments, "status": status}
+def function_call_item(
+    request_id: str, index: int, call: dict, arguments: str | None = None, status: str = "completed"
+) -> dict:
+    return {
+        "type": "function_call",
+        "id": item_id("fc", request_id, index + 1),
+        "call_id": call["id"],
+        "name": call["function"]["name"],
+        "arguments": call["function"]["arguments"] if arguments is None else arguments,
+        "status": status,
+    }
 
 
 def output_items(request, include_reasoning: bool) -> list[dict]:
@@ -59,39 +70,61 @@ def output_items(request, include_reasoning: bool) -> list[dict]:
 
 def usage(request) -> dict:
     counted = completion.usage(request)
-    return {"input_tokens": counted["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0,
-                                                                             "cache_write_tokens": 0},
-            "output_tokens": counted["completion_tokens"],
-            "output_tokens_details": {"reasoning_tokens": counted["completion_tokens_details"]["reasoning_tokens"]},
-            "total_tokens": counted["total_tokens"]}
+    return {
+        "input_tokens": counted["prompt_tokens"],
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": counted["completion_tokens"],
+        "output_tokens_details": {"reasoning_tokens": counted["completion_tokens_details"]["reasoning_tokens"]},
+        "total_tokens": counted["total_tokens"],
+    }
 
 
 def echo(body: dict) -> dict:
     """The request's own settings, as OpenAI echoes them on the response."""
     text = body.get("text") or {}
     return {
-        "instructions": body.get("instructions"), "max_output_tokens": body.get("max_output_tokens"),
-        "metadata": body.get("metadata") or {}, "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": body.get("previous_response_id"), "reasoning": body.get("reasoning"),
-        "store": body.get("store", True), "temperature": body.get("temperature", 1.0),
-        "text": {"format": text.get("format") or {"type": "text"}}, "tool_choice": body.get("tool_choice", "auto"),
-        "tools": [_tool_echo(tool) for tool in body.get("tools") or []], "top_p": body.get("top_p", 1.0),
-        "truncation": body.get("truncation", "disabled"), "user": body.get("user"),
+        "instructions": body.get("instructions"),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "metadata": body.get("metadata") or {},
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "previous_response_id": body.get("previous_response_id"),
+        "reasoning": body.get("reasoning"),
+        "store": body.get("store", True),
+        "temperature": body.get("temperature", 1.0),
+        "text": {"format": text.get("format") or {"type": "text"}},
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": [_tool_echo(tool) for tool in body.get("tools") or []],
+        "top_p": body.get("top_p", 1.0),
+        "truncation": body.get("truncation", "disabled"),
+        "user": body.get("user"),
     }
 
 
 def _tool_echo(tool: dict) -> dict:
     """A function tool as OpenAI echoes it: strict is false unless sent (the chat contract's default)."""
-    return {"type": "function", "name": tool.get("name"), "description": tool.get("description"),
-            "parameters": tool.get("parameters"), "strict": bool(tool.get("strict"))}
+    return {
+        "type": "function",
+        "name": tool.get("name"),
+        "description": tool.get("description"),
+        "parameters": tool.get("parameters"),
+        "strict": bool(tool.get("strict")),
+    }
 
 
 def skeleton(request, body: dict, status: str) -> dict:
     """A response without output: what response.created and response.failed carry."""
     model = request.served_model or request.models[0]
-    result = {"id": response_id(request.id), "object": "response",
-              "created_at": calendar.timegm(request.created_at.timetuple()), "status": status, "completed_at": None,
-              "error": None, "incomplete_details": None, "model": model, "output": []}
+    result = {
+        "id": response_id(request.id),
+        "object": "response",
+        "created_at": calendar.timegm(request.created_at.timetuple()),
+        "status": status,
+        "completed_at": None,
+        "error": None,
+        "incomplete_details": None,
+        "model": model,
+        "output": [],
+    }
     result.update(echo(body))
     if result["user"] is None:
         del result["user"]

@@ -6,7 +6,8 @@ from typing import Any
 
 from horde.oai import stream
 from horde.oai.chat import ChatCall
-from horde.oai.responses import answer, request as mapping, store
+from horde.oai.responses import answer, store
+from horde.oai.responses import request as mapping
 from horde.oai.responses.events import ResponsesWriter
 from horde.oai.schema import ScreeningError, screen_chat_request
 from horde.oai.screening_base import BAD_REQUEST, json_type_name, require_string
@@ -20,10 +21,13 @@ class ResponsesCall(ChatCall):
         self.conversation = conversation
 
     @classmethod
-    def screen_for(cls, runtime, body: Any, user) -> "ResponsesCall":
+    def screen_for(cls, runtime, body: Any, user) -> ResponsesCall:
         if not isinstance(body, dict):
-            raise ScreeningError(f"Invalid type for the request body: expected an object, but got "
-                                 f"{json_type_name(body)} instead.", code=BAD_REQUEST, param=None)
+            raise ScreeningError(
+                f"Invalid type for the request body: expected an object, but got {json_type_name(body)} instead.",
+                code=BAD_REQUEST,
+                param=None,
+            )
         history: list[dict] = []
         if body.get("previous_response_id") is not None:
             previous = require_string(body["previous_response_id"], "previous_response_id")
@@ -57,8 +61,9 @@ def _assistant(request) -> dict:
     reply = request.reply or {}
     message: dict = {"role": "assistant", "content": reply.get("content") or None}
     if reply.get("tool_calls"):
-        message["tool_calls"] = [{"id": call["id"], "type": "function", "function": dict(call["function"])}
-                                 for call in reply["tool_calls"]]
+        message["tool_calls"] = [
+            {"id": call["id"], "type": "function", "function": dict(call["function"])} for call in reply["tool_calls"]
+        ]
     elif message["content"] is None:
         message["content"] = ""
     return message

@@ -50,8 +50,7 @@ class ResponsesWriter:
 
     def opening(self, request) -> bytes:
         skeleton = answer.skeleton(request, self.body, "in_progress")
-        return (self.event("response.created", response=skeleton) + self.event("response.in_progress",
-                                                                             response=skeleton))
+        return self.event("response.created", response=skeleton) + self.event("response.in_progress", response=skeleton)
 
     def keepalive(self, event) -> list[bytes]:
         return [stream.keepalive_comment(event)]
@@ -77,18 +76,20 @@ class ResponsesWriter:
             return self.failure(cancelled_error(request))
         reply = request.reply or {}
         content, reasoning = reply.get("content") or "", reply.get("reasoning_content") or ""
-        if not content.startswith(self.content) or (self.include_reasoning and not reasoning.startswith(self.reasoning)):
+        if not content.startswith(self.content) or (
+            self.include_reasoning and not reasoning.startswith(self.reasoning)
+        ):
             return self.diverge("the final reply does not continue the text sent.")
         out: list[bytes] = []
         if self.include_reasoning and self.message_index is None and len(reasoning) > len(self.reasoning):
-            out += self._open_reasoning() + [self._reasoning_delta(reasoning[len(self.reasoning):])]
+            out += self._open_reasoning() + [self._reasoning_delta(reasoning[len(self.reasoning) :])]
             self.reasoning = reasoning
         out += self._close_reasoning()
         calls = completion.tool_calls(reply) or []
         if content or not calls:
             out += self._open_message()
             if len(content) > len(self.content):
-                out.append(self._text_delta(content[len(self.content):]))
+                out.append(self._text_delta(content[len(self.content) :]))
                 self.content = content
             out += self._close_message()
         for index, call in enumerate(calls):
@@ -100,8 +101,10 @@ class ResponsesWriter:
 
     def failure(self, error: errors.HordeError) -> list[bytes]:
         message = f"{error.message} ({error.rc}, request {self.request.id})"
-        return [self.event("error", code=error.rc, message=error.message, param=error.param),
-                self.event("response.failed", response=answer.failed_object(self.request, self.body, message))]
+        return [
+            self.event("error", code=error.rc, message=error.message, param=error.param),
+            self.event("response.failed", response=answer.failed_object(self.request, self.body, message)),
+        ]
 
     def diverge(self, why: str) -> list[bytes]:
         """The caller releases the request (cancelling it unless another holder waits on it)."""
@@ -113,14 +116,25 @@ class ResponsesWriter:
             return []
         self.reasoning_index, self.items = self.items, self.items + 1
         item = answer.reasoning_item(self.request.id, "", status="in_progress")
-        return [self.event("response.output_item.added", output_index=self.reasoning_index, item=item),
-                self.event("response.reasoning_summary_part.added", item_id=item["id"],
-                           output_index=self.reasoning_index, summary_index=0,
-                           part={"type": "summary_text", "text": ""})]
+        return [
+            self.event("response.output_item.added", output_index=self.reasoning_index, item=item),
+            self.event(
+                "response.reasoning_summary_part.added",
+                item_id=item["id"],
+                output_index=self.reasoning_index,
+                summary_index=0,
+                part={"type": "summary_text", "text": ""},
+            ),
+        ]
 
     def _reasoning_delta(self, piece: str) -> bytes:
-        return self.event("response.reasoning_summary_text.delta", item_id=answer.item_id("rs", self.request.id),
-                          output_index=self.reasoning_index, summary_index=0, delta=piece)
+        return self.event(
+            "response.reasoning_summary_text.delta",
+            item_id=answer.item_id("rs", self.request.id),
+            output_index=self.reasoning_index,
+            summary_index=0,
+            delta=piece,
+        )
 
     def _close_reasoning(self) -> list[bytes]:
         if self.reasoning_index is None:
@@ -128,42 +142,88 @@ class ResponsesWriter:
         index, self.reasoning_index = self.reasoning_index, None
         item = answer.reasoning_item(self.request.id, self.reasoning)
         part = {"type": "summary_text", "text": self.reasoning}
-        return [self.event("response.reasoning_summary_text.done", item_id=item["id"], output_index=index,
-                           summary_index=0, text=self.reasoning),
-                self.event("response.reasoning_summary_part.done", item_id=item["id"], output_index=index,
-                           summary_index=0, part=part),
-                self.event("response.output_item.done", output_index=index, item=item)]
+        return [
+            self.event(
+                "response.reasoning_summary_text.done",
+                item_id=item["id"],
+                output_index=index,
+                summary_index=0,
+                text=self.reasoning,
+            ),
+            self.event(
+                "response.reasoning_summary_part.done",
+                item_id=item["id"],
+                output_index=index,
+                summary_index=0,
+                part=part,
+            ),
+            self.event("response.output_item.done", output_index=index, item=item),
+        ]
 
     def _open_message(self) -> list[bytes]:
         if self.message_index is not None:
             return []
         self.message_index, self.items = self.items, self.items + 1
         item = answer.message_item(self.request.id, None, status="in_progress")
-        return [self.event("response.output_item.added", output_index=self.message_index, item=item),
-                self.event("response.content_part.added", item_id=item["id"], output_index=self.message_index,
-                           content_index=0, part=answer.output_text_part(""))]
+        return [
+            self.event("response.output_item.added", output_index=self.message_index, item=item),
+            self.event(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=self.message_index,
+                content_index=0,
+                part=answer.output_text_part(""),
+            ),
+        ]
 
     def _text_delta(self, piece: str) -> bytes:
-        return self.event("response.output_text.delta", item_id=answer.item_id("msg", self.request.id),
-                          output_index=self.message_index, content_index=0, delta=piece, logprobs=[])
+        return self.event(
+            "response.output_text.delta",
+            item_id=answer.item_id("msg", self.request.id),
+            output_index=self.message_index,
+            content_index=0,
+            delta=piece,
+            logprobs=[],
+        )
 
     def _close_message(self) -> list[bytes]:
         item = answer.message_item(self.request.id, self.content)
         index = self.message_index
-        return [self.event("response.output_text.done", item_id=item["id"], output_index=index, content_index=0,
-                           text=self.content, logprobs=[]),
-                self.event("response.content_part.done", item_id=item["id"], output_index=index, content_index=0,
-                           part=answer.output_text_part(self.content)),
-                self.event("response.output_item.done", output_index=index, item=item)]
+        return [
+            self.event(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                text=self.content,
+                logprobs=[],
+            ),
+            self.event(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=answer.output_text_part(self.content),
+            ),
+            self.event("response.output_item.done", output_index=index, item=item),
+        ]
 
     def _function_call(self, request_id: str, index: int, call: dict) -> list[bytes]:
         output_index, self.items = self.items, self.items + 1
         item = answer.function_call_item(request_id, index, call)
         opened = answer.function_call_item(request_id, index, call, arguments="", status="in_progress")
         arguments = item["arguments"]
-        return [self.event("response.output_item.added", output_index=output_index, item=opened),
-                self.event("response.function_call_arguments.delta", item_id=item["id"], output_index=output_index,
-                           delta=arguments),
-                self.event("response.function_call_arguments.done", item_id=item["id"], name=item["name"],
-                           output_index=output_index, arguments=arguments),
-                self.event("response.output_item.done", output_index=output_index, item=item)]
+        return [
+            self.event("response.output_item.added", output_index=output_index, item=opened),
+            self.event(
+                "response.function_call_arguments.delta", item_id=item["id"], output_index=output_index, delta=arguments
+            ),
+            self.event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                name=item["name"],
+                output_index=output_index,
+                arguments=arguments,
+            ),
+            self.event("response.output_item.done", output_index=output_index, item=item),
+        ]

@@ -28,28 +28,39 @@ def input_messages(value: Any) -> list[dict]:
         item = require_object(entry, path)
         kind = item.get("type", "message" if "role" in item else None)
         if kind not in ITEM_TYPES:
-            raise ScreeningError(f"Unsupported input item type {kind!r} at '{path}.type': the AI Horde serves "
-                                 f"{', '.join(ITEM_TYPES)} items.", param=f"{path}.type")
+            raise ScreeningError(
+                f"Unsupported input item type {kind!r} at '{path}.type': the AI Horde serves "
+                f"{', '.join(ITEM_TYPES)} items.",
+                param=f"{path}.type",
+            )
         if kind == "message":
             messages.append(_message(item, path))
         elif kind == "function_call":
             _add_call(messages, item, path)
         elif kind == "function_call_output":
-            messages.append({"role": "tool", "tool_call_id": require_string(item.get("call_id"), f"{path}.call_id"),
-                             "content": _output_text(item.get("output"), f"{path}.output")})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": require_string(item.get("call_id"), f"{path}.call_id"),
+                    "content": _output_text(item.get("output"), f"{path}.output"),
+                }
+            )
     return messages
 
 
 def _message(item: dict, path: str) -> dict:
     role = item.get("role")
     if role not in MESSAGE_ROLES:
-        raise ScreeningError(f"Invalid value for '{path}.role': {role!r}; expected one of "
-                             f"{', '.join(MESSAGE_ROLES)}.", param=f"{path}.role")
+        raise ScreeningError(
+            f"Invalid value for '{path}.role': {role!r}; expected one of {', '.join(MESSAGE_ROLES)}.",
+            param=f"{path}.role",
+        )
     content = item.get("content")
     if isinstance(content, str):
         return {"role": role, "content": content}
-    parts = [_part(part, f"{path}.content[{index}]")
-             for index, part in enumerate(require_list(content, f"{path}.content"))]
+    parts = [
+        _part(part, f"{path}.content[{index}]") for index, part in enumerate(require_list(content, f"{path}.content"))
+    ]
     if role == "assistant":  # the chat contract's assistant history is text only
         return {"role": role, "content": "".join(part.get("text", "") for part in parts)}
     return {"role": role, "content": parts}
@@ -62,20 +73,31 @@ def _part(value: Any, path: str) -> dict:
         return {"type": "text", "text": require_string(part.get("text"), f"{path}.text")}
     if kind == "input_image":
         if part.get("file_id") is not None or part.get("image_url") is None:
-            raise ScreeningError(f"Unsupported value at '{path}': the AI Horde takes images by 'image_url' (an "
-                                 "http(s) URL or a data URL), not by 'file_id'.", param=f"{path}.image_url")
+            raise ScreeningError(
+                f"Unsupported value at '{path}': the AI Horde takes images by 'image_url' (an "
+                "http(s) URL or a data URL), not by 'file_id'.",
+                param=f"{path}.image_url",
+            )
         image = {"url": part["image_url"]}
         if part.get("detail") is not None:
             image["detail"] = part["detail"]
         return {"type": "image_url", "image_url": image}
-    raise ScreeningError(f"Unsupported content part type {kind!r} at '{path}.type': the AI Horde serves "
-                         "input_text, input_image and output_text.", param=f"{path}.type")
+    raise ScreeningError(
+        f"Unsupported content part type {kind!r} at '{path}.type': the AI Horde serves "
+        "input_text, input_image and output_text.",
+        param=f"{path}.type",
+    )
 
 
 def _add_call(messages: list[dict], item: dict, path: str) -> None:
-    call = {"id": require_string(item.get("call_id"), f"{path}.call_id"), "type": "function",
-            "function": {"name": require_string(item.get("name"), f"{path}.name"),
-                         "arguments": require_string(item.get("arguments"), f"{path}.arguments")}}
+    call = {
+        "id": require_string(item.get("call_id"), f"{path}.call_id"),
+        "type": "function",
+        "function": {
+            "name": require_string(item.get("name"), f"{path}.name"),
+            "arguments": require_string(item.get("arguments"), f"{path}.arguments"),
+        },
+    }
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "assistant":
         last.setdefault("tool_calls", []).append(call)
@@ -91,7 +113,9 @@ def _output_text(value: Any, path: str) -> str:
     for index, part in enumerate(parts):
         entry = require_object(part, f"{path}[{index}]")
         if entry.get("type") not in TEXT_PART_TYPES:
-            raise ScreeningError(f"Unsupported part type {entry.get('type')!r} at '{path}[{index}].type': a "
-                                 "function's output is text.", param=f"{path}[{index}].type")
+            raise ScreeningError(
+                f"Unsupported part type {entry.get('type')!r} at '{path}[{index}].type': a function's output is text.",
+                param=f"{path}[{index}].type",
+            )
         texts.append(require_string(entry.get("text"), f"{path}[{index}].text"))
     return "".join(texts)

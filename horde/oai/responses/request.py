@@ -14,16 +14,42 @@ from typing import Any
 
 from horde.oai.responses.input_items import input_messages
 from horde.oai.screening_base import (
-    BAD_REQUEST, CONFLICT, ScreeningError, invalid_choice, require_bool, require_list, require_object, require_string,
-    same_json_value, unknown_parameter,
+    BAD_REQUEST,
+    CONFLICT,
+    ScreeningError,
+    invalid_choice,
+    require_bool,
+    require_list,
+    require_object,
+    require_string,
+    same_json_value,
+    unknown_parameter,
 )
 
 #: Fields mapped onto the chat contract.
-REQUEST_FIELDS = frozenset({
-    "model", "models", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "text",
-    "reasoning", "max_output_tokens", "temperature", "top_p", "stream", "store", "previous_response_id",
-    "metadata", "user", "truncation", "horde",
-})
+REQUEST_FIELDS = frozenset(
+    {
+        "model",
+        "models",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "text",
+        "reasoning",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "stream",
+        "store",
+        "previous_response_id",
+        "metadata",
+        "user",
+        "truncation",
+        "horde",
+    }
+)
 #: Fields accepted only at the value that changes nothing, as the chat front's DEFAULT_NO_OP_PARAMETERS.
 DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
     "background": (False, None),
@@ -45,8 +71,12 @@ METADATA_MAX_KEYS = 16
 METADATA_KEY_MAX_CHARS = 64
 METADATA_VALUE_MAX_CHARS = 512
 #: Chat screening's param prefixes and this API's names for them.
-PARAM_NAMES = (("messages", "input"), ("max_tokens", "max_output_tokens"), ("response_format", "text.format"),
-               ("reasoning_effort", "reasoning.effort"))
+PARAM_NAMES = (
+    ("messages", "input"),
+    ("max_tokens", "max_output_tokens"),
+    ("response_format", "text.format"),
+    ("reasoning_effort", "reasoning.effort"),
+)
 
 
 def chat_body(body: dict, history: list[dict]) -> dict:
@@ -57,11 +87,16 @@ def chat_body(body: dict, history: list[dict]) -> dict:
         if key not in DEFAULT_ONLY_FIELDS:
             raise unknown_parameter(key)
         if not any(same_json_value(value, default) for default in DEFAULT_ONLY_FIELDS[key]):
-            raise ScreeningError(f"Unsupported value for '{key}': the AI Horde does not serve it, and accepts only "
-                                 f"its default.", param=key)
+            raise ScreeningError(
+                f"Unsupported value for '{key}': the AI Horde does not serve it, and accepts only its default.",
+                param=key,
+            )
     body = {key: value for key, value in body.items() if key in REQUEST_FIELDS and value is not None}
-    chat: dict[str, Any] = {key: body[key] for key in ("model", "models", "temperature", "top_p", "user",
-                                                       "parallel_tool_calls", "stream", "horde") if key in body}
+    chat: dict[str, Any] = {
+        key: body[key]
+        for key in ("model", "models", "temperature", "top_p", "user", "parallel_tool_calls", "stream", "horde")
+        if key in body
+    }
     if "max_output_tokens" in body:
         chat["max_tokens"] = body["max_output_tokens"]
     chat["messages"] = _instructions(body.get("instructions")) + history + this_turn(body)
@@ -95,7 +130,7 @@ def renamed(error: ScreeningError) -> ScreeningError:
     param = error.param or ""
     for chat_name, name in PARAM_NAMES:
         if param == chat_name or param.startswith(chat_name + "[") or param.startswith(chat_name + "."):
-            error.param = name + param[len(chat_name):]
+            error.param = name + param[len(chat_name) :]
             break
     if error.param and error.param.startswith("tools[") and ".function." in error.param:
         error.param = error.param.replace(".function.", ".", 1)
@@ -116,9 +151,12 @@ def _tools(value: Any) -> list[dict]:
         if tool.get("type") != "function":
             raise ScreeningError(
                 f"Unsupported tool type {tool.get('type')!r} at 'tools[{index}].type': the AI Horde serves only "
-                "function tools.", param=f"tools[{index}].type")
-        function = {key: tool[key] for key in ("name", "description", "parameters", "strict")
-                    if tool.get(key) is not None}
+                "function tools.",
+                param=f"tools[{index}].type",
+            )
+        function = {
+            key: tool[key] for key in ("name", "description", "parameters", "strict") if tool.get(key) is not None
+        }
         tools.append({"type": "function", "function": function})
     return tools
 
@@ -128,8 +166,11 @@ def _tool_choice(value: Any) -> Any:
         return value
     choice = require_object(value, "tool_choice")
     if choice.get("type") != "function":
-        raise ScreeningError(f"Unsupported value for 'tool_choice.type': {choice.get('type')!r}; the AI Horde serves "
-                             "'auto', 'none', 'required' and a function by name.", param="tool_choice.type")
+        raise ScreeningError(
+            f"Unsupported value for 'tool_choice.type': {choice.get('type')!r}; the AI Horde serves "
+            "'auto', 'none', 'required' and a function by name.",
+            param="tool_choice.type",
+        )
     return {"type": "function", "function": {"name": choice.get("name")}}
 
 
@@ -139,8 +180,9 @@ def _text(value: Any) -> dict:
         if key not in ("format", "verbosity"):
             raise unknown_parameter(f"text.{key}")
     if text.get("verbosity") not in (None, TEXT_VERBOSITY_DEFAULT):
-        raise ScreeningError("Unsupported value for 'text.verbosity': the AI Horde serves only 'medium'.",
-                             param="text.verbosity")
+        raise ScreeningError(
+            "Unsupported value for 'text.verbosity': the AI Horde serves only 'medium'.", param="text.verbosity"
+        )
     if text.get("format") is None:
         return {}
     fmt = require_object(text["format"], "text.format")
@@ -171,8 +213,9 @@ def _truncation(value: Any, horde: Any) -> Any:
         raise invalid_choice("truncation", value, TRUNCATION_MODES)
     horde = dict(horde) if isinstance(horde, dict) else horde
     if isinstance(horde, dict) and "context_fitting" in horde:
-        raise ScreeningError("Send either 'truncation' or 'horde.context_fitting', not both.",
-                             code=CONFLICT, param="truncation")
+        raise ScreeningError(
+            "Send either 'truncation' or 'horde.context_fitting', not both.", code=CONFLICT, param="truncation"
+        )
     fitting = "truncate_oldest" if value == "auto" else "reject"
     return {**(horde or {}), "context_fitting": fitting} if horde is None or isinstance(horde, dict) else horde
 
@@ -180,10 +223,14 @@ def _truncation(value: Any, horde: Any) -> Any:
 def check_metadata(value: Any) -> None:
     metadata = require_object(value, "metadata")
     if len(metadata) > METADATA_MAX_KEYS:
-        raise ScreeningError(f"Invalid 'metadata': at most {METADATA_MAX_KEYS} keys.", code=BAD_REQUEST,
-                             param="metadata")
+        raise ScreeningError(
+            f"Invalid 'metadata': at most {METADATA_MAX_KEYS} keys.", code=BAD_REQUEST, param="metadata"
+        )
     for key, item in metadata.items():
         if len(key) > METADATA_KEY_MAX_CHARS or not isinstance(item, str) or len(item) > METADATA_VALUE_MAX_CHARS:
             raise ScreeningError(
                 f"Invalid 'metadata.{key}': keys are strings of at most {METADATA_KEY_MAX_CHARS} characters and "
-                f"values strings of at most {METADATA_VALUE_MAX_CHARS}.", code=BAD_REQUEST, param=f"metadata.{key}")
+                f"values strings of at most {METADATA_VALUE_MAX_CHARS}.",
+                code=BAD_REQUEST,
+                param=f"metadata.{key}",
+            )

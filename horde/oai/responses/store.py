@@ -17,10 +17,19 @@ def save(runtime, user_id: int, request_id: str, body: dict, conversation: list[
     """Insert once: a replay of the same request (Idempotency-Key, an SDK retry) finds it there and adds nothing."""
     insert = postgresql_insert if runtime.db.is_postgresql else sqlite_insert
     now = utcnow()
-    statement = insert(StoredResponse).values(
-        id=body["id"], user_id=user_id, request_id=request_id, body=body, conversation=conversation, created_at=now,
-        expires_at=now + dt.timedelta(seconds=runtime.settings.responses_retention_s),
-    ).on_conflict_do_nothing(index_elements=["id"])
+    statement = (
+        insert(StoredResponse)
+        .values(
+            id=body["id"],
+            user_id=user_id,
+            request_id=request_id,
+            body=body,
+            conversation=conversation,
+            created_at=now,
+            expires_at=now + dt.timedelta(seconds=runtime.settings.responses_retention_s),
+        )
+        .on_conflict_do_nothing(index_elements=["id"])
+    )
     with runtime.db.transaction() as session:
         session.execute(statement)
 
@@ -28,9 +37,13 @@ def save(runtime, user_id: int, request_id: str, body: dict, conversation: list[
 def load(runtime, user_id: int, response_id: str, param: str) -> StoredResponse:
     """The user's stored response, or 404 naming `param` (unknown, expired and another user's ids alike)."""
     with runtime.db.read() as session:
-        row = session.scalar(select(StoredResponse).where(StoredResponse.id == response_id,
-                                                          StoredResponse.user_id == user_id,
-                                                          StoredResponse.expires_at > utcnow()))
+        row = session.scalar(
+            select(StoredResponse).where(
+                StoredResponse.id == response_id,
+                StoredResponse.user_id == user_id,
+                StoredResponse.expires_at > utcnow(),
+            )
+        )
     if row is None:
         raise errors.ResponseNotFound(f"Response with id '{response_id}' not found.", param=param)
     return row
@@ -38,9 +51,13 @@ def load(runtime, user_id: int, response_id: str, param: str) -> StoredResponse:
 
 def remove(runtime, user_id: int, response_id: str) -> None:
     with runtime.db.transaction() as session:
-        deleted = session.execute(delete(StoredResponse).where(
-            StoredResponse.id == response_id, StoredResponse.user_id == user_id,
-            StoredResponse.expires_at > utcnow())).rowcount
+        deleted = session.execute(
+            delete(StoredResponse).where(
+                StoredResponse.id == response_id,
+                StoredResponse.user_id == user_id,
+                StoredResponse.expires_at > utcnow(),
+            )
+        ).rowcount
     if not deleted:
         raise errors.ResponseNotFound(f"Response with id '{response_id}' not found.", param="response_id")
 
