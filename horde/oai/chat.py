@@ -5,16 +5,23 @@ from __future__ import annotations
 import itertools
 import select
 import socket
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from flask import Response, stream_with_context
+from werkzeug.datastructures import Headers
 
 from horde import errors
+from horde.accounts.models import User
 from horde.chat import service
-from horde.chat.models import DONE
+from horde.chat.models import DONE, ChatRequest
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
-from horde.oai.schema import screen_chat_request
+from horde.oai.schema import ScreenedRequest, screen_chat_request
 from horde.oai.waiter import Failed, Finished, FirstRead, watch
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket")
 JSON_WAIT_TICK_S = 1.0
@@ -22,7 +29,7 @@ STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
 
 
 class ChatCall:
-    def __init__(self, runtime, body: dict, screened):
+    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest):
         """`screened` is the chat contract's ScreenedRequest; dialects build it from their own body."""
         self.runtime = runtime
         self.body = body
@@ -30,10 +37,10 @@ class ChatCall:
         self.digest = idempotency.body_hash(body)
 
     @classmethod
-    def screen(cls, runtime, body) -> ChatCall:
+    def screen(cls, runtime: Runtime, body: Any) -> ChatCall:
         return cls(runtime, body, screen_chat_request(body))
 
-    def answer(self, user, headers, environ) -> Response:
+    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
             address = environ.get("REMOTE_ADDR", "")
@@ -111,7 +118,7 @@ class ChatCall:
 
     # The dialect's hooks: a dialect (the Responses API, Anthropic's Messages) overrides these and keeps the rest.
 
-    def answer_body(self, request) -> dict:
+    def answer_body(self, request: ChatRequest) -> dict:
         """The JSON answer of a request that ended done."""
         return completion.chat_completion(request, self.screened.include_reasoning)
 
@@ -120,15 +127,15 @@ class ChatCall:
         result.headers.update(headers)
         return result
 
-    def stream_state(self, request):
+    def stream_state(self, request: ChatRequest) -> Any:
         """What one stream tracks; it has `diverged` and `streamed_chars` for the release below."""
         return stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
 
-    def stream_opening(self, request, state) -> bytes:
+    def stream_opening(self, request: ChatRequest, state: Any) -> bytes:
         """The first bytes, sent at once: the headers go out after the first status read."""
         return stream.opening_comment(self.runtime, request)
 
-    def stream_chunks(self, state, events):
+    def stream_chunks(self, state: Any, events: Iterable[object]) -> Iterator[bytes]:
         return stream.events(state, events)
 
     def _stream(self, request_id, first, watcher, headers) -> Response:
@@ -139,6 +146,7 @@ class ChatCall:
             idempotency.hold(self.runtime, request_id, -1)
             return self._final_json(first.request, headers)
         request = service.read(self.runtime, request_id)
+        assert request is not None, "the stream holds its request"
         state = self.stream_state(request)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime = self.runtime

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from horde import errors
 from horde.chat import service
+from horde.chat.models import ChatRequest
 from horde.oai import completion
 from horde.oai.errors import cancelled_error, faulted_error, from_horde_error
 from horde.oai.waiter import Failed, Finished, Keepalive, Progress, Restarted
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 PACED_PIECES = 4
 PACE_INTERVAL_S = 0.05
@@ -31,7 +37,7 @@ def keepalive_comment(event: Keepalive) -> bytes:
     return f": horde queue_position={event.queue_position} wait_time={event.wait_time}\n\n".encode()
 
 
-def opening_comment(runtime, request) -> bytes:
+def opening_comment(runtime: Runtime, request: ChatRequest) -> bytes:
     """The first keepalive, at once: the headers go out after the first status read, not a keepalive later."""
     if request.state != "waiting":
         return keepalive_comment(Keepalive(0, 0))
@@ -40,7 +46,7 @@ def opening_comment(runtime, request) -> bytes:
     return keepalive_comment(Keepalive(pool["queue_position"], pool["wait_time"]))
 
 
-def is_live(request) -> bool:
+def is_live(request: ChatRequest) -> bool:
     """Progress is relayed as it comes only for plain text: tool calls and JSON are sent whole at the end."""
     response_format = (request.payload.get("response_format") or {}).get("type")
     return not request.payload.get("tools") and response_format not in ("json_object", "json_schema")
@@ -65,7 +71,7 @@ def paced(text: str) -> list[str]:
 class StreamState:
     """What has been sent on one stream, to continue (or refuse to) from the final reply."""
 
-    def __init__(self, request, include_reasoning: bool, include_usage: bool):
+    def __init__(self, request: ChatRequest, include_reasoning: bool, include_usage: bool):
         self.request_id = request.id
         self.id = completion.completion_id(request)
         self.created = completion.created_epoch(request)
@@ -83,7 +89,7 @@ class StreamState:
     def streamed_chars(self) -> int:
         return len(self.content) + len(self.reasoning)
 
-    def chunk(self, delta: dict, finish_reason=None, **extra) -> dict:
+    def chunk(self, delta: dict, finish_reason: str | None =None, **extra: Any) -> dict:
         body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
         if self.fingerprint is not None:
@@ -98,17 +104,41 @@ class StreamState:
         self.role_sent = True
         return [data_event(self.chunk({"role": "assistant"}))]
 
-    def served_by(self, worker_id, model) -> None:
+    def served_by(self, worker_id: str | None, model: str | None) -> None:
         if worker_id and self.fingerprint is None:
             self.fingerprint = completion.system_fingerprint(worker_id, model)
             self.model = model or self.model
 
 
-def advance(state, event: Progress) -> tuple[str, str] | None:
-    """The reasoning and content a progress post adds to what `state` sent; None if it diverged.
+class TextState(Protocol):
+    """What each dialect's stream state tracks of the text it sent."""
 
-    `state` is any stream state with `live`, `reasoning`, `content` and `served_by` (each dialect has one).
-    """
+    live: bool
+    reasoning: str
+    content: str
+
+    def served_by(self, worker_id: str | None, model: str | None) -> None: ...
+
+
+class StreamWriter(Protocol):
+    """A dialect's stream, for drive(): the bytes of each waiter event."""
+
+    @property
+    def streamed_chars(self) -> int: ...
+
+    def keepalive(self, event: Keepalive) -> list[bytes]: ...
+
+    def progress(self, event: Progress) -> tuple[list[bytes], list[bytes]] | None: ...
+
+    def finish(self, request: ChatRequest) -> list[bytes]: ...
+
+    def failure(self, error: errors.HordeError) -> list[bytes]: ...
+
+    def diverge(self, why: str) -> list[bytes]: ...
+
+
+def advance(state: TextState, event: Progress) -> tuple[str, str] | None:
+    """The reasoning and content a progress post adds to what `state` sent; None if it diverged."""
     if not state.live:
         return "", ""
     new_reasoning, new_content = event.reasoning, event.content
@@ -120,7 +150,7 @@ def advance(state, event: Progress) -> tuple[str, str] | None:
     return added
 
 
-def relay(state: StreamState, event: Progress):
+def relay(state: StreamState, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
     """Events for a progress post: the new reasoning, then the new content; None if it diverged."""
     added = advance(state, event)
     if added is None:
@@ -143,7 +173,7 @@ def diverged(request_id: str, why: str) -> errors.HordeError:
         "on this stream.", metadata={"request_id": request_id})
 
 
-def finish(state: StreamState, request) -> list[bytes]:
+def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
     """The rest of the reply, then the finish chunk, the usage chunk and [DONE]."""
     if request.state == "faulted":
         return error_event(faulted_error(request), request.id)
@@ -180,7 +210,7 @@ def finish(state: StreamState, request) -> list[bytes]:
     return out
 
 
-def events(state: StreamState, watcher):
+def events(state: StreamState, watcher: Iterable[object]) -> Iterator[bytes]:
     """Translate waiter events into SSE bytes until the request ends."""
     return drive(ChatWriter(state), watcher)
 
@@ -198,10 +228,10 @@ class ChatWriter:
     def keepalive(self, event: Keepalive) -> list[bytes]:
         return [keepalive_comment(event)]
 
-    def progress(self, event: Progress):
+    def progress(self, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
         return relay(self.state, event)
 
-    def finish(self, request) -> list[bytes]:
+    def finish(self, request: ChatRequest) -> list[bytes]:
         return finish(self.state, request)
 
     def failure(self, error: errors.HordeError) -> list[bytes]:
@@ -217,7 +247,7 @@ RESTART_AFTER_TEXT = "the worker stopped and the Horde would start the reply ove
 CHANGED_TEXT = "the worker's text changed after it was sent."
 
 
-def drive(writer, watcher):
+def drive(writer: StreamWriter, watcher: Iterable[object]) -> Iterator[bytes]:
     """The loop every dialect's stream shares: waiter events in, the writer's SSE bytes out, until the end.
 
     writer.progress returns (events now, events paced PACE_INTERVAL_S apart), or None when the

@@ -9,7 +9,9 @@ JSON answer, the stream events and the stored copy name the same items.
 from __future__ import annotations
 
 import calendar
+from typing import Any
 
+from horde.chat.models import ChatRequest
 from horde.oai import completion
 from horde.timeutil import utcnow
 
@@ -56,7 +58,7 @@ def function_call_item(
     }
 
 
-def output_items(request, include_reasoning: bool) -> list[dict]:
+def output_items(request: ChatRequest, include_reasoning: bool) -> list[dict]:
     reply = request.reply or {}
     items = []
     if include_reasoning and reply.get("reasoning_content"):
@@ -68,7 +70,7 @@ def output_items(request, include_reasoning: bool) -> list[dict]:
     return items
 
 
-def usage(request) -> dict:
+def usage(request: ChatRequest) -> dict:
     counted = completion.usage(request)
     return {
         "input_tokens": counted["prompt_tokens"],
@@ -111,10 +113,10 @@ def _tool_echo(tool: dict) -> dict:
     }
 
 
-def skeleton(request, body: dict, status: str) -> dict:
+def skeleton(request: ChatRequest, body: dict, status: str) -> dict:
     """A response without output: what response.created and response.failed carry."""
     model = request.served_model or request.models[0]
-    result = {
+    result: dict[str, Any] = {
         "id": response_id(request.id),
         "object": "response",
         "created_at": calendar.timegm(request.created_at.timetuple()),
@@ -131,7 +133,7 @@ def skeleton(request, body: dict, status: str) -> dict:
     return result
 
 
-def response_object(request, body: dict, include_reasoning: bool) -> dict:
+def response_object(request: ChatRequest, body: dict, include_reasoning: bool) -> dict:
     """The finished response: completed, or incomplete when the reply stopped at max_output_tokens."""
     reply = request.reply or {}
     incomplete = reply.get("finish_reason") == "length"
@@ -145,7 +147,7 @@ def response_object(request, body: dict, include_reasoning: bool) -> dict:
     return result
 
 
-def failed_object(request, body: dict, message: str) -> dict:
+def failed_object(request: ChatRequest, body: dict, message: str) -> dict:
     result = skeleton(request, body, "failed")
     result["error"] = {"code": "server_error", "message": message}
     return result

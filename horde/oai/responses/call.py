@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
+from horde.accounts.models import User
+from horde.chat.models import ChatRequest
 from horde.oai import stream
 from horde.oai.chat import ChatCall
 from horde.oai.responses import answer, store
 from horde.oai.responses import request as mapping
 from horde.oai.responses.events import ResponsesWriter
-from horde.oai.schema import ScreeningError, screen_chat_request
+from horde.oai.schema import ScreenedRequest, ScreeningError, screen_chat_request
 from horde.oai.screening_base import BAD_REQUEST, json_type_name, require_string
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 
 class ResponsesCall(ChatCall):
-    def __init__(self, runtime, body: dict, screened, user, conversation: list[dict]):
+    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest, user: User, conversation: list[dict]):
         """`conversation` is this request's messages without instructions: history, then this turn's input."""
         super().__init__(runtime, body, screened)
         self.user = user
         self.conversation = conversation
 
     @classmethod
-    def screen_for(cls, runtime, body: Any, user) -> ResponsesCall:
+    def screen_for(cls, runtime: Runtime, body: Any, user: User) -> ResponsesCall:
         if not isinstance(body, dict):
             raise ScreeningError(
                 f"Invalid type for the request body: expected an object, but got {json_type_name(body)} instead.",
@@ -39,24 +45,24 @@ class ResponsesCall(ChatCall):
             raise mapping.renamed(error) from None
         return cls(runtime, body, screened, user, history + mapping.this_turn(body))
 
-    def answer_body(self, request) -> dict:
+    def answer_body(self, request: ChatRequest) -> dict:
         """The response object; with `store` (the default) it is kept, with the conversation it ends."""
         body = answer.response_object(request, self.body, self.screened.include_reasoning)
         if self.body.get("store") is not False:
             store.save(self.runtime, self.user.id, request.id, body, self.conversation + [_assistant(request)])
         return body
 
-    def stream_state(self, request):
+    def stream_state(self, request: ChatRequest) -> ResponsesWriter:
         return ResponsesWriter(request, self.body, self.screened.include_reasoning, self.answer_body)
 
-    def stream_opening(self, request, state) -> bytes:
+    def stream_opening(self, request: ChatRequest, state: ResponsesWriter) -> bytes:
         return super().stream_opening(request, state) + state.opening(request)
 
-    def stream_chunks(self, state, events):
+    def stream_chunks(self, state: ResponsesWriter, events: Iterable[object]) -> Iterator[bytes]:
         return stream.drive(state, events)
 
 
-def _assistant(request) -> dict:
+def _assistant(request: ChatRequest) -> dict:
     """The reply as a chat assistant message, for the next turn's history."""
     reply = request.reply or {}
     message: dict = {"role": "assistant", "content": reply.get("content") or None}

@@ -13,15 +13,21 @@ Horde's code, then response.failed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 from horde import errors
+from horde.chat.models import ChatRequest
 from horde.oai import completion, stream
 from horde.oai.errors import cancelled_error, faulted_error
 from horde.oai.responses import answer
+from horde.oai.waiter import Keepalive, Progress
 
 
 class ResponsesWriter:
-    def __init__(self, request, body: dict, include_reasoning: bool, finished_body):
+    def __init__(
+        self, request: ChatRequest, body: dict, include_reasoning: bool, finished_body: Callable[[ChatRequest], dict]
+    ):
         """`finished_body(request)` builds (and stores) the final response object."""
         self.request = request
         self.body = body
@@ -40,22 +46,22 @@ class ResponsesWriter:
     def streamed_chars(self) -> int:
         return len(self.content) + len(self.reasoning)
 
-    def served_by(self, worker_id, model) -> None:
+    def served_by(self, worker_id: str | None, model: str | None) -> None:
         """stream.advance() tells the state who serves; the final object says it."""
 
-    def event(self, kind: str, **fields) -> bytes:
+    def event(self, kind: str, **fields: Any) -> bytes:
         payload = {"type": kind, **fields, "sequence_number": self.sequence}
         self.sequence += 1
         return f"event: {kind}\ndata: ".encode() + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
-    def opening(self, request) -> bytes:
+    def opening(self, request: ChatRequest) -> bytes:
         skeleton = answer.skeleton(request, self.body, "in_progress")
         return self.event("response.created", response=skeleton) + self.event("response.in_progress", response=skeleton)
 
-    def keepalive(self, event) -> list[bytes]:
+    def keepalive(self, event: Keepalive) -> list[bytes]:
         return [stream.keepalive_comment(event)]
 
-    def progress(self, event):
+    def progress(self, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
         added = stream.advance(self, event)
         if added is None:
             return None
@@ -69,7 +75,7 @@ class ResponsesWriter:
             out += [self._text_delta(piece) for piece in stream.paced(content)]
         return [], out
 
-    def finish(self, request) -> list[bytes]:
+    def finish(self, request: ChatRequest) -> list[bytes]:
         if request.state == "faulted":
             return self.failure(faulted_error(request))
         if request.state == "cancelled":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request
 
 from horde import request_json
 from horde.chat import service
@@ -21,20 +21,20 @@ def _runtime():
     return current_app.extensions["horde"]
 
 
-def create_response():
+def create_response() -> Response:
     hub = _runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
     call = ResponsesCall.screen_for(hub, request_json.parse(request.get_data()), user)
     return call.answer(user, request.headers, request.environ)
 
 
-def get_response(response_id: str):
+def get_response(response_id: str) -> Response:
     hub = _runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))
     return jsonify(store.load(hub, user.id, response_id, "response_id").body)
 
 
-def delete_response(response_id: str):
+def delete_response(response_id: str) -> Response:
     hub = _runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))
     store.remove(hub, user.id, response_id)

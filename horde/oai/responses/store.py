@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -12,8 +13,11 @@ from horde import errors
 from horde.oai.responses.models import StoredResponse
 from horde.timeutil import utcnow
 
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
-def save(runtime, user_id: int, request_id: str, body: dict, conversation: list[dict]) -> None:
+
+def save(runtime: Runtime, user_id: int, request_id: str, body: dict, conversation: list[dict]) -> None:
     """Insert once: a replay of the same request (Idempotency-Key, an SDK retry) finds it there and adds nothing."""
     insert = postgresql_insert if runtime.db.is_postgresql else sqlite_insert
     now = utcnow()
@@ -34,7 +38,7 @@ def save(runtime, user_id: int, request_id: str, body: dict, conversation: list[
         session.execute(statement)
 
 
-def load(runtime, user_id: int, response_id: str, param: str) -> StoredResponse:
+def load(runtime: Runtime, user_id: int, response_id: str, param: str) -> StoredResponse:
     """The user's stored response, or 404 naming `param` (unknown, expired and another user's ids alike)."""
     with runtime.db.read() as session:
         row = session.scalar(
@@ -49,20 +53,22 @@ def load(runtime, user_id: int, response_id: str, param: str) -> StoredResponse:
     return row
 
 
-def remove(runtime, user_id: int, response_id: str) -> None:
+def remove(runtime: Runtime, user_id: int, response_id: str) -> None:
     with runtime.db.transaction() as session:
-        deleted = session.execute(
+        result = session.execute(
             delete(StoredResponse).where(
                 StoredResponse.id == response_id,
                 StoredResponse.user_id == user_id,
                 StoredResponse.expires_at > utcnow(),
             )
-        ).rowcount
+        )
+        deleted = cast(CursorResult, result).rowcount
     if not deleted:
         raise errors.ResponseNotFound(f"Response with id '{response_id}' not found.", param="response_id")
 
 
-def purge_expired(runtime) -> int:
+def purge_expired(runtime: Runtime) -> int:
     """Delete responses past their retention; the serve loop calls it with the idempotency keys' purge."""
     with runtime.db.transaction() as session:
-        return session.execute(delete(StoredResponse).where(StoredResponse.expires_at <= utcnow())).rowcount or 0
+        result = session.execute(delete(StoredResponse).where(StoredResponse.expires_at <= utcnow()))
+        return cast(CursorResult, result).rowcount or 0
