@@ -12,8 +12,8 @@ from horde.oai.chat import ChatCall
 from horde.oai.responses import answer, store
 from horde.oai.responses import request as mapping
 from horde.oai.responses.events import ResponsesWriter
-from horde.oai.schema import ScreenedRequest, ScreeningError, screen_chat_request
-from horde.oai.screening_base import BAD_REQUEST, json_type_name, require_string
+from horde.oai.screening import ScreenedRequest, ScreeningError, screen_chat_request
+from horde.oai.screening.base import BAD_REQUEST, json_type_name, require_string
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime

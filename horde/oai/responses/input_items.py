@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde.oai.screening_base import ScreeningError, require_list, require_object, require_string
+from horde.oai.screening.base import ScreeningError, require_list, require_object, require_string
 
 ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")

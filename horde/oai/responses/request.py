@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from horde.oai.responses.input_items import input_messages
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
     ScreeningError,
