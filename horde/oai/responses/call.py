@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from horde import errors
 from horde.accounts.models import User
+from horde.chat import admission
 from horde.chat.models import ChatRequest
 from horde.oai import stream
 from horde.oai.chat import ChatCall
@@ -39,6 +41,11 @@ class ResponsesCall(ChatCall):
             previous = require_string(body["previous_response_id"], "previous_response_id")
             history = store.load(runtime, user.id, previous, "previous_response_id").conversation
         chat = mapping.chat_body(body, history)
+        try:
+            admission.check_message_count(chat["messages"], runtime.settings)
+        except errors.UnsupportedChatParameter as error:
+            error.param = "input"  # the conversation: history, instructions and input together
+            raise
         try:
             screened = screen_chat_request(chat)
         except ScreeningError as error:

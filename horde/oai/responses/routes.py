@@ -24,7 +24,7 @@ def _runtime():
 def create_response() -> Response:
     hub = _runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
-    call = ResponsesCall.screen_for(hub, request_json.parse(request.get_data()), user)
+    call = ResponsesCall.screen_for(hub, request_json.read_json(request, hub.settings.max_body_bytes), user)
     return call.answer(user, request.headers, request.environ)
 
 
