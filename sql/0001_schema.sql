@@ -1,3 +1,10 @@
+CREATE TABLE known_models (
+	name VARCHAR(200) NOT NULL, 
+	first_declared_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+
 CREATE TABLE users (
 	id SERIAL NOT NULL, 
 	username VARCHAR(100) NOT NULL, 

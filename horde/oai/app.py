@@ -13,6 +13,7 @@ from horde.chat.cards import model_stats
 from horde.oai import auth, cards
 from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
+from horde.oai.messages import routes as messages_routes
 from horde.oai.responses import routes as responses_routes
 from horde.oai.screening import ScreeningError
 
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
 
 def runtime() -> Runtime:
     return current_app.extensions["horde"]
+
+
+def make_blueprints() -> list[Blueprint]:
+    """The OpenAI blueprint and Anthropic's Messages blueprint, both under the front's prefix."""
+    return [make_blueprint(), messages_routes.make_blueprint()]
 
 
 def make_blueprint() -> Blueprint:

@@ -6,10 +6,9 @@ import datetime as dt
 from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import CursorResult, delete, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from horde import errors
+from horde.database import insert_ignoring_duplicates
 from horde.oai.responses.models import StoredResponse
 from horde.timeutil import utcnow
 
@@ -19,23 +18,18 @@ if TYPE_CHECKING:
 
 def save(runtime: Runtime, user_id: int, request_id: str, body: dict, conversation: list[dict]) -> None:
     """Insert once: a replay of the same request (Idempotency-Key, an SDK retry) finds it there and adds nothing."""
-    insert = postgresql_insert if runtime.db.is_postgresql else sqlite_insert
     now = utcnow()
-    statement = (
-        insert(StoredResponse)
-        .values(
-            id=body["id"],
-            user_id=user_id,
-            request_id=request_id,
-            body=body,
-            conversation=conversation,
-            created_at=now,
-            expires_at=now + dt.timedelta(seconds=runtime.settings.responses_retention_s),
-        )
-        .on_conflict_do_nothing(index_elements=["id"])
-    )
+    row = {
+        "id": body["id"],
+        "user_id": user_id,
+        "request_id": request_id,
+        "body": body,
+        "conversation": conversation,
+        "created_at": now,
+        "expires_at": now + dt.timedelta(seconds=runtime.settings.responses_retention_s),
+    }
     with runtime.db.transaction() as session:
-        session.execute(statement)
+        insert_ignoring_duplicates(session, StoredResponse, [row], "id")
 
 
 def load(runtime: Runtime, user_id: int, response_id: str, param: str) -> StoredResponse:
