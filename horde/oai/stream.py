@@ -150,6 +150,26 @@ def advance(state: TextState, event: Progress) -> tuple[str, str] | None:
     return added
 
 
+NOT_CONTINUED = "the final reply does not continue the text sent."
+
+
+def final_texts(state: TextState, request: ChatRequest, with_reasoning: bool) -> tuple[str, str] | errors.HordeError:
+    """The finished reply's content and reasoning, or the error that ends the stream instead.
+
+    The error is the request's own (faulted, cancelled) or ChatStreamDiverged when the reply does not
+    continue what `state` sent (its reasoning only counts `with_reasoning`).
+    """
+    if request.state == "faulted":
+        return faulted_error(request)
+    if request.state == "cancelled":
+        return cancelled_error(request)
+    reply = request.reply or {}
+    content, reasoning = reply.get("content") or "", reply.get("reasoning_content") or ""
+    if not content.startswith(state.content) or (with_reasoning and not reasoning.startswith(state.reasoning)):
+        return diverged(request.id, NOT_CONTINUED)
+    return content, reasoning
+
+
 def relay(state: StreamState, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
     """Events for a progress post: the new reasoning, then the new content; None if it diverged."""
     added = advance(state, event)

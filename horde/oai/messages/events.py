@@ -16,7 +16,6 @@ import json
 from horde import errors
 from horde.chat.models import ChatRequest
 from horde.oai import completion, stream
-from horde.oai.errors import cancelled_error, faulted_error
 from horde.oai.messages import answer
 from horde.oai.messages import errors as anthropic_errors
 from horde.oai.waiter import Keepalive, Progress
@@ -68,14 +67,12 @@ class MessagesWriter:
         return [], out
 
     def finish(self, request: ChatRequest) -> list[bytes]:
-        if request.state == "faulted":
-            return self.failure(faulted_error(request))
-        if request.state == "cancelled":
-            return self.failure(cancelled_error(request))
+        texts = stream.final_texts(self, request, self.thinking)
+        if isinstance(texts, errors.HordeError):
+            self.diverged = isinstance(texts, errors.ChatStreamDiverged)
+            return self.failure(texts)
+        content, reasoning = texts
         reply = request.reply or {}
-        content, reasoning = reply.get("content") or "", reply.get("reasoning_content") or ""
-        if not content.startswith(self.content) or (self.thinking and not reasoning.startswith(self.reasoning)):
-            return self.diverge("the final reply does not continue the text sent.")
         out: list[bytes] = []
         if self.thinking and not self.text_opened and len(reasoning) > len(self.reasoning):
             out += self._open("thinking", answer.thinking_block(""))

@@ -19,7 +19,6 @@ from typing import Any
 from horde import errors
 from horde.chat.models import ChatRequest
 from horde.oai import completion, stream
-from horde.oai.errors import cancelled_error, faulted_error
 from horde.oai.responses import answer
 from horde.oai.waiter import Keepalive, Progress
 
@@ -76,16 +75,12 @@ class ResponsesWriter:
         return [], out
 
     def finish(self, request: ChatRequest) -> list[bytes]:
-        if request.state == "faulted":
-            return self.failure(faulted_error(request))
-        if request.state == "cancelled":
-            return self.failure(cancelled_error(request))
+        texts = stream.final_texts(self, request, self.include_reasoning)
+        if isinstance(texts, errors.HordeError):
+            self.diverged = isinstance(texts, errors.ChatStreamDiverged)
+            return self.failure(texts)
+        content, reasoning = texts
         reply = request.reply or {}
-        content, reasoning = reply.get("content") or "", reply.get("reasoning_content") or ""
-        if not content.startswith(self.content) or (
-            self.include_reasoning and not reasoning.startswith(self.reasoning)
-        ):
-            return self.diverge("the final reply does not continue the text sent.")
         out: list[bytes] = []
         if self.include_reasoning and self.message_index is None and len(reasoning) > len(self.reasoning):
             out += self._open_reasoning() + [self._reasoning_delta(reasoning[len(self.reasoning) :])]
