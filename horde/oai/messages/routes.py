@@ -8,7 +8,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
-from horde.accounts.models import User
+from horde.accounts.identity import Identity
 from horde.chat import service
 from horde.oai import auth
 from horde.oai.messages import call as messages
@@ -36,7 +36,7 @@ def _runtime() -> Runtime:
     return current_app.extensions["horde"]
 
 
-def _user() -> User:
+def _user() -> Identity:
     """The key of `x-api-key` (Anthropic's SDK) or of `Authorization: Bearer`; none is anonymous."""
     key = request.headers.get(API_KEY_HEADER)
     return service.authenticate(_runtime(), key.strip() if key else auth.bearer_key(request.headers))

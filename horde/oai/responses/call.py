@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from horde import errors
-from horde.accounts.models import User
+from horde.accounts.identity import Identity
 from horde.chat import admission
 from horde.chat.models import ChatRequest
 from horde.oai import stream
@@ -22,14 +22,16 @@ if TYPE_CHECKING:
 
 
 class ResponsesCall(ChatCall):
-    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest, user: User, conversation: list[dict]):
+    def __init__(
+        self, runtime: Runtime, body: dict, screened: ScreenedRequest, user: Identity, conversation: list[dict]
+    ):
         """`conversation` is this request's messages without instructions: history, then this turn's input."""
         super().__init__(runtime, body, screened)
         self.user = user
         self.conversation = conversation
 
     @classmethod
-    def screen_for(cls, runtime: Runtime, body: Any, user: User) -> ResponsesCall:
+    def screen_for(cls, runtime: Runtime, body: Any, user: Identity) -> ResponsesCall:
         if not isinstance(body, dict):
             raise ScreeningError(
                 f"Invalid type for the request body: expected an object, but got {json_type_name(body)} instead.",
