@@ -75,6 +75,7 @@ class Settings:
     oai_drop_grace_s: float = 10.0
     oai_wait_budget_s: float = 300.0
     idempotency_retention_s: int = 86_400
+    responses_retention_s: int = 2_592_000
     worker_online_window_s: float = 300.0
     job_ttl_s: float = 150.0
     max_attempts: int = 3
@@ -117,6 +118,7 @@ VARIABLES: dict[str, Variable] = {
     "oai_drop_grace_s": Variable("HORDE_OAI_DROP_GRACE_S", float, minimum=0),
     "oai_wait_budget_s": Variable("HORDE_OAI_WAIT_BUDGET_S", float, minimum=0),
     "idempotency_retention_s": _count("HORDE_IDEMPOTENCY_RETENTION_S"),
+    "responses_retention_s": _count("HORDE_RESPONSES_RETENTION_S"),
     "worker_online_window_s": _seconds("HORDE_WORKER_ONLINE_WINDOW_S"),
     "job_ttl_s": _seconds("HORDE_JOB_TTL_S"),
     "max_attempts": _count("HORDE_MAX_ATTEMPTS"),

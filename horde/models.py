@@ -12,9 +12,10 @@ from horde.accounts.models import KudosEntry, User
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
-from horde.workers.models import Worker
+from horde.oai.responses.models import StoredResponse
+from horde.workers.models import KnownModel, Worker
 
-MODELS = (User, KudosEntry, Worker, ChatRequest, ChatRequestModel, ChatJob, IdempotencyKey)
+MODELS = (User, KudosEntry, Worker, KnownModel, ChatRequest, ChatRequestModel, ChatJob, IdempotencyKey, StoredResponse)
 
 
 def create_schema(engine: Engine) -> None:
