@@ -12,6 +12,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     """Build the app: native API at /api/v2, the OpenAI front at settings.oai_prefix."""
     from horde.api import make_blueprint
     from horde.oai.app import make_blueprint as make_oai_blueprint
+    from horde.ops.routes import install as install_ops
+    from horde.web.routes import make_blueprint as make_web_blueprint
 
     settings = settings or (runtime.settings if runtime else Settings.from_env())
     runtime = runtime or Runtime.build(settings)
@@ -22,6 +24,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.extensions["horde"] = runtime
     app.register_blueprint(make_blueprint())
     app.register_blueprint(make_oai_blueprint(), url_prefix=settings.oai_prefix)
+    install_ops(app, settings)
+    app.register_blueprint(make_web_blueprint())
 
     @app.get("/health")
     def health():

@@ -7,12 +7,15 @@ while its non-streamed request waits, and cancels the request on the Horde.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 
 import gevent
+from gevent.event import Event
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
+from horde.ops.drain import DRAIN
 
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
@@ -56,8 +59,19 @@ def start_sweeper(runtime):
 
 
 def serve(app, runtime, host: str, port: int) -> None:
+    """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest."""
     listener = listen(host, port)
     start_sweeper(runtime)
     server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))
+    stopped = Event()
+
+    def shut_down():
+        server.close()
+        DRAIN.run(runtime.bus, runtime.settings.drain_s)
+        stopped.set()
+
+    gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(shut_down))
+    server.start()
     print(f"Horde serving on http://{host}:{listener.getsockname()[1]}", flush=True)
-    server.serve_forever()
+    stopped.wait()
+    log.info("stopped")

@@ -10,16 +10,18 @@ from horde.accounts.models import User
 from horde.chat import admission, images, lifecycle, queue
 from horde.chat.models import PROCESSING, WAITING, ChatRequest
 from horde.events import announce_jobs, request_channel
+from horde.ops.request_context import note
 from horde.workers import service as workers
 
 
 def authenticate(runtime, api_key: str | None) -> User:
     with runtime.db.read() as session:
         user = accounts.find_user(session, api_key)
-    if user is not None:
-        return user
-    with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
-        return accounts.authenticate(session, api_key)
+    if user is None:
+        with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
+            user = accounts.authenticate(session, api_key)
+    note(user=user.id)
+    return user
 
 
 def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",

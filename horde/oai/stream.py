@@ -71,6 +71,8 @@ class StreamState:
             "type") not in ("json_object", "json_schema")
         self.role_sent = False
         self.diverged = False
+        #: The stream ended because this process shuts down; the request goes on for a retry to attach to.
+        self.interrupted = False
         self.content = ""
         self.reasoning = ""
 
@@ -188,6 +190,7 @@ def events(state: StreamState, watcher):
             yield from finish(state, event.request)
             return
         elif isinstance(event, Failed):
+            state.interrupted = isinstance(event.error, errors.ServerShuttingDown)
             yield from error_event(event.error, state.request_id)
             return
 

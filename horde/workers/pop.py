@@ -13,6 +13,7 @@ from horde.chat.eligibility import queue_filter
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
 from horde.events import announce_jobs, jobs_channel, request_channel
+from horde.ops.drain import DRAIN
 from horde.workers import service as workers
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.models import Worker
@@ -27,7 +28,7 @@ def pop(runtime, api_key: str | None, body) -> dict:
         while True:
             last_try = deadline - time.monotonic() <= 0
             result = pop_once(runtime, api_key, request, explain=last_try)
-            if result["id"] is not None or last_try:
+            if result["id"] is not None or last_try or DRAIN.ending:
                 return result
             subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
 

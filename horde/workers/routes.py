@@ -8,6 +8,8 @@ from horde.api import api_key, json_body, runtime
 from horde.chat import lifecycle
 from horde.chat.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA, load
 from horde.events import announce_jobs, request_channel
+from horde.ops.metrics import long_poll
+from horde.ops.request_context import note
 from horde.workers import pop as pop_service
 
 namespace = Namespace("workers", description="The worker protocol")
@@ -19,7 +21,11 @@ class Pop(Resource):
     @namespace.doc(params=APIKEY_HEADER)
     def post(self):
         """Check in and take the best eligible job, long-polling up to `wait` seconds."""
-        return pop_service.pop(runtime(), api_key(), json_body())
+        body = json_body()
+        if isinstance(body, dict):
+            note(worker=body.get("name"))
+        with long_poll():
+            return pop_service.pop(runtime(), api_key(), body)
 
 
 @namespace.route("/progress")
@@ -66,6 +72,7 @@ class Fault(Resource):
 
 def _owner(session):
     owner = accounts.authenticate(session, api_key())
+    note(user=owner.id)
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     return owner

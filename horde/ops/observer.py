@@ -1,0 +1,81 @@
+"""WSGI middleware around the app: the request id, one log line and the HTTP metrics per request.
+
+It sees the request until the last byte of the answer is written (a stream's included), which a Flask
+after_request hook cannot.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from werkzeug.wsgi import ClosingIterator
+
+from horde.ops import request_log
+from horde.ops.drain import DRAIN
+from horde.ops.metrics import UNMATCHED_ROUTE, Metrics
+from horde.ops.request_context import RECORD_ENVIRON_KEY
+
+REQUEST_ID_HEADER = "x-request-id"
+REQUEST_ID_MAX_CHARS = 200
+PATH_LOG_MAX_CHARS = 200
+
+
+class RequestObserver:
+    def __init__(self, wsgi_app, metrics: Metrics, log_format: str):
+        self.wsgi_app = wsgi_app
+        self.metrics = metrics
+        self.log_format = log_format
+
+    def __call__(self, environ, start_response):
+        started = time.perf_counter()
+        given_id = _valid_request_id(environ.get("HTTP_X_REQUEST_ID"))
+        record = {"request_id": given_id, "method": environ.get("REQUEST_METHOD", ""), "route": None,
+                  "path": environ.get("PATH_INFO", "")[:PATH_LOG_MAX_CHARS], "status": None}
+        environ[RECORD_ENVIRON_KEY] = record
+
+        def observed_start_response(status, headers, exc_info=None):
+            record["status"] = int(status.split(" ", 1)[0])
+            set_id = next((value for name, value in headers if name.lower() == REQUEST_ID_HEADER), None)
+            if given_id is not None:
+                headers = [(name, value) for name, value in headers if name.lower() != REQUEST_ID_HEADER]
+                headers.append((REQUEST_ID_HEADER, given_id))
+            elif set_id is not None:
+                record["request_id"] = set_id  # the front names the answer after its chat request
+            else:
+                record["request_id"] = uuid.uuid4().hex
+                headers = list(headers) + [(REQUEST_ID_HEADER, record["request_id"])]
+            return start_response(status, headers, exc_info)
+
+        DRAIN.request_started()
+        try:
+            body = self.wsgi_app(environ, observed_start_response)
+        except BaseException:
+            record["status"] = record["status"] or 500
+            self._finish(record, started)
+            raise
+        return ClosingIterator(body, [lambda: self._finish(record, started)])
+
+    def _finish(self, record: dict, started: float) -> None:
+        DRAIN.request_ended()
+        duration_s = time.perf_counter() - started
+        record["duration_ms"] = round(duration_s * 1000, 1)
+        route = record["route"] or UNMATCHED_ROUTE
+        self.metrics.http_requests.labels(route, record["method"], str(record["status"])).inc()
+        self.metrics.http_latency.labels(route, record["method"]).observe(duration_s)
+        record["route"] = route
+        if route != UNMATCHED_ROUTE:
+            del record["path"]
+        request_log.emit(record, self.log_format)
+
+
+def _valid_request_id(value: str | None) -> str | None:
+    if value and len(value) <= REQUEST_ID_MAX_CHARS and value.isascii() and value.isprintable() and " " not in value:
+        return value
+    return None
+
+
+def note_route(environ: dict, rule: str | None) -> None:
+    record = environ.get(RECORD_ENVIRON_KEY)
+    if record is not None:
+        record["route"] = rule
