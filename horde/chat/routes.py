@@ -4,7 +4,7 @@ from flask import request as http_request
 from flask_restx import Namespace, Resource
 
 from horde.api import api_key, json_body, runtime
-from horde.chat import service
+from horde.chat import service, stats
 from horde.chat.cards import model_stats
 
 namespace = Namespace("chat", description="Chat requests")
@@ -51,3 +51,15 @@ class Models(Resource):
         hub = runtime()
         with hub.db.read() as session:
             return model_stats(session, hub.settings)
+
+
+stats_namespace = Namespace("stats", description="Horde statistics")
+
+
+@stats_namespace.route("/totals")
+class Totals(Resource):
+    def get(self):
+        """Chat requests served and tokens generated: last minute, hour, day, month, and in total."""
+        hub = runtime()
+        with hub.db.read() as session:
+            return stats.totals(session)
