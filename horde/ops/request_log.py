@@ -13,18 +13,24 @@ FIELD_ORDER = ("request_id", "method", "route", "path", "status", "duration_ms",
 log = logging.getLogger(LOGGER_NAME)
 
 
-def configure(log_format: str) -> None:
-    """Send request lines to stderr, each a whole line in the chosen format; idempotent."""
-    if getattr(log, "_horde_format", None) == log_format:
+class _LineHandler(logging.Handler):
+    """Writes the line as it is (its format is chosen when it is made) to the current stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(record.getMessage() + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def configure() -> None:
+    """Send request lines to stderr, once per process, whatever the handlers of the root logger."""
+    if any(isinstance(handler, _LineHandler) for handler in log.handlers):
         return
-    for handler in list(log.handlers):
-        log.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    log.addHandler(handler)
+    log.addHandler(_LineHandler())
     log.setLevel(logging.INFO)
     log.propagate = False
-    log._horde_format = log_format  # type: ignore[attr-defined]
 
 
 def line(record: dict, log_format: str) -> str:

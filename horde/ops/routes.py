@@ -22,7 +22,7 @@ def install(app: Flask, settings) -> None:
         note_route(request.environ, request.url_rule.rule if request.url_rule is not None else None)
 
     cors.install(app, settings.cors_origins, settings.oai_prefix)
-    request_log.configure(settings.log_format)
+    request_log.configure()
     app.wsgi_app = RequestObserver(app.wsgi_app, metrics(), settings.log_format)  # type: ignore[method-assign]
 
     app.register_blueprint(_metrics_blueprint())
