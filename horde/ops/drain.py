@@ -60,8 +60,10 @@ class Drain:
         _wait_until(lambda: self.waiters == 0 and self.requests_in_flight == 0, FLUSH_S)
 
     def start(self, bus, drain_s: float) -> None:
-        """`run` in the background, for a signal handler."""
-        threading.Thread(target=self.run, args=(bus, drain_s), name="horde-drain", daemon=True).start()
+        """`run` in a greenlet, for a signal handler (which must not block, nor start a thread under gevent)."""
+        import gevent
+
+        gevent.spawn(self.run, bus, drain_s)
 
 
 def _wait_until(condition, timeout_s: float) -> None:
