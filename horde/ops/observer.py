@@ -9,8 +9,6 @@ from __future__ import annotations
 import time
 import uuid
 
-from werkzeug.wsgi import ClosingIterator
-
 from horde.ops import request_log
 from horde.ops.drain import DRAIN
 from horde.ops.metrics import UNMATCHED_ROUTE, Metrics
@@ -19,6 +17,9 @@ from horde.ops.request_context import RECORD_ENVIRON_KEY
 REQUEST_ID_HEADER = "x-request-id"
 REQUEST_ID_MAX_CHARS = 200
 PATH_LOG_MAX_CHARS = 200
+#: Metric labels stay few: any other method a client invents is counted as one.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "other"
 
 
 class RequestObserver:
@@ -26,12 +27,14 @@ class RequestObserver:
         self.wsgi_app = wsgi_app
         self.metrics = metrics
         self.log_format = log_format
+        self._children: dict = {}
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
         given_id = _valid_request_id(environ.get("HTTP_X_REQUEST_ID"))
         record = {"request_id": given_id, "method": environ.get("REQUEST_METHOD", ""), "route": None,
                   "path": environ.get("PATH_INFO", "")[:PATH_LOG_MAX_CHARS], "status": None}
+        record["method"] = record["method"][:PATH_LOG_MAX_CHARS]
         environ[RECORD_ENVIRON_KEY] = record
 
         def observed_start_response(status, headers, exc_info=None):
@@ -54,19 +57,52 @@ class RequestObserver:
             record["status"] = record["status"] or 500
             self._finish(record, started)
             raise
-        return ClosingIterator(body, [lambda: self._finish(record, started)])
+        return _Closing(body, lambda: self._finish(record, started))
 
     def _finish(self, record: dict, started: float) -> None:
         DRAIN.request_ended()
         duration_s = time.perf_counter() - started
         record["duration_ms"] = round(duration_s * 1000, 1)
         route = record["route"] or UNMATCHED_ROUTE
-        self.metrics.http_requests.labels(route, record["method"], str(record["status"])).inc()
-        self.metrics.http_latency.labels(route, record["method"]).observe(duration_s)
+        method = record["method"] if record["method"] in KNOWN_METHODS else OTHER_METHOD
+        counter, histogram = self._series(route, method, record["status"])
+        counter.inc()
+        histogram.observe(duration_s)
         record["route"] = route
         if route != UNMATCHED_ROUTE:
             del record["path"]
         request_log.emit(record, self.log_format)
+
+
+    def _series(self, route: str, method: str, status: int):
+        """The labelled children, kept: prometheus_client's labels() locks and builds tuples on every call."""
+        key = (route, method, status)
+        series = self._children.get(key)
+        if series is None:
+            series = self._children[key] = (self.metrics.http_requests.labels(route, method, str(status)),
+                                            self.metrics.http_latency.labels(route, method))
+        return series
+
+
+class _Closing:
+    """The answer's body, with a callback when the server closes it (after the last byte, or a disconnect)."""
+
+    __slots__ = ("body", "on_close")
+
+    def __init__(self, body, on_close):
+        self.body = body
+        self.on_close = on_close
+
+    def __iter__(self):
+        return iter(self.body)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.on_close()
 
 
 def _valid_request_id(value: str | None) -> str | None:
