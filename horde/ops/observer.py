@@ -6,8 +6,8 @@ after_request hook cannot.
 
 from __future__ import annotations
 
+import random
 import time
-import uuid
 
 from horde.ops import request_log
 from horde.ops.drain import DRAIN
@@ -46,7 +46,7 @@ class RequestObserver:
             elif set_id is not None:
                 record["request_id"] = set_id  # the front names the answer after its chat request
             else:
-                record["request_id"] = uuid.uuid4().hex
+                record["request_id"] = f"{random.getrandbits(128):032x}"  # an id, not a secret: no syscall
                 headers = list(headers) + [(REQUEST_ID_HEADER, record["request_id"])]
             return start_response(status, headers, exc_info)
 

@@ -8,7 +8,7 @@ import json
 from flask import Blueprint, Flask, Response, current_app, request
 
 from horde import errors
-from horde.ops import cors, request_log
+from horde.ops import cors
 from horde.ops.gauges import DatabaseCollector
 from horde.ops.metrics import metrics
 from horde.ops.observer import RequestObserver, note_route
@@ -22,7 +22,6 @@ def install(app: Flask, settings) -> None:
         note_route(request.environ, request.url_rule.rule if request.url_rule is not None else None)
 
     cors.install(app, settings.cors_origins, settings.oai_prefix)
-    request_log.configure()
     app.wsgi_app = RequestObserver(app.wsgi_app, metrics(), settings.log_format)  # type: ignore[method-assign]
 
     app.register_blueprint(_metrics_blueprint())

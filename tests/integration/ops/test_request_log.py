@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import json
-import logging
 
 import pytest
 from flask.testing import FlaskClient
 
 from horde.app import create_app
-from horde.ops.request_log import LOGGER_NAME
-
-
-class Lines(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
+from horde.ops import request_log
 
 
 @pytest.fixture
@@ -35,12 +25,11 @@ class BufferedClient(FlaskClient):
 
 
 @pytest.fixture
-def lines():
-    handler = Lines()
-    logger = logging.getLogger(LOGGER_NAME)
-    logger.addHandler(handler)
-    yield handler.lines
-    logger.removeHandler(handler)
+def lines(monkeypatch):
+    """The lines the observer writes to stderr, one per request."""
+    written: list[str] = []
+    monkeypatch.setattr(request_log, "write", lambda text: written.append(text.rstrip("\n")))
+    return written
 
 
 def test_a_given_request_id_is_logged_and_returned(client, make_user, lines):
