@@ -6,6 +6,7 @@ from flask_restx import Namespace, Resource
 from horde.api import api_key, json_body, runtime
 from horde.chat import service, stats
 from horde.chat.cards import model_stats
+from horde.ops.request_context import note
 
 namespace = Namespace("chat", description="Chat requests")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
@@ -20,6 +21,7 @@ class Async(Resource):
         user = service.authenticate(hub, api_key())
         agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
         request = service.create(hub, user, json_body(), client_agent=agent)
+        note(chat_request=request.id)
         return {"id": request.id, "kudos": request.kudos_estimate}, 202
 
 
@@ -29,12 +31,14 @@ class Status(Resource):
     def get(self, request_id):
         """State, queue position, wait estimate, worker, reply, progress, kudos and adjustments."""
         hub = runtime()
+        note(chat_request=request_id)
         return service.status(hub, service.authenticate(hub, api_key()), request_id)
 
     @namespace.doc(params=APIKEY_HEADER)
     def delete(self, request_id):
         """Cancel the request."""
         hub = runtime()
+        note(chat_request=request_id)
         user = service.authenticate(hub, api_key())
         service.cancel(hub, user, request_id)
         return service.status(hub, user, request_id)

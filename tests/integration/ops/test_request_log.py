@@ -9,6 +9,7 @@ from flask.testing import FlaskClient
 
 from horde.app import create_app
 from horde.ops import request_log
+from tests.integration.helpers import declaration
 
 
 @pytest.fixture
@@ -67,10 +68,15 @@ def test_json_lines(runtime, make_user, lines):
     app.test_client_class = BufferedClient
     client = app.test_client()
     user, key = make_user()
-    client.post("/api/v2/generate/chat/async", json={"model": "m1", "messages": [{"role": "user", "content": "Hi"}]},
-                headers={"apikey": key, "x-request-id": "json-1"})
+    _, worker_key = make_user(trusted=True)
+    client.post("/api/v2/generate/chat/pop", json=declaration("log-worker"), headers={"apikey": worker_key})
+    lines.clear()
+    response = client.post("/api/v2/generate/chat/async", json={"model": "m1", "messages": [{"role": "user",
+                                                                                          "content": "Hi"}]},
+                           headers={"apikey": key, "x-request-id": "json-1"})
+    assert response.status_code == 202
     record = json.loads(lines[0])
-    assert record["request_id"] == "json-1"
+    assert record["request_id"] == "json-1" and record["chat_request"] == response.json["id"]
     assert record["route"] == "/api/v2/generate/chat/async"
     assert record["method"] == "POST" and record["user"] == user.id and isinstance(record["status"], int)
     assert isinstance(record["duration_ms"], float) and record["time"].endswith("Z")
