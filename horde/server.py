@@ -9,13 +9,21 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+from typing import TYPE_CHECKING
 
 import gevent
+<<<<<<< HEAD
 from gevent.event import Event
+=======
+from flask import Flask
+>>>>>>> main
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
 from horde.ops.drain import DRAIN
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
@@ -23,7 +31,7 @@ KEY_PURGE_EVERY_SWEEPS = 60
 
 
 class HordeHandler(WSGIHandler):
-    def get_environ(self):
+    def get_environ(self) -> dict:
         environ = super().get_environ()
         environ[SOCKET_ENVIRON_KEY] = self.socket
         return environ
@@ -38,7 +46,7 @@ def listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def sweeper(runtime) -> None:
+def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys."""
     from horde.oai import idempotency
 
@@ -54,12 +62,16 @@ def sweeper(runtime) -> None:
             log.exception("sweeping expired jobs failed")
 
 
-def start_sweeper(runtime):
+def start_sweeper(runtime: Runtime) -> gevent.Greenlet:
     return gevent.spawn(sweeper, runtime)
 
 
+<<<<<<< HEAD
 def serve(app, runtime, host: str, port: int) -> None:
     """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest."""
+=======
+def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
+>>>>>>> main
     listener = listen(host, port)
     start_sweeper(runtime)
     server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))
