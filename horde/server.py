@@ -12,11 +12,8 @@ import socket
 from typing import TYPE_CHECKING
 
 import gevent
-<<<<<<< HEAD
-from gevent.event import Event
-=======
 from flask import Flask
->>>>>>> main
+from gevent.event import Event
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
@@ -66,12 +63,8 @@ def start_sweeper(runtime: Runtime) -> gevent.Greenlet:
     return gevent.spawn(sweeper, runtime)
 
 
-<<<<<<< HEAD
-def serve(app, runtime, host: str, port: int) -> None:
-    """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest."""
-=======
 def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
->>>>>>> main
+    """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest."""
     listener = listen(host, port)
     start_sweeper(runtime)
     server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))

@@ -62,7 +62,7 @@ stats_namespace = Namespace("stats", description="Horde statistics")
 
 @stats_namespace.route("/totals")
 class Totals(Resource):
-    def get(self):
+    def get(self) -> dict:
         """Chat requests served and tokens generated: last minute, hour, day, month, and in total."""
         hub = runtime()
         with hub.db.read() as session:

@@ -17,7 +17,7 @@ def totals(session: Session) -> dict:
     """One pass over the finished requests: per window, how many were served and how many tokens they generated."""
     now = utcnow()
     tokens = func.coalesce(ChatRequest.reply["usage"]["completion_tokens"].as_integer(), 0)
-    columns = []
+    columns: list = []
     for seconds in WINDOWS_S.values():
         recent = ChatRequest.finished_at >= now - dt.timedelta(seconds=seconds)
         columns += [func.sum(case((recent, 1), else_=0)), func.sum(case((recent, tokens), else_=0))]

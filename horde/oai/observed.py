@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from horde.oai.waiter import Failed, Finished, Progress
 from horde.ops.metrics import metrics
@@ -11,7 +12,7 @@ from horde.ops.request_context import note_in
 DISCONNECTED = "disconnected"
 
 
-def observed(events, endpoint: str, environ: dict, request_id: str):
+def observed(events: Iterator[object], endpoint: str, environ: dict, request_id: str) -> Iterator[object]:
     """Yield `events` unchanged; count the outcome, time the first text and the end, note request and worker."""
     board = metrics()
     started = time.perf_counter()

@@ -5,8 +5,18 @@ from __future__ import annotations
 from flask import Flask, Response, request
 
 ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
-ALLOWED_HEADERS = ("Authorization", "Content-Type", "Idempotency-Key", "X-Title", "HTTP-Referer", "apikey",
-                   "Client-Agent", "x-api-key", "anthropic-version", "x-request-id")
+ALLOWED_HEADERS = (
+    "Authorization",
+    "Content-Type",
+    "Idempotency-Key",
+    "X-Title",
+    "HTTP-Referer",
+    "apikey",
+    "Client-Agent",
+    "x-api-key",
+    "anthropic-version",
+    "x-request-id",
+)
 #: Headers a browser may send whose names have a known prefix (the OpenAI SDK's telemetry).
 ALLOWED_HEADER_PREFIXES = ("x-stainless-",)
 EXPOSED_HEADERS = ("x-should-retry", "Retry-After", "Idempotent-Replayed", "x-request-id")
@@ -48,7 +58,7 @@ class Cors:
         if allowed is None:
             return response
         response.headers["Access-Control-Allow-Origin"] = allowed
-        prefixed = [name for name in response.headers.keys() if name.lower().startswith(EXPOSED_HEADER_PREFIXES)]
+        prefixed = [name for name, _ in response.headers.items() if name.lower().startswith(EXPOSED_HEADER_PREFIXES)]
         response.headers["Access-Control-Expose-Headers"] = ", ".join(EXPOSED_HEADERS + tuple(dict.fromkeys(prefixed)))
         self._vary(response)
         return response

@@ -13,6 +13,12 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from horde.events import LocalEventBus
+    from horde.runtime import Runtime
 
 log = logging.getLogger(__name__)
 POLL_S = 0.05
@@ -29,7 +35,7 @@ class Drain:
         self.ending = False
 
     @contextlib.contextmanager
-    def waiter(self):
+    def waiter(self) -> Iterator[None]:
         with self._lock:
             self.waiters += 1
         try:
@@ -46,7 +52,7 @@ class Drain:
         with self._lock:
             self.requests_in_flight -= 1
 
-    def run(self, bus, drain_s: float) -> None:
+    def run(self, bus: LocalEventBus, drain_s: float) -> None:
         """Block (a greenlet under gevent) until the open streams and waits ended, or end them at the deadline."""
         if self.draining:
             return
@@ -59,14 +65,14 @@ class Drain:
         bus.wake_all()
         _wait_until(lambda: self.waiters == 0 and self.requests_in_flight == 0, FLUSH_S)
 
-    def start(self, bus, drain_s: float) -> None:
+    def start(self, bus: LocalEventBus, drain_s: float) -> None:
         """`run` in a greenlet, for a signal handler (which must not block, nor start a thread under gevent)."""
         import gevent
 
         gevent.spawn(self.run, bus, drain_s)
 
 
-def _wait_until(condition, timeout_s: float) -> None:
+def _wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition() and time.monotonic() < deadline:
         time.sleep(POLL_S)
@@ -75,7 +81,7 @@ def _wait_until(condition, timeout_s: float) -> None:
 DRAIN = Drain()
 
 
-def chain_sigterm(runtime) -> None:
+def chain_sigterm(runtime: Runtime) -> None:
     """Under gunicorn: start the drain on SIGTERM, then let gunicorn's own handler stop accepting."""
     previous = signal.getsignal(signal.SIGTERM)
 

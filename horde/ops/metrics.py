@@ -14,7 +14,12 @@ import atexit
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prometheus_client.registry import Collector
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -47,27 +52,51 @@ class Metrics:
         disable_created_metrics()  # the *_created series double the output and nothing here reads them
         self.registry = CollectorRegistry(auto_describe=True)
         registry = self.registry
-        self.http_requests = Counter("horde_http_requests_total", "HTTP requests by route, method and status.",
-                                     ["route", "method", "status"], registry=registry)
-        self.http_latency = Histogram("horde_http_request_duration_seconds",
-                                      "HTTP request duration until the last byte of the answer, by route and method.",
-                                      ["route", "method"], buckets=LATENCY_BUCKETS_S, registry=registry)
+        self.http_requests = Counter(
+            "horde_http_requests_total",
+            "HTTP requests by route, method and status.",
+            ["route", "method", "status"],
+            registry=registry,
+        )
+        self.http_latency = Histogram(
+            "horde_http_request_duration_seconds",
+            "HTTP request duration until the last byte of the answer, by route and method.",
+            ["route", "method"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=registry,
+        )
         self.generation_requests = Counter(
             "horde_generation_requests_total",
             "Chat and text requests by endpoint and outcome (done, faulted, cancelled, an error code, disconnected).",
-            ["endpoint", "outcome"], registry=registry)
-        self.first_token = Histogram("horde_time_to_first_token_seconds",
-                                     "From the call to the first generated text the front saw, by endpoint.",
-                                     ["endpoint"], buckets=LATENCY_BUCKETS_S, registry=registry)
-        self.completion = Histogram("horde_time_to_completion_seconds",
-                                    "From the call to the finished reply, by endpoint.",
-                                    ["endpoint"], buckets=LATENCY_BUCKETS_S, registry=registry)
-        self.open_streams = Gauge("horde_open_streams", "Open client streams and waits (stream or not).",
-                                  ["endpoint"], multiprocess_mode="livesum", registry=registry)
-        self.long_polls = Gauge("horde_open_long_polls", "Worker pops waiting for a job.",
-                                multiprocess_mode="livesum", registry=registry)
+            ["endpoint", "outcome"],
+            registry=registry,
+        )
+        self.first_token = Histogram(
+            "horde_time_to_first_token_seconds",
+            "From the call to the first generated text the front saw, by endpoint.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=registry,
+        )
+        self.completion = Histogram(
+            "horde_time_to_completion_seconds",
+            "From the call to the finished reply, by endpoint.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=registry,
+        )
+        self.open_streams = Gauge(
+            "horde_open_streams",
+            "Open client streams and waits (stream or not).",
+            ["endpoint"],
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.long_polls = Gauge(
+            "horde_open_long_polls", "Worker pops waiting for a job.", multiprocess_mode="livesum", registry=registry
+        )
 
-    def exposition(self, extra_collectors=()) -> bytes:
+    def exposition(self, extra_collectors: Iterable[Collector] = ()) -> bytes:
         """The text format: this process's metrics, or the run's in multiprocess mode, then `extra_collectors`."""
         from prometheus_client import CollectorRegistry, generate_latest
         from prometheus_client.multiprocess import MultiProcessCollector
@@ -101,7 +130,7 @@ def metrics() -> Metrics:
 
 
 @contextlib.contextmanager
-def long_poll():
+def long_poll() -> Iterator[None]:
     """Count a worker's pop in horde_open_long_polls while it runs."""
     gauge = metrics().long_polls
     gauge.inc()

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import random
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
 
 from horde.ops import request_log
 from horde.ops.drain import DRAIN
@@ -23,7 +27,7 @@ OTHER_METHOD = "other"
 
 
 class RequestObserver:
-    def __init__(self, wsgi_app, metrics: Metrics, log_format: str):
+    def __init__(self, wsgi_app: WSGIApplication, metrics: Metrics, log_format: str):
         self.wsgi_app = wsgi_app
         self.metrics = metrics
         self.log_format = log_format
@@ -32,8 +36,13 @@ class RequestObserver:
     def __call__(self, environ, start_response):
         started = time.perf_counter()
         given_id = _valid_request_id(environ.get("HTTP_X_REQUEST_ID"))
-        record = {"request_id": given_id, "method": environ.get("REQUEST_METHOD", ""), "route": None,
-                  "path": environ.get("PATH_INFO", "")[:PATH_LOG_MAX_CHARS], "status": None}
+        record = {
+            "request_id": given_id,
+            "method": environ.get("REQUEST_METHOD", ""),
+            "route": None,
+            "path": environ.get("PATH_INFO", "")[:PATH_LOG_MAX_CHARS],
+            "status": None,
+        }
         record["method"] = record["method"][:PATH_LOG_MAX_CHARS]
         environ[RECORD_ENVIRON_KEY] = record
 
@@ -73,14 +82,15 @@ class RequestObserver:
             del record["path"]
         request_log.emit(record, self.log_format)
 
-
     def _series(self, route: str, method: str, status: int):
         """The labelled children, kept: prometheus_client's labels() locks and builds tuples on every call."""
         key = (route, method, status)
         series = self._children.get(key)
         if series is None:
-            series = self._children[key] = (self.metrics.http_requests.labels(route, method, str(status)),
-                                            self.metrics.http_latency.labels(route, method))
+            series = self._children[key] = (
+                self.metrics.http_requests.labels(route, method, str(status)),
+                self.metrics.http_latency.labels(route, method),
+            )
         return series
 
 

@@ -8,6 +8,7 @@ import json
 from flask import Blueprint, Flask, Response, current_app, request
 
 from horde import errors
+from horde.config import Settings
 from horde.ops import cors
 from horde.ops.gauges import DatabaseCollector
 from horde.ops.metrics import metrics
@@ -16,7 +17,7 @@ from horde.ops.observer import RequestObserver, note_route
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def install(app: Flask, settings) -> None:
+def install(app: Flask, settings: Settings) -> None:
     @app.before_request
     def _note_route():
         note_route(request.environ, request.url_rule.rule if request.url_rule is not None else None)
@@ -47,10 +48,9 @@ def _refusal(token: str | None) -> Response | None:
     if token is None:
         return None
     sent = request.headers.get("Authorization", "")
-    if sent.startswith("Bearer ") and hmac.compare_digest(sent[len("Bearer "):].encode(), token.encode()):
+    if sent.startswith("Bearer ") and hmac.compare_digest(sent[len("Bearer ") :].encode(), token.encode()):
         return None
     error = errors.InvalidAPIKey("GET /metrics needs the metrics token as `Authorization: Bearer <token>`.")
     response = Response(json.dumps(error.to_native()), status=error.status, content_type="application/json")
     response.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
     return response
-

@@ -26,10 +26,19 @@ SHORT_REPLY = "A short reply."
 
 @pytest.fixture
 def rules(tmp_path):
-    return write_rules(tmp_path, [
-        {"match": {"contains": "long"}, "reply": {"content": LONG_REPLY, "progress_steps": 40, "progress_interval_s": 0.25}},
-        {"match": {"contains": "short"}, "reply": {"content": SHORT_REPLY, "progress_steps": 4, "progress_interval_s": 0.5}},
-    ])
+    return write_rules(
+        tmp_path,
+        [
+            {
+                "match": {"contains": "long"},
+                "reply": {"content": LONG_REPLY, "progress_steps": 40, "progress_interval_s": 0.25},
+            },
+            {
+                "match": {"contains": "short"},
+                "reply": {"content": SHORT_REPLY, "progress_steps": 4, "progress_interval_s": 0.5},
+            },
+        ],
+    )
 
 
 def refuses_connections(server) -> bool:
@@ -46,8 +55,10 @@ def latest_request(harness):
 
 
 def wait_processing(harness):
-    wait_until(lambda: (request := latest_request(harness)) is not None and request.state == "processing",
-               what="the request to be taken by the worker")
+    wait_until(
+        lambda: (request := latest_request(harness)) is not None and request.state == "processing",
+        what="the request to be taken by the worker",
+    )
 
 
 def interrupted_stream_then_retry(harness, first, second, rules):
@@ -56,8 +67,12 @@ def interrupted_stream_then_retry(harness, first, second, rules):
     harness.worker([model], rules=rules, server=second)
     key = harness.user(kudos=100)
     idempotency_key = f"drain-{uuid.uuid4().hex}"
-    body = dict(model=model, messages=[{"role": "user", "content": "Something long, please."}], stream=True,
-                extra_headers={"Idempotency-Key": idempotency_key})
+    body = dict(
+        model=model,
+        messages=[{"role": "user", "content": "Something long, please."}],
+        stream=True,
+        extra_headers={"Idempotency-Key": idempotency_key},
+    )
     stream = harness.openai(key, server=first).chat.completions.create(**body)
     wait_processing(harness)
     first.popen.send_signal(signal.SIGTERM)
@@ -107,7 +122,8 @@ def test_a_stream_within_the_drain_ends_normally_and_no_new_connection_is_accept
         model = unique_model("drain")
         harness.worker([model], rules=rules)
         stream = harness.openai(harness.user(kudos=100), server=draining).chat.completions.create(
-            model=model, messages=[{"role": "user", "content": "Something short."}], stream=True)
+            model=model, messages=[{"role": "user", "content": "Something short."}], stream=True
+        )
         wait_processing(harness)
         draining.popen.send_signal(signal.SIGTERM)
         wait_until(lambda: refuses_connections(draining), what="the draining server to stop accepting")

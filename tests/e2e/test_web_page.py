@@ -17,14 +17,24 @@ from tests.e2e.conftest import Harness, unique_model
 from tests.support.processes import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 TIMEOUT_MS = 30_000
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Chromium is not installed at {CHROMIUM} "
-                       "(apt-get install chromium chromium-driver; .ci/run installs it)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"Chromium is not installed at {CHROMIUM} "
+        "(apt-get install chromium chromium-driver; .ci/run installs it)",
+    ),
 ]
 
 
@@ -110,10 +120,13 @@ def test_stop_cancels_the_request_on_the_horde(site, browser_page):
 
     def cancelled():
         with harness.runtime.db.read() as session:
-            states = session.scalars(select(ChatRequest.state).where(ChatRequest.models.is_not(None))
-                                     .order_by(ChatRequest.created_at.desc()).limit(1)).all()
+            states = session.scalars(
+                select(ChatRequest.state)
+                .where(ChatRequest.models.is_not(None))
+                .order_by(ChatRequest.created_at.desc())
+                .limit(1)
+            ).all()
         return states == ["cancelled"]
 
     wait_until(cancelled, what="the stopped request to be cancelled on the Horde")
     assert problems == []
-

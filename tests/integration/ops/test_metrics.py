@@ -6,16 +6,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from horde.app import create_app
 from tests.integration.helpers import pop, queued_id, submit
-from tests.integration.ops.test_request_log import BufferedClient, client  # noqa: F401  (closes each answer)
+from tests.integration.ops.conftest import buffered_client
 
 
 def samples(client, **headers) -> dict:
     response = client.get("/metrics", headers=headers)
     assert response.status_code == 200
     assert response.content_type.startswith("text/plain")
-    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(response.get_data(as_text=True))
-            for sample in family.samples}
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.get_data(as_text=True))
+        for sample in family.samples
+    }
 
 
 def value(metrics: dict, name: str, **labels) -> float:
@@ -23,15 +25,19 @@ def value(metrics: dict, name: str, **labels) -> float:
 
 
 def test_http_requests_are_counted_by_route_method_and_status(client):
-    before = value(samples(client), "horde_http_requests_total", route="/v1/models/<path:model_id>", method="GET",
-                   status="404")
+    before = value(
+        samples(client), "horde_http_requests_total", route="/v1/models/<path:model_id>", method="GET", status="404"
+    )
     for _ in range(3):
         client.get("/v1/models/no-such-model")
     after = samples(client)
-    assert value(after, "horde_http_requests_total", route="/v1/models/<path:model_id>", method="GET",
-                 status="404") == before + 3
-    assert value(after, "horde_http_request_duration_seconds_count", route="/v1/models/<path:model_id>",
-                 method="GET") >= 3
+    assert (
+        value(after, "horde_http_requests_total", route="/v1/models/<path:model_id>", method="GET", status="404")
+        == before + 3
+    )
+    assert (
+        value(after, "horde_http_request_duration_seconds_count", route="/v1/models/<path:model_id>", method="GET") >= 3
+    )
 
 
 def test_queue_workers_jobs_and_kudos_come_from_the_database(client, make_user):
@@ -50,15 +56,16 @@ def test_queue_workers_jobs_and_kudos_come_from_the_database(client, make_user):
     assert value(metrics, "horde_queue_depth", model="metrics/m") == 1
     assert value(metrics, "horde_jobs_ended_total", state="submitted") == 1
     assert value(metrics, "horde_kudos_moved_total", kind="grant") == 50
-    assert value(metrics, "horde_kudos_moved_total", kind="charge") == value(metrics, "horde_kudos_moved_total",
-                                                                              kind="reward") > 0
+    assert (
+        value(metrics, "horde_kudos_moved_total", kind="charge")
+        == value(metrics, "horde_kudos_moved_total", kind="reward")
+        > 0
+    )
 
 
 def test_the_metrics_token_is_required_when_set(runtime):
     runtime.settings = runtime.settings.replace(metrics_token="s3cret")
-    app = create_app(runtime=runtime)
-    app.test_client_class = BufferedClient
-    client = app.test_client()
+    client = buffered_client(create_app(runtime=runtime))
     assert client.get("/metrics").status_code == 401
     refused = client.get("/metrics", headers={"Authorization": "Bearer wrong"})
     assert refused.status_code == 401 and refused.json["rc"] == "InvalidAPIKey"

@@ -5,24 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from flask.testing import FlaskClient
 
 from horde.app import create_app
 from horde.ops import request_log
 from tests.integration.helpers import declaration
-
-
-@pytest.fixture
-def client(app):
-    """Buffered: the test client then closes each answer, as a server does when the last byte is out."""
-    app.test_client_class = BufferedClient
-    return app.test_client()
-
-
-class BufferedClient(FlaskClient):
-    def open(self, *args, **kwargs):
-        kwargs.setdefault("buffered", True)
-        return super().open(*args, **kwargs)
+from tests.integration.ops.conftest import buffered_client
 
 
 @pytest.fixture
@@ -39,8 +26,14 @@ def test_a_given_request_id_is_logged_and_returned(client, make_user, lines):
     assert response.headers["x-request-id"] == "trace-42"
     [line] = lines
     fields = dict(part.split("=", 1) for part in line.split(" ")[1:])
-    assert fields == {"request_id": "trace-42", "method": "GET", "route": "/v1/models", "status": "200",
-                      "duration_ms": fields["duration_ms"], "user": str(user.id)}
+    assert fields == {
+        "request_id": "trace-42",
+        "method": "GET",
+        "route": "/v1/models",
+        "status": "200",
+        "duration_ms": fields["duration_ms"],
+        "user": str(user.id),
+    }
     assert float(fields["duration_ms"]) >= 0
 
 
@@ -64,16 +57,16 @@ def test_unknown_paths_are_logged_by_path_under_one_route(client, lines):
 
 def test_json_lines(runtime, make_user, lines):
     runtime.settings = runtime.settings.replace(log_format="json")
-    app = create_app(runtime=runtime)
-    app.test_client_class = BufferedClient
-    client = app.test_client()
+    client = buffered_client(create_app(runtime=runtime))
     user, key = make_user()
     _, worker_key = make_user(trusted=True)
     client.post("/api/v2/generate/chat/pop", json=declaration("log-worker"), headers={"apikey": worker_key})
     lines.clear()
-    response = client.post("/api/v2/generate/chat/async", json={"model": "m1", "messages": [{"role": "user",
-                                                                                          "content": "Hi"}]},
-                           headers={"apikey": key, "x-request-id": "json-1"})
+    response = client.post(
+        "/api/v2/generate/chat/async",
+        json={"model": "m1", "messages": [{"role": "user", "content": "Hi"}]},
+        headers={"apikey": key, "x-request-id": "json-1"},
+    )
     assert response.status_code == 202
     record = json.loads(lines[0])
     assert record["request_id"] == "json-1" and record["chat_request"] == response.json["id"]
