@@ -52,38 +52,33 @@ class Metrics:
         disable_created_metrics()  # the *_created series double the output and nothing here reads them
         self.registry = CollectorRegistry(auto_describe=True)
         registry = self.registry
-        self.http_requests = Counter(
-            "horde_http_requests_total",
-            "HTTP requests by route, method and status.",
-            ["route", "method", "status"],
-            registry=registry,
+
+        def counter(name: str, documentation: str, labels: list[str]) -> Counter:
+            return Counter(name, documentation, labels, registry=registry)
+
+        def histogram(name: str, documentation: str, labels: list[str]) -> Histogram:
+            return Histogram(name, documentation, labels, buckets=LATENCY_BUCKETS_S, registry=registry)
+
+        self.http_requests = counter(
+            "horde_http_requests_total", "HTTP requests by route, method and status.", ["route", "method", "status"]
         )
-        self.http_latency = Histogram(
+        self.http_latency = histogram(
             "horde_http_request_duration_seconds",
             "HTTP request duration until the last byte of the answer, by route and method.",
             ["route", "method"],
-            buckets=LATENCY_BUCKETS_S,
-            registry=registry,
         )
-        self.generation_requests = Counter(
+        self.generation_requests = counter(
             "horde_generation_requests_total",
             "Chat and text requests by endpoint and outcome (done, faulted, cancelled, an error code, disconnected).",
             ["endpoint", "outcome"],
-            registry=registry,
         )
-        self.first_token = Histogram(
+        self.first_token = histogram(
             "horde_time_to_first_token_seconds",
             "From the call to the first generated text the front saw, by endpoint.",
             ["endpoint"],
-            buckets=LATENCY_BUCKETS_S,
-            registry=registry,
         )
-        self.completion = Histogram(
-            "horde_time_to_completion_seconds",
-            "From the call to the finished reply, by endpoint.",
-            ["endpoint"],
-            buckets=LATENCY_BUCKETS_S,
-            registry=registry,
+        self.completion = histogram(
+            "horde_time_to_completion_seconds", "From the call to the finished reply, by endpoint.", ["endpoint"]
         )
         self.open_streams = Gauge(
             "horde_open_streams",
