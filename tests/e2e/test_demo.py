@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.support.processes import ROOT, free_port
+from horde_testing.processes import ROOT, free_port
 
 pytestmark = pytest.mark.e2e
 DEMO_TIMEOUT_S = 180

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
 from tests.e2e.conftest import Harness, unique_model
-from tests.support.processes import wait_until
+from horde_testing.processes import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
