@@ -70,6 +70,12 @@ class Settings:
     log_format: str = "text"
     #: On SIGTERM, how long open streams and waits may still run before they end in server_shutting_down.
     drain_s: float = 30.0
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_messages: int = 2048
+    max_image_bytes_total: int = 32 * 1024 * 1024
+    trusted_proxy_hops: int = 0
+    http_idle_timeout_s: float = 75.0
+    http_header_timeout_s: float = 10.0
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -99,6 +105,12 @@ class Settings:
             metrics_dir=env.get("HORDE_METRICS_DIR") or None,
             log_format=_log_format(env.get("HORDE_LOG_FORMAT") or cls.log_format),
             drain_s=_float(env, "HORDE_DRAIN_S", cls.drain_s),
+            max_body_bytes=_int(env, "HORDE_MAX_BODY_BYTES", cls.max_body_bytes),
+            max_messages=_int(env, "HORDE_MAX_MESSAGES", cls.max_messages),
+            max_image_bytes_total=_int(env, "HORDE_MAX_IMAGE_BYTES_TOTAL", cls.max_image_bytes_total),
+            trusted_proxy_hops=_int(env, "HORDE_TRUSTED_PROXY_HOPS", cls.trusted_proxy_hops),
+            http_idle_timeout_s=_float(env, "HORDE_HTTP_IDLE_TIMEOUT_S", cls.http_idle_timeout_s),
+            http_header_timeout_s=_float(env, "HORDE_HTTP_HEADER_TIMEOUT_S", cls.http_header_timeout_s),
         )
         values.update(overrides)
         return cls(**values)

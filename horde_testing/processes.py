@@ -92,13 +92,13 @@ class Server(Process):
 
 
 class GunicornServer(Server):
-    """The production command: gunicorn's gevent workers importing horde.wsgi."""
+    """The production command: gunicorn with the Horde's gevent worker class, importing horde.wsgi."""
 
     WORKERS = 2
     GRACEFUL_TIMEOUT_S = 60
 
     def command(self) -> list[str]:
-        return ["-m", "gunicorn", "-k", "gevent", "-w", str(self.WORKERS), "-b", f"127.0.0.1:{self.port}",
+        return ["-m", "gunicorn", "-k", "horde.gunicorn_worker.HordeWorker", "-w", str(self.WORKERS), "-b", f"127.0.0.1:{self.port}",
                 "--graceful-timeout", str(self.GRACEFUL_TIMEOUT_S), "horde.wsgi:app"]
 
 

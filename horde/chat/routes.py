@@ -6,6 +6,7 @@ from flask_restx import Namespace, Resource
 from horde.api import api_key, json_body, runtime
 from horde.chat import service, stats
 from horde.chat.cards import model_stats
+from horde.client_address import client_address
 from horde.ops.request_context import note
 
 namespace = Namespace("chat", description="Chat requests")
@@ -20,7 +21,8 @@ class Async(Resource):
         hub = runtime()
         user = service.authenticate(hub, api_key())
         agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
-        request = service.create(hub, user, json_body(), client_agent=agent)
+        address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
+        request = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
         note(chat_request=request.id)
         return {"id": request.id, "kudos": request.kudos_estimate}, 202
 
