@@ -98,8 +98,8 @@ class GunicornServer(Server):
     GRACEFUL_TIMEOUT_S = 60
 
     def command(self) -> list[str]:
-        return ["-m", "gunicorn", "-k", "horde.gunicorn_worker.HordeWorker", "-w", str(self.WORKERS), "-b", f"127.0.0.1:{self.port}",
-                "--graceful-timeout", str(self.GRACEFUL_TIMEOUT_S), "horde.wsgi:app"]
+        return ["-m", "gunicorn", "-k", "horde.gunicorn_worker.HordeWorker", "-w", str(self.WORKERS),
+                "-b", f"127.0.0.1:{self.port}", "--graceful-timeout", str(self.GRACEFUL_TIMEOUT_S), "horde.wsgi:app"]
 
 
 class Worker(Process):

@@ -9,8 +9,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.conftest import Harness, unique_model
 from horde_testing.processes import GunicornServer, wait_until
+from tests.e2e.conftest import Harness, unique_model
 
 pytestmark = pytest.mark.e2e
 MISSES = 20

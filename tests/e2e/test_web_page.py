@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
-from tests.e2e.conftest import Harness, unique_model
 from horde_testing.processes import wait_until
+from tests.e2e.conftest import Harness, unique_model
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
