@@ -30,6 +30,7 @@ class Variable:
     minimum: float | None = None
     above: float | None = None
     optional: bool = False
+    choices: tuple[str, ...] = ()
 
     def read(self, env: Mapping[str, str], default: Any) -> Any:
         raw = env.get(self.name)
@@ -38,6 +39,8 @@ class Variable:
         if self.kind is tuple:
             return tuple(item.strip() for item in raw.split(",") if item.strip())
         if self.kind is str:
+            if self.choices and raw not in self.choices:
+                raise SettingError(f"{self.name}={raw!r}: must be one of {', '.join(self.choices)}.")
             return raw
         try:
             value = self.kind(raw)
@@ -60,6 +63,9 @@ def _seconds(name: str) -> Variable:
 
 def _count(name: str, minimum: int = 1) -> Variable:
     return Variable(name, int, minimum=minimum)
+
+
+LOG_FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,16 @@ class Settings:
     image_fetch_timeout_s: float = 2.0
     sweep_interval_s: float = 1.0
     model_reference_path: str | None = None
+    #: Origins a browser may call /v1 and /api/v2 from; ("*",) is any origin (keys travel in headers only).
+    cors_origins: tuple[str, ...] = ("*",)
+    #: When set, GET /metrics requires it as a Bearer token.
+    metrics_token: str | None = None
+    #: prometheus_client's multiprocess directory; None picks one per run under gunicorn.
+    metrics_dir: str | None = None
+    #: "text" or "json" (one JSON object per line).
+    log_format: str = "text"
+    #: On SIGTERM, how long open streams and waits may still run before they end in server_shutting_down.
+    drain_s: float = 30.0
     max_body_bytes: int = 32 * 1024 * 1024
     max_messages: int = 2048
     max_image_bytes_total: int = 32 * 1024 * 1024
@@ -137,4 +153,9 @@ VARIABLES: dict[str, Variable] = {
     "trusted_proxy_hops": _count("HORDE_TRUSTED_PROXY_HOPS", minimum=0),
     "http_idle_timeout_s": _seconds("HORDE_HTTP_IDLE_TIMEOUT_S"),
     "http_header_timeout_s": _seconds("HORDE_HTTP_HEADER_TIMEOUT_S"),
+    "cors_origins": Variable("HORDE_CORS_ORIGINS", tuple),
+    "metrics_token": Variable("HORDE_METRICS_TOKEN", optional=True),
+    "metrics_dir": Variable("HORDE_METRICS_DIR", optional=True),
+    "log_format": Variable("HORDE_LOG_FORMAT", choices=LOG_FORMATS),
+    "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),
 }

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
+from horde.ops.request_context import note
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -20,6 +21,7 @@ def authenticate(runtime: Runtime, api_key: str | None) -> Identity:
     cache_key = accounts.identity_cache_key(api_key)
     identity = runtime.identities.get(cache_key)
     if identity is not None:
+        note(user=identity.id)
         return identity
     with runtime.db.read() as session:
         user = accounts.find_user(session, api_key)
@@ -28,4 +30,5 @@ def authenticate(runtime: Runtime, api_key: str | None) -> Identity:
             user = accounts.authenticate(session, api_key)
     identity = Identity.of(user)
     runtime.identities.put(cache_key, identity)
+    note(user=identity.id)
     return identity

@@ -6,6 +6,8 @@ from horde import errors
 from horde.chat import lifecycle
 from horde.chat.models import WAITING
 from horde.events import announce_jobs, request_channel
+from horde.ops.metrics import long_poll
+from horde.ops.request_context import note
 from horde.payload import load
 from horde.request_context import api_key, json_body, runtime
 from horde.workers import pop as pop_service
@@ -20,7 +22,11 @@ class Pop(Resource):
     @namespace.doc(params=APIKEY_HEADER)
     def post(self) -> dict:
         """Check in and take the best eligible job, long-polling up to `wait` seconds."""
-        return pop_service.pop(runtime(), api_key(), json_body())
+        body = json_body()
+        if isinstance(body, dict):
+            note(worker=body.get("name"))
+        with long_poll():
+            return pop_service.pop(runtime(), api_key(), body)
 
 
 @namespace.route("/progress")

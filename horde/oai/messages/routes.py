@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
+from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
-from horde.chat import service
 from horde.oai import auth
 from horde.oai.messages import call as messages
 from horde.oai.messages import errors as anthropic_errors
 from horde.oai.screening import ScreeningError
+from horde.request_context import runtime
 
 if TYPE_CHECKING:
-    from horde.runtime import Runtime
+    pass
 
 API_KEY_HEADER = "x-api-key"
 
@@ -32,26 +33,23 @@ def make_blueprint() -> Blueprint:
     return blueprint
 
 
-def _runtime() -> Runtime:
-    return current_app.extensions["horde"]
-
 
 def _user() -> Identity:
     """The key of `x-api-key` (Anthropic's SDK) or of `Authorization: Bearer`; none is anonymous."""
     key = request.headers.get(API_KEY_HEADER)
-    return service.authenticate(_runtime(), key.strip() if key else auth.bearer_key(request.headers))
+    return authenticate(runtime(), key.strip() if key else auth.bearer_key(request.headers))
 
 
 def create_message() -> Response:
     user = _user()  # 401 before any look at the body
-    hub = _runtime()
+    hub = runtime()
     call = messages.MessagesCall.screen_body(hub, request_json.read_json(request, hub.settings.max_body_bytes))
     return call.answer(user, request.headers, request.environ)
 
 
 def count_tokens() -> Response:
     _user()
-    hub = _runtime()
+    hub = runtime()
     return jsonify(messages.count_tokens(hub, request_json.read_json(request, hub.settings.max_body_bytes)))
 
 
