@@ -3,9 +3,7 @@ each test."""
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -46,9 +44,3 @@ def redis_settings():
     if not url:
         pytest.skip("Redis tests need HORDE_TEST_REDIS_URL")
     return {"HORDE_REDIS_URL": url, "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"}
-
-
-def write_rules(tmp_path, rules: list[dict]) -> Path:
-    path = tmp_path / "rules.json"
-    path.write_text(json.dumps({"rules": rules}))
-    return path

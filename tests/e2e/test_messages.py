@@ -5,7 +5,7 @@ import json
 import pytest
 import requests
 
-from tests.e2e.conftest import unique_model
+from tests.support.harness import unique_model
 
 anthropic = pytest.importorskip("anthropic")
 

@@ -10,7 +10,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from horde_testing.processes import GunicornServer, wait_until
-from tests.e2e.conftest import Harness, unique_model
+from tests.support.harness import Harness, unique_model
 
 pytestmark = pytest.mark.e2e
 MISSES = 20

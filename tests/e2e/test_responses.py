@@ -7,7 +7,7 @@ import pydantic
 import pytest
 import requests
 
-from tests.e2e.conftest import RULES_PATH, unique_model, write_rules
+from tests.support.harness import RULES_PATH, unique_model, write_rules
 from tests.support.openapi import validate
 
 WEATHER_TOOL = {

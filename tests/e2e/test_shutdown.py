@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from horde.chat.models import ChatJob, ChatRequest
 from horde_testing.processes import GunicornServer, Server, wait_until
-from tests.e2e.conftest import Harness, unique_model, write_rules
+from tests.support.harness import Harness, unique_model, write_rules
 
 pytestmark = pytest.mark.e2e
 LONG_REPLY = "A reply that takes its time to arrive, in many small steps."

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
 from horde_testing.processes import wait_until
-from tests.e2e.conftest import Harness, unique_model
+from tests.support.harness import Harness, unique_model
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [

@@ -6,6 +6,7 @@ build one from here.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -78,3 +79,10 @@ class Harness:
 
 def unique_model(prefix: str = "e2e") -> str:
     return f"{prefix}/model-{uuid.uuid4().hex[:8]}"
+
+
+def write_rules(tmp_path: Path, rules: list[dict]) -> Path:
+    """A scripted worker's rules file holding `rules`."""
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"rules": rules}))
+    return path

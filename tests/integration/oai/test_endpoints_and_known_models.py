@@ -1,6 +1,6 @@
 """Unserved endpoints are unsupported_endpoint; a model stays known after its worker stops declaring it."""
 
-from tests.integration.helpers import pop
+from tests.support.native import pop
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
 

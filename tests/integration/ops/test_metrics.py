@@ -5,8 +5,8 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from horde.app import create_app
-from tests.integration.helpers import pop, queued_id, submit
 from tests.integration.ops.conftest import buffered_client
+from tests.support.native import pop, queued_id, submit
 
 
 def samples(client, **headers) -> dict:

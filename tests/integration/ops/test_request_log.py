@@ -8,8 +8,8 @@ import pytest
 
 from horde.app import create_app
 from horde.ops import request_log
-from tests.integration.helpers import declaration
 from tests.integration.ops.conftest import buffered_client
+from tests.support.native import declaration
 
 
 @pytest.fixture
