@@ -38,6 +38,7 @@ def listen(host: str, port: int) -> socket.socket:
 def sweeper(runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys."""
     from horde.oai import idempotency
+    from horde.text import service as text_service
 
     sweeps = 0
     while True:
@@ -45,6 +46,7 @@ def sweeper(runtime) -> None:
         sweeps += 1
         try:
             service.sweep(runtime)
+            text_service.sweep(runtime)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 idempotency.purge_expired(runtime)
         except Exception:

@@ -45,9 +45,18 @@ status_namespace = Namespace("status", description="Horde status")
 
 @status_namespace.route("/models")
 class Models(Resource):
-    @status_namespace.doc(params={"type": {"in": "query", "description": "Only 'chat' is served"}})
+    @status_namespace.doc(params={"type": {"in": "query", "description": "'chat' (the default) or 'text'"}})
     def get(self):
         """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
+        from horde.text.routes import model_list, require_known_type
+
+        kind = http_request.args.get("type")
+        require_known_type(kind)
+        text_models = model_list(kind)
+        if text_models is not None:
+            return text_models
+        if kind in ("image", "interrogation"):
+            return []
         hub = runtime()
         with hub.db.read() as session:
             return model_stats(session, hub.settings)

@@ -1,0 +1,97 @@
+"""The text API's routes under /api/v2, with the AI Horde's paths. Thin: each calls one service."""
+
+from __future__ import annotations
+
+from flask import request as http_request
+from flask_restx import Namespace, Resource
+
+from horde import errors
+from horde.api import api_key, json_body, runtime
+from horde.chat.service import authenticate
+from horde.text import service, stats
+
+namespace = Namespace("text", description="The AI Horde's text generation API")
+stats_namespace = Namespace("text_stats", description="Text generation statistics")
+APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
+WORKER_APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker owner's API key", "required": True}}
+
+
+@namespace.route("/async")
+class Async(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def post(self):
+        """Queue a text request (202 {id, kudos}); with dry_run, only price it (200 {kudos})."""
+        hub = runtime()
+        user = authenticate(hub, api_key())
+        agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
+        admitted = service.create(hub, user, json_body(), client_agent=agent)
+        answer: dict = {"kudos": admitted.kudos}
+        if admitted.request is None:
+            return answer, 200
+        answer = {"id": admitted.request.id, **answer}
+        if admitted.message:
+            answer["message"] = admitted.message
+        if admitted.warnings:
+            answer["warnings"] = admitted.warnings
+        return answer, 202
+
+
+@namespace.route("/status/<string:request_id>")
+class Status(Resource):
+    def get(self, request_id):
+        """Counts by stage, the wait, and every generation so far."""
+        return service.status(runtime(), request_id)
+
+    def delete(self, request_id):
+        """Hand out no more generations; those running finish and are kept. Answers the status."""
+        hub = runtime()
+        service.cancel(hub, request_id)
+        return service.status(hub, request_id)
+
+
+@namespace.route("/pop")
+class Pop(Resource):
+    @namespace.doc(params=WORKER_APIKEY_HEADER)
+    def post(self):
+        """Check in and take up to `amount` generations of one request, within the worker's free threads."""
+        return service.pop(runtime(), api_key(), json_body())
+
+
+@namespace.route("/submit")
+class Submit(Resource):
+    @namespace.doc(params=WORKER_APIKEY_HEADER)
+    def post(self):
+        """Submit one generation; answers the kudos rewarded."""
+        return service.submit(runtime(), api_key(), json_body())
+
+
+@stats_namespace.route("/totals")
+class Totals(Resource):
+    def get(self):
+        """Generations and tokens in the past minute, hour, day, month and in total."""
+        hub = runtime()
+        with hub.db.read() as session:
+            return stats.totals(session)
+
+
+@stats_namespace.route("/models")
+class PerModel(Resource):
+    def get(self):
+        """Generations per model in the past day, month and in total."""
+        hub = runtime()
+        with hub.db.read() as session:
+            return stats.per_model(session)
+
+
+def model_list(kind: str | None) -> list[dict] | None:
+    """/status/models for `type=text`; None for the other types (chat's route answers them)."""
+    if kind != "text":
+        return None
+    hub = runtime()
+    with hub.db.read() as session:
+        return stats.model_status(session, hub.settings)
+
+
+def require_known_type(kind: str | None) -> None:
+    if kind not in (None, "", "text", "chat", "image", "interrogation", "all"):
+        raise errors.BadRequest(f"Unknown model type '{kind}'; this Horde serves 'chat' and 'text'.", param="type")
