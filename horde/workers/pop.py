@@ -12,6 +12,7 @@ from horde.chat import lifecycle
 from horde.chat.eligibility import queue_filter
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
+from horde.text import lifecycle as text_lifecycle
 from horde.events import announce_jobs, jobs_channel, request_channel
 from horde.workers import service as workers
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
@@ -41,7 +42,8 @@ def pop_once(runtime, api_key: str | None, request: dict, *, explain: bool = Tru
         expired = lifecycle.expire_jobs(session, settings)
         worker = workers.check_in(session, owner, request)
         trusted = bool(owner.trusted)
-        in_flight = lifecycle.jobs_in_flight(session, worker)
+        # Text jobs share the worker's threads (horde/text/service.py counts chat ones the same way).
+        in_flight = lifecycle.jobs_in_flight(session, worker) + text_lifecycle.jobs_in_flight(session, worker)
         if in_flight >= worker.threads:
             result = {"id": None, "skipped": {"threads": in_flight}}
         else:

@@ -69,9 +69,10 @@ def serve(key: str, name: str, model: str, stop: threading.Event, served: list) 
 
 def generate(args: dict) -> dict:
     stop, served = threading.Event(), []
-    worker = threading.Thread(target=serve, args=(args["worker_key"], args["worker_name"], args["model"], stop,
-                                                  served), daemon=True)
-    worker.start()
+    worker = threading.Thread(target=serve, args=(args.get("worker_key"), args.get("worker_name"), args["model"],
+                                                  stop, served), daemon=True)
+    if args.get("worker_key"):  # else a worker of the test's own serves the jobs
+        worker.start()
     try:
         status, job_id = AIHordeAPISimpleClient().text_generate_request(
             TextGenerateAsyncRequest(apikey=args["key"], prompt=args["prompt"], models=[args["model"]],
@@ -79,7 +80,8 @@ def generate(args: dict) -> dict:
             timeout=args.get("timeout", 120))
     finally:
         stop.set()
-        worker.join(10)
+        if worker.is_alive():
+            worker.join(10)
     return {"id": str(job_id), "done": status.done, "finished": status.finished, "kudos": status.kudos,
             "generations": [{"text": g.text, "seed": g.seed, "worker_name": g.worker_name, "model": g.model,
                              "state": str(g.state)} for g in status.generations],
