@@ -118,6 +118,7 @@ CREATE TABLE text_requests (
 	cancelled BOOLEAN NOT NULL, 
 	kudos_estimate INTEGER NOT NULL, 
 	kudos_charged INTEGER NOT NULL, 
+	fault_rc VARCHAR(50), 
 	fault_message TEXT, 
 	body_hash VARCHAR(64), 
 	holders INTEGER NOT NULL, 

@@ -107,20 +107,22 @@ def release(runtime, user_id: int, key: str) -> None:
                                                      IdempotencyKey.request_id.is_(None)))
 
 
-def retried_request(runtime, user_id: int, digest: str) -> str | None:
+def retried_request(runtime, user_id: int, digest: str, table=ChatRequest) -> str | None:
     """For an SDK retry without a key: the same user's latest request of the same body whose answer no
-    client received yet (still running, or ended after its caller had gone)."""
+    client received yet (still running, or ended after its caller had gone).
+
+    `table` is ChatRequest or TextRequest (/v1/completions): both keep body_hash, holders and delivered."""
     since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
     with runtime.db.read() as session:
         return session.scalar(
-            select(ChatRequest.id).where(ChatRequest.user_id == user_id, ChatRequest.body_hash == digest,
-                                         ChatRequest.delivered.is_(False), ChatRequest.created_at >= since)
-            .order_by(ChatRequest.created_at.desc()).limit(1))
+            select(table.id).where(table.user_id == user_id, table.body_hash == digest,
+                                   table.delivered.is_(False), table.created_at >= since)
+            .order_by(table.created_at.desc()).limit(1))
 
 
-def mark_delivered(runtime, request_id: str) -> None:
+def mark_delivered(runtime, request_id: str, table=ChatRequest) -> None:
     with runtime.db.transaction() as session:
-        request = session.get(ChatRequest, request_id)
+        request = session.get(table, request_id)
         if request is not None:
             request.delivered = True
 
@@ -131,25 +133,30 @@ def purge_expired(runtime) -> int:
         return session.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < utcnow())).rowcount or 0
 
 
-def hold(runtime, request_id: str, delta: int) -> None:
+def hold(runtime, request_id: str, delta: int, table=ChatRequest) -> None:
     with runtime.db.transaction() as session:
-        request = session.get(ChatRequest, request_id, with_for_update=runtime.db.is_postgresql)
+        request = session.get(table, request_id, with_for_update=runtime.db.is_postgresql)
         if request is not None:
             request.holders = max(0, (request.holders or 0) + delta)
 
 
-def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
-    """A holder's connection dropped: after the grace, cancel unless someone else holds the request."""
-    hold(runtime, request_id, -1)
+def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None,
+            table=ChatRequest, cancel=None) -> None:
+    """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
+
+    `cancel(runtime, request_id)` replaces the chat cancel for a TextRequest `table`."""
+    hold(runtime, request_id, -1, table)
     grace_s = runtime.settings.oai_drop_grace_s if grace_s is None else grace_s
 
     def cancel_if_unheld():
         if grace_s > 0:
             time.sleep(grace_s)
         with runtime.db.transaction() as session:
-            request = session.get(ChatRequest, request_id)
+            request = session.get(table, request_id)
             unheld = request is not None and not request.holders and request.state not in FINAL_STATES
-        if unheld:
+        if unheld and cancel is not None:
+            cancel(runtime, request_id)
+        elif unheld:
             service.cancel(runtime, None, request_id, streamed_chars=streamed_chars)
 
     if grace_s > 0:

@@ -47,7 +47,7 @@ from horde.oai.screening_tools import (
 )
 
 __all__ = ["ScreeningError", "DEFAULT_NO_OP_PARAMETERS", "REQUEST_FIELDS", "ScreenedRequest",
-           "screen_chat_request", "MODELS_MAX_COUNT"]
+           "screen_chat_request", "screen_models", "MODELS_MAX_COUNT"]
 
 REQUEST_FIELDS = frozenset({
     "model", "models", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
@@ -105,6 +105,11 @@ def screen_chat_request(body: Any) -> ScreenedRequest:
                    if key not in SCREENING_ONLY_OPTIONS})
     return ScreenedRequest(native=native, stream=stream, include_usage=include_usage,
                            include_reasoning=options["include_reasoning"], model_param=model_param)
+
+
+def screen_models(body: dict) -> tuple[list[str], str]:
+    """`model` or `models`, as /v1/chat/completions takes them; /v1/completions shares the rule."""
+    return _screen_models(body)
 
 
 def is_default_no_op(key: str, value: Any) -> bool:

@@ -72,6 +72,7 @@ class TextRequest(Base):
     cancelled: Mapped[bool] = mapped_column(Boolean, default=False)
     kudos_estimate: Mapped[int] = mapped_column(Integer, default=0)
     kudos_charged: Mapped[int] = mapped_column(Integer, default=0)
+    fault_rc: Mapped[str | None] = mapped_column(String(50), nullable=True)
     fault_message: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     # The OpenAI front's bookkeeping, as on chat requests (horde/oai/idempotency.py).

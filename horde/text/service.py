@@ -9,7 +9,7 @@ from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.chat import lifecycle as chat_lifecycle
 from horde.events import request_channel
-from horde.text import admission, checkin, eligibility, lifecycle, views, webhook
+from horde.text import admission, checkin, eligibility, fail_fast, lifecycle, views, webhook
 from horde.text.models import TextRequest
 from horde.text.schemas import POP_SCHEMA, SUBMIT_SCHEMA
 from horde.chat.schemas import load
@@ -19,12 +19,16 @@ REQUEST_LIFETIME_S = 20 * 60
 
 
 def create(runtime, user: User, body, *, client_agent: str = "unknown:0:unknown", body_hash: str | None = None,
-           holders: int = 0) -> admission.Admitted:
+           holders: int = 0, front: fail_fast.FrontOptions | None = None) -> admission.Admitted:
+    """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing."""
     loaded, warnings = admission.validate(body)
     if loaded.get("webhook"):
         webhook.check(loaded["webhook"], runtime.settings)
     with runtime.db.transaction() as session:
         user = session.get(User, user.id)
+        if front is not None:
+            loaded.setdefault("models", [])
+            fail_fast.check(session, runtime.settings, loaded, front)
         admitted = admission.admit(session, runtime.settings, user, loaded, client_agent=client_agent,
                                    warnings=warnings, lifetime_s=REQUEST_LIFETIME_S)
         if admitted.request is not None:
@@ -53,12 +57,15 @@ def status(runtime, request_id: str) -> dict:
         return views.status(session, runtime.settings, request)
 
 
-def cancel(runtime, request_id: str, *, running: bool = False) -> TextRequest:
+def cancel(runtime, request_id: str, *, running: bool = False, reason: errors.HordeError | None = None) -> TextRequest:
+    """Hand out no more generations (with `running`, end those being generated too); `reason` is the
+    Horde's own, recorded so that the waiter and a replay answer the same."""
     with runtime.db.transaction() as session:
         request = session.get(TextRequest, request_id)
         if request is None:
             raise errors.RequestNotFound(f"No text request '{request_id}'.")
-        lifecycle.cancel(session, request, running=running)
+        if lifecycle.cancel(session, request, running=running) and reason is not None:
+            request.fault_rc, request.fault_message = reason.rc, reason.message
     runtime.bus.publish(request_channel(request_id))
     return request
 
