@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None =None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["worker"]:
         from horde.bridge.cli import main as worker_main
@@ -96,7 +96,7 @@ def _schema_sql(_args) -> int:
 
     for table in Base.metadata.sorted_tables:
         print(str(CreateTable(table).compile(dialect=postgresql.dialect())).strip() + ";\n")
-        for index in sorted(table.indexes, key=lambda index: index.name):
+        for index in sorted(table.indexes, key=lambda index: str(index.name)):
             print(str(CreateIndex(index).compile(dialect=postgresql.dialect())).strip() + ";")
         print()
     return 0

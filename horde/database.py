@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -52,7 +53,7 @@ class Database:
         Base.metadata.create_all(self.engine)
 
     @contextlib.contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[Session]:
         """Yield a session; commit when the block ends, roll back when it raises."""
         session: Session = self._sessions()
         try:
@@ -65,7 +66,7 @@ class Database:
             session.close()
 
     @contextlib.contextmanager
-    def read(self):
+    def read(self) -> Iterator[Session]:
         """Yield a session for reading only; nothing it does is committed."""
         session: Session = self._read_sessions()
         try:

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from horde.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +29,13 @@ def jobs_channel(model: str) -> str:
     return f"jobs:{model}"
 
 
-def announce_jobs(bus, models) -> None:
+def announce_jobs(bus: LocalEventBus, models: Iterable[str]) -> None:
     for model in dict.fromkeys(models):
         bus.publish(jobs_channel(model))
 
 
 class Subscription:
-    def __init__(self, bus: "LocalEventBus", channels):
+    def __init__(self, bus: LocalEventBus, channels: Iterable[str]):
         self._bus = bus
         self.channels = tuple(channels)
         self._event = threading.Event()
@@ -136,7 +141,7 @@ class RedisEventBus(LocalEventBus):
             pass
 
 
-def make_event_bus(settings) -> LocalEventBus:
+def make_event_bus(settings: Settings) -> LocalEventBus:
     if settings.redis_url:
         return RedisEventBus(settings.redis_url, settings.redis_prefix)
     return LocalEventBus()

@@ -8,13 +8,15 @@ BadRequest when they are not JSON or nest deeper than any valid request does.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from horde import errors
 
 MAX_BODY_DEPTH = 64
 
 
-def parse(raw: bytes):
+def parse(raw: bytes) -> Any:
     """The parsed body, or None when it is empty."""
     if not raw:
         return None
@@ -27,11 +29,12 @@ def parse(raw: bytes):
     return body
 
 
-def depth(value) -> int:
+def depth(value: Any) -> int:
     """How deeply arrays and objects nest in `value`, without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         node, level = stack.pop()
+        children: Iterable
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

@@ -18,7 +18,7 @@ class Runtime:
     snapshots: Snapshots = field(default_factory=Snapshots)
 
     @classmethod
-    def build(cls, settings: Settings) -> "Runtime":
+    def build(cls, settings: Settings) -> Runtime:
         db = Database(settings.database_url)
         return cls(settings=settings, db=db, bus=make_event_bus(settings))
 

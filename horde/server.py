@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import logging
 import socket
+from typing import TYPE_CHECKING
 
 import gevent
+from flask import Flask
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
@@ -20,7 +25,7 @@ KEY_PURGE_EVERY_SWEEPS = 60
 
 
 class HordeHandler(WSGIHandler):
-    def get_environ(self):
+    def get_environ(self) -> dict:
         environ = super().get_environ()
         environ[SOCKET_ENVIRON_KEY] = self.socket
         return environ
@@ -35,7 +40,7 @@ def listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def sweeper(runtime) -> None:
+def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys."""
     from horde.oai import idempotency
     from horde.text import service as text_service
@@ -53,11 +58,11 @@ def sweeper(runtime) -> None:
             log.exception("sweeping expired jobs failed")
 
 
-def start_sweeper(runtime):
+def start_sweeper(runtime: Runtime) -> gevent.Greenlet:
     return gevent.spawn(sweeper, runtime)
 
 
-def serve(app, runtime, host: str, port: int) -> None:
+def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
     listener = listen(host, port)
     start_sweeper(runtime)
     server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))

@@ -17,13 +17,14 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from horde import errors
+from horde.config import Settings
 
 MAX_REDIRECTS = 3
 ALLOWED_MIME_PREFIX = "image/"
 FETCH_CHUNK_BYTES = 64 * 1024
 
 
-def inline_images(messages: list[dict], settings) -> int:
+def inline_images(messages: list[dict], settings: Settings) -> int:
     """Replace every image URL by a data: URL in place; return how many images there are."""
     count = 0
     for index, message in enumerate(messages):
@@ -65,7 +66,7 @@ def decode_data_url(url: str, param: str, max_bytes: int) -> tuple[str, bytes]:
     return mime, data
 
 
-def fetch(url: str, param: str, settings) -> tuple[str, bytes]:
+def fetch(url: str, param: str, settings: Settings) -> tuple[str, bytes]:
     for _ in range(MAX_REDIRECTS + 1):
         check_address(url, param, settings.image_fetch_allow)
         try:
@@ -105,16 +106,18 @@ def check_address(url: str, param: str, allow: tuple[str, ...]) -> None:
     if host in allow:
         return
     try:
-        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise errors.ImageFetchFailed(f"The image host '{host}' does not resolve.", param=param) from None
     for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
         if _allowed_network(address, allow):
             continue
         if not address.is_global or address.is_multicast:
             raise errors.ImageUrlForbidden(
-                f"The image URL's host '{host}' resolves to a non-public address ({address}); the Horde does not fetch it.",
+                f"The image URL's host '{host}' resolves to a non-public address ({address}); "
+                "the Horde does not fetch it.",
                 param=param)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request
+from typing import TYPE_CHECKING
+
+from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
@@ -14,8 +16,11 @@ from horde.oai.chat import ChatCall
 from horde.oai.schema import ScreeningError
 from horde.text import stats as text_stats
 
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
-def runtime():
+
+def runtime() -> Runtime:
     return current_app.extensions["horde"]
 
 
@@ -35,7 +40,7 @@ def _authenticated_user():
     return service.authenticate(runtime(), auth.bearer_key(request.headers))
 
 
-def list_models():
+def list_models() -> Response:
     _authenticated_user()
     hub = runtime()
     with hub.db.read() as session:
@@ -43,7 +48,7 @@ def list_models():
         return jsonify(cards.model_list(chat, text))
 
 
-def get_model(model_id: str):
+def get_model(model_id: str) -> Response:
     _authenticated_user()
     hub = runtime()
     found = []
@@ -57,7 +62,7 @@ def get_model(model_id: str):
     return jsonify(found[0])
 
 
-def chat_completions():
+def chat_completions() -> Response:
     hub = runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
     call = ChatCall.screen(hub, request_json.parse(request.get_data()))

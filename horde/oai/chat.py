@@ -5,16 +5,22 @@ from __future__ import annotations
 import itertools
 import select
 import socket
+from typing import TYPE_CHECKING, Any
 
 from flask import Response, stream_with_context
+from werkzeug.datastructures import Headers
 
 from horde import errors
+from horde.accounts.models import User
 from horde.chat import service
 from horde.chat.models import DONE
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
-from horde.oai.schema import screen_chat_request
+from horde.oai.schema import ScreenedRequest, screen_chat_request
 from horde.oai.waiter import Failed, Finished, FirstRead, watch
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket")
 JSON_WAIT_TICK_S = 1.0
@@ -22,17 +28,17 @@ STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
 
 
 class ChatCall:
-    def __init__(self, runtime, body: dict, screened):
+    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest):
         self.runtime = runtime
         self.body = body
         self.screened = screened
         self.digest = idempotency.body_hash(body)
 
     @classmethod
-    def screen(cls, runtime, body) -> "ChatCall":
+    def screen(cls, runtime: Runtime, body: Any) -> ChatCall:
         return cls(runtime, body, screen_chat_request(body))
 
-    def answer(self, user, headers, environ) -> Response:
+    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
             address = environ.get("REMOTE_ADDR", "")
@@ -47,8 +53,8 @@ class ChatCall:
             request_id = idempotency.retried_request(self.runtime, user.id, self.digest)
         if request_id is not None:
             idempotency.hold(self.runtime, request_id, +1)
-            replayed = key is not None and service.read(self.runtime, request_id).state in ("done", "faulted",
-                                                                                             "cancelled")
+            stored = service.read(self.runtime, request_id) if key is not None else None
+            replayed = stored is not None and stored.state in ("done", "faulted", "cancelled")
         else:
             request_id = self._create(user, headers, key)
         return self._respond(request_id, environ, replayed)
@@ -114,6 +120,7 @@ class ChatCall:
             idempotency.hold(self.runtime, request_id, -1)
             return self._final_json(first.request, headers)
         request = service.read(self.runtime, request_id)
+        assert request is not None, "the stream holds its request"
         state = stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime = self.runtime
@@ -123,8 +130,7 @@ class ChatCall:
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                for chunk in stream.events(state, events):
-                    yield chunk
+                yield from stream.events(state, events)
                 finished = True
             finally:
                 watcher.close()

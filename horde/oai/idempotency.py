@@ -17,8 +17,9 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from horde import errors
@@ -26,6 +27,9 @@ from horde.chat import service
 from horde.chat.models import FINAL_STATES, ChatRequest
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 KEY_MAX_CHARS = 255
 PENDING_POLL_S = 0.05
@@ -64,7 +68,7 @@ class Claim:
     request_id: str | None = None
 
 
-def claim(runtime, user_id: int, key: str, digest: str) -> Claim:
+def claim(runtime: Runtime, user_id: int, key: str, digest: str) -> Claim:
     deadline = time.monotonic() + PENDING_WAIT_MAX_S
     while True:
         try:
@@ -93,21 +97,25 @@ def claim(runtime, user_id: int, key: str, digest: str) -> Claim:
         time.sleep(PENDING_POLL_S)
 
 
-def bind(runtime, user_id: int, key: str, request_id: str) -> None:
+def bind(runtime: Runtime, user_id: int, key: str, request_id: str) -> None:
     with runtime.db.transaction() as session:
         row = session.scalar(select(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key))
         if row is not None:
             row.request_id = request_id
 
 
-def release(runtime, user_id: int, key: str) -> None:
+def release(runtime: Runtime, user_id: int, key: str) -> None:
     """A refusal before queueing stores nothing: the corrected request may reuse the key."""
     with runtime.db.transaction() as session:
         session.execute(delete(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key,
                                                      IdempotencyKey.request_id.is_(None)))
 
 
+<<<<<<< HEAD
 def retried_request(runtime, user_id: int, digest: str, table=ChatRequest) -> str | None:
+=======
+def retried_request(runtime: Runtime, user_id: int, digest: str) -> str | None:
+>>>>>>> main
     """For an SDK retry without a key: the same user's latest request of the same body whose answer no
     client received yet (still running, or ended after its caller had gone).
 
@@ -120,32 +128,47 @@ def retried_request(runtime, user_id: int, digest: str, table=ChatRequest) -> st
             .order_by(table.created_at.desc()).limit(1))
 
 
+<<<<<<< HEAD
 def mark_delivered(runtime, request_id: str, table=ChatRequest) -> None:
+=======
+def mark_delivered(runtime: Runtime, request_id: str) -> None:
+>>>>>>> main
     with runtime.db.transaction() as session:
         request = session.get(table, request_id)
         if request is not None:
             request.delivered = True
 
 
-def purge_expired(runtime) -> int:
+def purge_expired(runtime: Runtime) -> int:
     """Delete keys past their retention window; the serve loop calls it with the job sweep."""
     with runtime.db.transaction() as session:
-        return session.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < utcnow())).rowcount or 0
+        deleted = session.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < utcnow()))
+        return cast(CursorResult, deleted).rowcount or 0
 
 
+<<<<<<< HEAD
 def hold(runtime, request_id: str, delta: int, table=ChatRequest) -> None:
+=======
+def hold(runtime: Runtime, request_id: str, delta: int) -> None:
+>>>>>>> main
     with runtime.db.transaction() as session:
         request = session.get(table, request_id, with_for_update=runtime.db.is_postgresql)
         if request is not None:
             request.holders = max(0, (request.holders or 0) + delta)
 
 
+<<<<<<< HEAD
 def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None,
             table=ChatRequest, cancel=None) -> None:
     """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
 
     `cancel(runtime, request_id)` replaces the chat cancel for a TextRequest `table`."""
     hold(runtime, request_id, -1, table)
+=======
+def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
+    """A holder's connection dropped: after the grace, cancel unless someone else holds the request."""
+    hold(runtime, request_id, -1)
+>>>>>>> main
     grace_s = runtime.settings.oai_drop_grace_s if grace_s is None else grace_s
 
     def cancel_if_unheld():
