@@ -29,14 +29,15 @@ def make_blueprint() -> Blueprint:
     from horde.accounts.routes import namespace as accounts_namespace
     from horde.chat.routes import namespace as chat_namespace
     from horde.chat.routes import status_namespace
+    from horde.registry.routes import namespace as registry_namespace
     from horde.text.routes import namespace as text_namespace
     from horde.text.routes import stats_namespace as text_stats_namespace
-    from horde.workers.registry_routes import namespace as registry_namespace
     from horde.workers.routes import namespace as workers_namespace
 
     blueprint = Blueprint("native", __name__, url_prefix="/api/v2")
     api = Api(blueprint, title="Horde native API", version="2", doc="/doc",
-              description="Chat and text requests, workers and accounts. Errors are {message, rc}; see README_return_codes.md.")
+              description="Chat and text requests, workers and accounts. Errors are {message, rc}; "
+                          "see README_return_codes.md.")
     api.add_namespace(accounts_namespace, path="/find_user")
     api.add_namespace(chat_namespace, path="/generate/chat")
     api.add_namespace(workers_namespace, path="/generate/chat")

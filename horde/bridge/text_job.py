@@ -22,15 +22,18 @@ class TextJob:
     payload: dict
 
     @classmethod
-    def from_pop(cls, body: dict) -> "TextJob":
+    def from_pop(cls, body: dict) -> TextJob:
         payload = body.get("payload")
         ids = [str(item) for item in (body.get("ids") or [body.get("id")]) if item]
         if not isinstance(payload, dict) or not isinstance(payload.get("prompt"), str) or not ids:
             raise JobFault("malformed text job: no prompt or no ids")
         ttl = body.get("ttl")
-        return cls(ids=ids, model=str(body.get("model") or ""),
-                   ttl_s=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else DEFAULT_JOB_TTL_S,
-                   payload=payload)
+        return cls(
+            ids=ids,
+            model=str(body.get("model") or ""),
+            ttl_s=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else DEFAULT_JOB_TTL_S,
+            payload=payload,
+        )
 
     @property
     def prompt(self) -> str:
@@ -53,8 +56,13 @@ class TextReply:
     seed: int = 0
 
     def submit_body(self, job_id: str) -> dict:
-        body = {"id": job_id, "generation": self.text, "state": "ok", "seed": self.seed,
-                "finish_reason": self.finish_reason}
+        body = {
+            "id": job_id,
+            "generation": self.text,
+            "state": "ok",
+            "seed": self.seed,
+            "finish_reason": self.finish_reason,
+        }
         if self.completion_tokens is not None:
             body["completion_tokens"] = self.completion_tokens
         return body
@@ -75,5 +83,9 @@ def finish(text: str, job: TextJob, finish_reason: str = "stop", tokens: int | N
     if len(text) > limit_chars and tokens is None:
         text, finish_reason = text[:limit_chars], "length"
     counted = tokens if tokens is not None else math.ceil(len(text) / CHARS_PER_TOKEN)
-    return TextReply(text=text, finish_reason=finish_reason, completion_tokens=min(counted, job.max_length),
-                     seed=int(job.payload.get("seed") or 0))
+    return TextReply(
+        text=text,
+        finish_reason=finish_reason,
+        completion_tokens=min(counted, job.max_length),
+        seed=int(job.payload.get("seed") or 0),
+    )

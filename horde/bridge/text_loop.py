@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Protocol
 
 import requests
 
 from horde.bridge.client import FatalHordeError, HordeClient, HordeError, backoff_s
 from horde.bridge.declarations import Declarations
 from horde.bridge.job import JobFault
-from horde.bridge.text_job import TextJob
+from horde.bridge.text_job import TextJob, TextReply
 
 log = logging.getLogger(__name__)
 
@@ -29,23 +30,39 @@ BACKOFF_MAX_S = 10.0
 SLOT_POLL_S = 0.1
 
 
+class TextBackend(Protocol):
+    def complete(self, job: TextJob) -> TextReply: ...
+
+
 class TextLoop:
-    def __init__(self, client: HordeClient, backend, declarations: Declarations, *,
-                 idle_s: float = IDLE_POP_INTERVAL_S):
+    def __init__(
+        self,
+        client: HordeClient,
+        backend: TextBackend,
+        declarations: Declarations,
+        *,
+        idle_s: float = IDLE_POP_INTERVAL_S,
+    ):
         self.client = client
         self.backend = backend
         self.declarations = declarations
         self.slots = threading.BoundedSemaphore(declarations.threads)
         self.idle_s = idle_s
         self.exit_code = 0
-        self.jobs = []
+        self.jobs: list[threading.Thread] = []
         self._stop = client.stop_event
 
     def pop_body(self) -> dict:
         d = self.declarations
-        return {"name": d.name, "models": list(d.models), "max_length": min(d.max_length, d.max_context_length),
-                "max_context_length": d.max_context_length, "threads": d.threads, "amount": 1,
-                "bridge_agent": self.client.bridge_agent}
+        return {
+            "name": d.name,
+            "models": list(d.models),
+            "max_length": min(d.max_length, d.max_context_length),
+            "max_context_length": d.max_context_length,
+            "threads": d.threads,
+            "amount": 1,
+            "bridge_agent": self.client.bridge_agent,
+        }
 
     def run(self) -> int:
         attempt = 0
@@ -68,8 +85,9 @@ class TextLoop:
                     self.slots.release()
                     self._stop.wait(self.idle_s)
                     continue
-                thread = threading.Thread(target=self._run_job, args=(answer,), name=f"text-{answer['id']}",
-                                          daemon=True)
+                thread = threading.Thread(
+                    target=self._run_job, args=(answer,), name=f"text-{answer['id']}", daemon=True
+                )
                 self.jobs.append(thread)
                 thread.start()
         except FatalHordeError as exc:
@@ -86,8 +104,13 @@ class TextLoop:
             except JobFault as exc:
                 self._submit({"id": str(answer["id"]), "state": "faulted", "generation": exc.reason})
                 return
-            log.info("text job %s: model %s, %d generation(s), max_length %d", job.ids[0], job.model, len(job.ids),
-                     job.max_length)
+            log.info(
+                "text job %s: model %s, %d generation(s), max_length %d",
+                job.ids[0],
+                job.model,
+                len(job.ids),
+                job.max_length,
+            )
             for job_id in job.ids:
                 try:
                     body = self.backend.complete(job).submit_body(job_id)

@@ -69,7 +69,7 @@ def chat_completions() -> Response:
     return call.answer(user, request.headers, request.environ)
 
 
-def completions():
+def completions() -> Response:
     from horde.oai.completions import CompletionCall
 
     hub = runtime()

@@ -32,7 +32,7 @@ def supported_parameters(features: Iterable[str], guarantees: Iterable[str]) -> 
     return sorted(names)
 
 
-def card(stats: dict, endpoints=(CHAT_ENDPOINT,)) -> dict:
+def card(stats: dict, endpoints: tuple[str, ...] = (CHAT_ENDPOINT,)) -> dict:
     modalities = ["text", "image"] if "vision" in stats["features"] else ["text"]
     return {
         "id": stats["name"], "object": "model", "created": CREATED_EPOCH, "owned_by": OWNER, "name": stats["name"],
@@ -57,7 +57,9 @@ def text_stats_as_chat(entry: dict) -> dict:
 
 
 def cards(chat_stats: list[dict], text_stats: list[dict]) -> list[dict]:
-    """One card per model: chat's when chat workers serve it, else the text workers'; `endpoints` says which serve it."""
+    """One card per model: chat's when chat workers serve it, else the text workers'.
+
+    `x_horde.endpoints` says which endpoints serve it."""
     text_names = {entry["name"] for entry in text_stats}
     chat_names = {stats["name"] for stats in chat_stats}
     result = [card(stats, (CHAT_ENDPOINT, TEXT_ENDPOINT) if stats["name"] in text_names else (CHAT_ENDPOINT,))
@@ -67,5 +69,5 @@ def cards(chat_stats: list[dict], text_stats: list[dict]) -> list[dict]:
     return sorted(result, key=lambda item: item["id"])
 
 
-def model_list(chat_stats: list[dict], text_stats: list[dict] = ()) -> dict:
-    return {"object": "list", "data": cards(chat_stats, list(text_stats))}
+def model_list(chat_stats: list[dict], text_stats: list[dict] | None = None) -> dict:
+    return {"object": "list", "data": cards(chat_stats, text_stats or [])}

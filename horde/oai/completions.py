@@ -10,6 +10,7 @@ charged, running ones end uncharged.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING, cast
 
 from flask import Response, stream_with_context
 
@@ -22,6 +23,12 @@ from horde.oai.text_waiter import Failed, Finished, FirstRead, Generated, Keepal
 from horde.text import fail_fast, service, views
 from horde.text.models import DONE, FINAL_STATES, TextRequest
 
+if TYPE_CHECKING:
+    from werkzeug.datastructures import Headers
+
+    from horde.accounts.models import User
+    from horde.runtime import Runtime
+
 JSON_WAIT_TICK_S = 1.0
 
 
@@ -30,12 +37,12 @@ def _cancel_running(runtime, request_id: str) -> None:
 
 
 class CompletionCall:
-    def __init__(self, runtime, body: dict):
+    def __init__(self, runtime: Runtime, body: dict):
         self.runtime = runtime
         self.screened = screen_completion_request(body)
         self.digest = idempotency.body_hash(body)
 
-    def answer(self, user, headers, environ) -> Response:
+    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         if user.anonymous:
             address = environ.get("REMOTE_ADDR", "")
@@ -48,30 +55,47 @@ class CompletionCall:
             request_id = idempotency.retried_request(self.runtime, user.id, self.digest, TextRequest)
         if request_id is not None:
             idempotency.hold(self.runtime, request_id, +1, TextRequest)
-            replayed = key is not None and service.read(self.runtime, request_id).state in FINAL_STATES
+            attached = service.read(self.runtime, request_id)
+            replayed = key is not None and attached is not None and attached.state in FINAL_STATES
         else:
             request_id = self._create(user, headers, key)
-        watcher = watch(self.runtime, request_id, availability_mode=self.screened.availability_mode,
-                        tick_s=None if self.screened.stream else JSON_WAIT_TICK_S)
+        watcher = watch(
+            self.runtime,
+            request_id,
+            availability_mode=self.screened.availability_mode,
+            tick_s=None if self.screened.stream else JSON_WAIT_TICK_S,
+        )
         extra = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
         if self.screened.stream:
             return self._stream(request_id, watcher, extra)
         return self._json(request_id, watcher, environ, extra)
 
     def _create(self, user, headers, key) -> str:
-        options = fail_fast.FrontOptions(model_param=self.screened.model_param,
-                                         availability_mode=self.screened.availability_mode,
-                                         max_kudos=self.screened.max_kudos, penalties=self.screened.penalties)
+        options = fail_fast.FrontOptions(
+            model_param=self.screened.model_param,
+            availability_mode=self.screened.availability_mode,
+            max_kudos=self.screened.max_kudos,
+            penalties=self.screened.penalties,
+        )
         try:
-            admitted = service.create(self.runtime, user, self.screened.native, client_agent=auth.client_agent(headers),
-                                      body_hash=self.digest, holders=1, front=options)
+            admitted = service.create(
+                self.runtime,
+                user,
+                self.screened.native,
+                client_agent=auth.client_agent(headers),
+                body_hash=self.digest,
+                holders=1,
+                front=options,
+            )
         except Exception:
             if key is not None:
                 idempotency.release(self.runtime, user.id, key)
             raise
+        request = admitted.request
+        assert request is not None  # the front never sends dry_run
         if key is not None:
-            idempotency.bind(self.runtime, user.id, key, admitted.request.id)
-        return admitted.request.id
+            idempotency.bind(self.runtime, user.id, key, request.id)
+        return request.id
 
     def _release(self, request_id: str, *, gone: bool) -> None:
         if gone:
@@ -116,7 +140,7 @@ class CompletionCall:
         runtime, include_usage = self.runtime, self.screened.include_usage
 
         def generate():
-            finished, sent = False, []
+            finished, sent = False, cast(list[str], [])
             try:
                 yield stream.keepalive_comment(Keepalive(0, 0))  # the headers go out now
                 for event in events:
@@ -141,8 +165,14 @@ class CompletionCall:
 
         response = Response(stream_with_context(generate()), mimetype="text/event-stream")
         response.headers.update(headers)
-        response.headers.update({"x-should-retry": "false", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
-                                 "x-request-id": request_id})
+        response.headers.update(
+            {
+                "x-should-retry": "false",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+                "x-request-id": request_id,
+            }
+        )
         return response
 
 
@@ -159,8 +189,7 @@ def _new_choices(runtime, request_id: str, sent: list[str]):
             continue
         index = len(sent)
         sent.append(job.id)
-        yield stream.data_event(text_completion.envelope(request, [job], [text_completion.choice(request, job,
-                                                                                                 index)]))
+        yield stream.data_event(text_completion.envelope(request, [job], [text_completion.choice(request, job, index)]))
 
 
 def _finish(runtime, request, include_usage: bool):

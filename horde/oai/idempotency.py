@@ -16,6 +16,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -29,7 +30,13 @@ from horde.oai.idempotency_models import IdempotencyKey
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from horde.runtime import Runtime
+    from horde.text.models import TextRequest
+
+    #: A table whose rows keep body_hash, holders and delivered: chat requests, and text requests (/v1/completions).
+    RequestTable = type[ChatRequest] | type[TextRequest]
 
 KEY_MAX_CHARS = 255
 PENDING_POLL_S = 0.05
@@ -111,11 +118,7 @@ def release(runtime: Runtime, user_id: int, key: str) -> None:
                                                      IdempotencyKey.request_id.is_(None)))
 
 
-<<<<<<< HEAD
-def retried_request(runtime, user_id: int, digest: str, table=ChatRequest) -> str | None:
-=======
-def retried_request(runtime: Runtime, user_id: int, digest: str) -> str | None:
->>>>>>> main
+def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestTable = ChatRequest) -> str | None:
     """For an SDK retry without a key: the same user's latest request of the same body whose answer no
     client received yet (still running, or ended after its caller had gone).
 
@@ -128,15 +131,16 @@ def retried_request(runtime: Runtime, user_id: int, digest: str) -> str | None:
             .order_by(table.created_at.desc()).limit(1))
 
 
-<<<<<<< HEAD
-def mark_delivered(runtime, request_id: str, table=ChatRequest) -> None:
-=======
-def mark_delivered(runtime: Runtime, request_id: str) -> None:
->>>>>>> main
+def mark_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
     with runtime.db.transaction() as session:
-        request = session.get(table, request_id)
+        request = _row(session, table, request_id)
         if request is not None:
             request.delivered = True
+
+
+def _row(session: Session, table: RequestTable, request_id: str, *,
+         lock: bool = False) -> ChatRequest | TextRequest | None:
+    return cast("ChatRequest | TextRequest | None", session.get(table, request_id, with_for_update=lock))
 
 
 def purge_expired(runtime: Runtime) -> int:
@@ -146,36 +150,26 @@ def purge_expired(runtime: Runtime) -> int:
         return cast(CursorResult, deleted).rowcount or 0
 
 
-<<<<<<< HEAD
-def hold(runtime, request_id: str, delta: int, table=ChatRequest) -> None:
-=======
-def hold(runtime: Runtime, request_id: str, delta: int) -> None:
->>>>>>> main
+def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = ChatRequest) -> None:
     with runtime.db.transaction() as session:
-        request = session.get(table, request_id, with_for_update=runtime.db.is_postgresql)
+        request = _row(session, table, request_id, lock=runtime.db.is_postgresql)
         if request is not None:
             request.holders = max(0, (request.holders or 0) + delta)
 
 
-<<<<<<< HEAD
-def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None,
-            table=ChatRequest, cancel=None) -> None:
+def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None,
+            table: RequestTable = ChatRequest, cancel: Callable[[Runtime, str], object] | None = None) -> None:
     """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
 
     `cancel(runtime, request_id)` replaces the chat cancel for a TextRequest `table`."""
     hold(runtime, request_id, -1, table)
-=======
-def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
-    """A holder's connection dropped: after the grace, cancel unless someone else holds the request."""
-    hold(runtime, request_id, -1)
->>>>>>> main
     grace_s = runtime.settings.oai_drop_grace_s if grace_s is None else grace_s
 
     def cancel_if_unheld():
         if grace_s > 0:
             time.sleep(grace_s)
         with runtime.db.transaction() as session:
-            request = session.get(table, request_id)
+            request = _row(session, table, request_id)
             unheld = request is not None and not request.holders and request.state not in FINAL_STATES
         if unheld and cancel is not None:
             cancel(runtime, request_id)

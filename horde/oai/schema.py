@@ -68,10 +68,6 @@ from horde.oai.screening_tools import (
     screen_tools,
 )
 
-<<<<<<< HEAD
-__all__ = ["ScreeningError", "DEFAULT_NO_OP_PARAMETERS", "REQUEST_FIELDS", "ScreenedRequest",
-           "screen_chat_request", "screen_models", "MODELS_MAX_COUNT"]
-=======
 __all__ = [
     "DEFAULT_NO_OP_PARAMETERS",
     "MODELS_MAX_COUNT",
@@ -79,8 +75,8 @@ __all__ = [
     "ScreenedRequest",
     "ScreeningError",
     "screen_chat_request",
+    "screen_models",
 ]
->>>>>>> main
 
 REQUEST_FIELDS = frozenset({
     "model", "models", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",

@@ -14,20 +14,54 @@ from typing import Any
 
 from horde.oai.schema import screen_models
 from horde.oai.screening_base import (
-    BAD_REQUEST, UNSUPPORTED, ScreeningError, check_range, empty_string, json_type_name, require_bool,
-    require_int, require_object, unknown_parameter)
+    BAD_REQUEST,
+    UNSUPPORTED,
+    ScreeningError,
+    check_range,
+    empty_string,
+    json_type_name,
+    require_bool,
+    require_int,
+    require_object,
+    unknown_parameter,
+)
 from horde.oai.screening_horde import screen_horde_options
 from horde.oai.screening_sampling import (
-    screen_sampling_value, screen_seed, screen_stop, screen_stream, screen_token_limit, screen_user)
+    screen_sampling_value,
+    screen_seed,
+    screen_stop,
+    screen_stream,
+    screen_token_limit,
+    screen_user,
+)
 
 OPENAI_DEFAULT_MAX_TOKENS = 16
 N_MAX = 20
 NATIVE_TOP_P_MIN = 0.001
-REQUEST_FIELDS = frozenset({
-    "model", "models", "prompt", "max_tokens", "temperature", "top_p", "stop", "n", "stream", "stream_options",
-    "seed", "user", "frequency_penalty", "presence_penalty", "horde", "echo", "logprobs", "suffix", "best_of",
-    "logit_bias",
-})
+REQUEST_FIELDS = frozenset(
+    {
+        "model",
+        "models",
+        "prompt",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "stop",
+        "n",
+        "stream",
+        "stream_options",
+        "seed",
+        "user",
+        "frequency_penalty",
+        "presence_penalty",
+        "horde",
+        "echo",
+        "logprobs",
+        "suffix",
+        "best_of",
+        "logit_bias",
+    }
+)
 #: horde options with no meaning for a text completion (chat messages, reasoning, conformance).
 CHAT_ONLY_OPTIONS = ("context_fitting", "include_reasoning", "conformance", "openai_guards")
 
@@ -45,8 +79,11 @@ class ScreenedCompletion:
 
 def screen_completion_request(body: Any) -> ScreenedCompletion:
     if not isinstance(body, dict):
-        raise ScreeningError(f"Invalid type for the request body: expected an object, but got "
-                             f"{json_type_name(body)} instead.", code=BAD_REQUEST, param=None)
+        raise ScreeningError(
+            f"Invalid type for the request body: expected an object, but got {json_type_name(body)} instead.",
+            code=BAD_REQUEST,
+            param=None,
+        )
     for key in body:
         if key not in REQUEST_FIELDS:
             raise unknown_parameter(key)
@@ -61,8 +98,11 @@ def screen_completion_request(body: Any) -> ScreenedCompletion:
             params[key] = screen_sampling_value(body[key], key)
     if "top_p" in params:
         params["top_p"] = max(params["top_p"], NATIVE_TOP_P_MIN)  # the native API's floor; 0 and 0.001 are greedy
-    penalties = {key: screen_sampling_value(body[key], key) for key in ("frequency_penalty", "presence_penalty")
-                 if key in body and body[key] != 0}
+    penalties = {
+        key: screen_sampling_value(body[key], key)
+        for key in ("frequency_penalty", "presence_penalty")
+        if key in body and body[key] != 0
+    }
     if "seed" in body:
         params["seed"] = screen_seed(body["seed"])
     if "stop" in body:
@@ -73,15 +113,28 @@ def screen_completion_request(body: Any) -> ScreenedCompletion:
     options = screen_horde_options(body)
     for key in CHAT_ONLY_OPTIONS:
         if key in (body.get("horde") or {}):
-            raise ScreeningError(f"Unsupported parameter: 'horde.{key}' applies to chat completions only.",
-                                 code=UNSUPPORTED, param=f"horde.{key}")
-    native = {"prompt": _screen_prompt(body), "models": models, "params": params,
-              "trusted_workers": options["trusted_workers"]}
+            raise ScreeningError(
+                f"Unsupported parameter: 'horde.{key}' applies to chat completions only.",
+                code=UNSUPPORTED,
+                param=f"horde.{key}",
+            )
+    native = {
+        "prompt": _screen_prompt(body),
+        "models": models,
+        "params": params,
+        "trusted_workers": options["trusted_workers"],
+    }
     if options.get("only"):
         native["workers"] = list(options["only"])
-    return ScreenedCompletion(native=native, stream=stream, include_usage=include_usage, model_param=model_param,
-                              availability_mode=options["availability_mode"], max_kudos=options.get("max_kudos"),
-                              penalties=penalties)
+    return ScreenedCompletion(
+        native=native,
+        stream=stream,
+        include_usage=include_usage,
+        model_param=model_param,
+        availability_mode=options["availability_mode"],
+        max_kudos=options.get("max_kudos"),
+        penalties=penalties,
+    )
 
 
 def _refuse(param: str, why: str) -> ScreeningError:
@@ -118,12 +171,19 @@ def _screen_prompt(body: dict) -> str:
     prompt = body["prompt"]
     if isinstance(prompt, list):
         if len(prompt) != 1 or not isinstance(prompt[0], str):
-            raise _refuse("prompt", "the AI Horde takes one prompt string per request (or an array of exactly one "
-                                    "string); several prompts and token arrays are not supported.")
+            raise _refuse(
+                "prompt",
+                "the AI Horde takes one prompt string per request (or an array of exactly one "
+                "string); several prompts and token arrays are not supported.",
+            )
         prompt = prompt[0]
     if not isinstance(prompt, str):
-        raise ScreeningError(f"Invalid type for 'prompt': expected a string or an array of one string, but got "
-                             f"{json_type_name(prompt)} instead.", code=BAD_REQUEST, param="prompt")
+        raise ScreeningError(
+            f"Invalid type for 'prompt': expected a string or an array of one string, but got "
+            f"{json_type_name(prompt)} instead.",
+            code=BAD_REQUEST,
+            param="prompt",
+        )
     if not prompt:
         raise empty_string("prompt")
     return prompt

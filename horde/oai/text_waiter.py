@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.events import request_channel
-from horde.oai.waiter import Failed, Finished, FirstRead, Keepalive, Tick
+from horde.oai.waiter import Failed, FirstRead, Keepalive, Tick
 from horde.text import checkin, queue, service
 from horde.text.models import FINAL_STATES, WAITING, TextRequest
 from horde.timeutil import seconds_since
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from horde.runtime import Runtime
 
 FULL_READ_S = 10.0
 
@@ -28,7 +34,14 @@ class Generated:
     finished: int
 
 
-def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", tick_s: float | None = None):
+@dataclass
+class Finished:
+    request: TextRequest
+
+
+def watch(
+    runtime: Runtime, request_id: str, *, availability_mode: str = "fail_fast", tick_s: float | None = None
+) -> Iterator[object]:
     settings = runtime.settings
     keepalive_s = settings.oai_keepalive_s
     tick_s = tick_s or keepalive_s
@@ -44,8 +57,7 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", tic
                 with runtime.db.read() as session:
                     request = session.get(TextRequest, request_id)
                     if request is not None and request.state == WAITING:
-                        online = checkin.online_text_workers(session, settings.worker_online_window_s,
-                                                             request.models)
+                        online = checkin.online_text_workers(session, settings.worker_online_window_s, request.models)
                         no_worker_since = None if online else (no_worker_since or now)
                         pool = _pool(session, settings, request, online)
                         gap = _gap(settings, request, no_worker_since, availability_mode)
@@ -87,10 +99,17 @@ def _gap(settings, request: TextRequest, no_worker_since, availability_mode: str
         return errors.NoEligibleWorker(
             f"No online text worker can serve the request any more: the workers for "
             f"{', '.join(request.models) or 'any model'} went offline, and none came back within "
-            f"{int(settings.oai_no_worker_grace_s)} s.", metadata={"request_id": request.id})
-    if (availability_mode == "wait" and not request.finished and not request.processing
-            and seconds_since(request.created_at) > settings.oai_wait_budget_s):
+            f"{int(settings.oai_no_worker_grace_s)} s.",
+            metadata={"request_id": request.id},
+        )
+    if (
+        availability_mode == "wait"
+        and not request.finished
+        and not request.processing
+        and seconds_since(request.created_at) > settings.oai_wait_budget_s
+    ):
         return errors.QueueUnavailable(
             f"No worker picked the request up within the wait budget of {int(settings.oai_wait_budget_s)} s.",
-            metadata={"request_id": request.id, "budget_s": int(settings.oai_wait_budget_s)})
+            metadata={"request_id": request.id, "budget_s": int(settings.oai_wait_budget_s)},
+        )
     return None

@@ -7,6 +7,7 @@ the answer's `message` says so; it faults if no worker takes it within its lifet
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
@@ -19,12 +20,20 @@ from horde.chat.schemas import load
 from horde.text import checkin, pricing, queue
 from horde.text.models import TextRequest, TextRequestModel
 from horde.text.schemas import (
-    DEFAULT_CONTEXT_TOKENS, DEFAULT_LENGTH_TOKENS, GENERATION_INPUT_SCHEMA, MIN_LENGTH_TOKENS, unknown_keys)
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_LENGTH_TOKENS,
+    GENERATION_INPUT_SCHEMA,
+    MIN_LENGTH_TOKENS,
+    unknown_keys,
+)
 from horde.workers.models import Worker
 
+if TYPE_CHECKING:
+    from horde.config import Settings
+
+
 RATE_WINDOW_S = 60
-NO_WORKER_MESSAGE = ("Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. "
-                     "{why}")
+NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
 @dataclass
@@ -35,12 +44,14 @@ class Admitted:
     warnings: list[dict] = field(default_factory=list)
 
 
-def validate(body) -> tuple[dict, list[dict]]:
+def validate(body: object) -> tuple[dict, list[dict]]:
     """The loaded request, with null values dropped, and a warning per key left out."""
     loaded = load(GENERATION_INPUT_SCHEMA, body)
     ignored = unknown_keys(GENERATION_INPUT_SCHEMA, body)
-    warnings = [{"code": "UnknownField", "message": f"The field '{name}' is not part of the text API; it was ignored."}
-                for name in ignored]
+    warnings = [
+        {"code": "UnknownField", "message": f"The field '{name}' is not part of the text API; it was ignored."}
+        for name in ignored
+    ]
     loaded = {key: value for key, value in loaded.items() if value is not None}
     loaded["params"] = {key: value for key, value in (loaded.get("params") or {}).items() if value is not None}
     if loaded.get("extra_source_images"):
@@ -50,8 +61,16 @@ def validate(body) -> tuple[dict, list[dict]]:
     return loaded, warnings
 
 
-def admit(session: Session, settings, user: User, loaded: dict, *, client_agent: str = "unknown:0:unknown",
-          warnings: list[dict] | None = None, lifetime_s: float) -> Admitted:
+def admit(
+    session: Session,
+    settings: Settings,
+    user: User,
+    loaded: dict,
+    *,
+    client_agent: str = "unknown:0:unknown",
+    warnings: list[dict] | None = None,
+    lifetime_s: float,
+) -> Admitted:
     params = dict(loaded["params"])
     n = params.get("n", 1)
     params["n"] = n
@@ -62,23 +81,41 @@ def admit(session: Session, settings, user: User, loaded: dict, *, client_agent:
     online = checkin.online_text_workers(session, settings.worker_online_window_s, models)
     warnings = list(warnings or [])
     _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, warnings)
-    estimate = pricing.estimate(models, n=n, max_length=params["max_length"], prompt_tokens=prompt_tokens,
-                                reference_path=settings.model_reference_path)
+    estimate = pricing.estimate(
+        models,
+        n=n,
+        max_length=params["max_length"],
+        prompt_tokens=prompt_tokens,
+        reference_path=settings.model_reference_path,
+    )
     if loaded.get("dry_run"):
         return Admitted(kudos=estimate, warnings=warnings)
     _check_rate(session, settings, user)
     only, blocked = _worker_lists(loaded)
     request = TextRequest(
-        user_id=user.id, models=models, max_length=params["max_length"],
-        max_context_length=params["max_context_length"], prompt_tokens=prompt_tokens,
-        softprompt=loaded.get("softprompt"), only_workers=_bars(only), blocked_workers=_bars(blocked),
-        trusted_only=loaded.get("trusted_workers", False), slow_workers=loaded.get("slow_workers", True),
+        user_id=user.id,
+        models=models,
+        max_length=params["max_length"],
+        max_context_length=params["max_context_length"],
+        prompt_tokens=prompt_tokens,
+        softprompt=loaded.get("softprompt"),
+        only_workers=_bars(only),
+        blocked_workers=_bars(blocked),
+        trusted_only=loaded.get("trusted_workers", False),
+        slow_workers=loaded.get("slow_workers", True),
         disable_batching=loaded.get("disable_batching", False),
-        nsfw=loaded.get("nsfw", False), upfront_paid=user.kudos >= estimate and not user.anonymous,
-        prompt=loaded["prompt"], params=params, webhook=loaded.get("webhook"), client_agent=client_agent[:300],
-        n=n, waiting=n, kudos_estimate=estimate,
+        nsfw=loaded.get("nsfw", False),
+        upfront_paid=user.kudos >= estimate and not user.anonymous,
+        prompt=loaded["prompt"],
+        params=params,
+        webhook=loaded.get("webhook"),
+        client_agent=client_agent[:300],
+        n=n,
+        waiting=n,
+        kudos_estimate=estimate,
         priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
-        priority=max(user.kudos, 0))
+        priority=max(user.kudos, 0),
+    )
     session.add(request)
     session.flush()
     session.add_all(TextRequestModel(request_id=request.id, model=model) for model in models)
@@ -92,21 +129,32 @@ def _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt
     threads = sum(worker.threads for worker in online)
     allowance = chat_pricing.free_allowance_tokens(threads, queue.waiting_count(session, models))
     wanted = params["max_length"] * params["n"]
-    estimate = pricing.estimate(models, n=params["n"], max_length=params["max_length"], prompt_tokens=prompt_tokens,
-                                reference_path=settings.model_reference_path)
+    estimate = pricing.estimate(
+        models,
+        n=params["n"],
+        max_length=params["max_length"],
+        prompt_tokens=prompt_tokens,
+        reference_path=settings.model_reference_path,
+    )
     if wanted <= allowance or user.kudos >= estimate:
         return
     if loaded.get("allow_downgrade"):
         lowered = max(MIN_LENGTH_TOKENS, allowance // params["n"])
-        warnings.append({"code": "Downgraded", "message": f"max_length lowered from {params['max_length']} to "
-                                                          f"{lowered}: the request needs {estimate} kudos upfront."})
+        warnings.append(
+            {
+                "code": "Downgraded",
+                "message": f"max_length lowered from {params['max_length']} to "
+                f"{lowered}: the request needs {estimate} kudos upfront.",
+            }
+        )
         params["max_length"] = lowered
         return
     raise errors.KudosUpfront(
         f"Due to demand, requests over {allowance} tokens (max_length × n) need the kudos upfront; this one needs "
         f"{estimate} and the API key has {user.kudos}. Lower max_length or n, or send allow_downgrade.",
-        param="params.max_length", metadata={"kudos_estimate": estimate, "kudos": user.kudos,
-                                             "free_allowance_tokens": allowance})
+        param="params.max_length",
+        metadata={"kudos_estimate": estimate, "kudos": user.kudos, "free_allowance_tokens": allowance},
+    )
 
 
 def _worker_lists(loaded: dict) -> tuple[list[str], list[str]]:
@@ -150,9 +198,15 @@ def _check_rate(session: Session, settings, user: User) -> None:
     """One budget for chat and text requests together."""
     limit = settings.rate_limit_per_minute
     used = chat_queue.created_since(session, user.id, RATE_WINDOW_S) + queue.created_since(
-        session, user.id, RATE_WINDOW_S)
+        session, user.id, RATE_WINDOW_S
+    )
     if used >= limit:
         raise errors.TooManyRequests(
             f"Too many requests: at most {limit} chat and text requests a minute per user.",
-            headers={"Retry-After": str(RATE_WINDOW_S), "X-RateLimit-Limit": str(limit),
-                     "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_WINDOW_S)})
+            headers={
+                "Retry-After": str(RATE_WINDOW_S),
+                "X-RateLimit-Limit": str(limit),
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Reset": str(RATE_WINDOW_S),
+            },
+        )

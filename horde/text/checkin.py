@@ -29,8 +29,14 @@ def check_in(session: Session, owner: User, pop: dict) -> Worker:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
     if worker is None:
-        worker = Worker(name=pop["name"], owner_id=owner.id, models=[], max_length=pop["max_length"],
-                        max_context_length=pop["max_context_length"], last_pop_at=NEVER_POPPED)
+        worker = Worker(
+            name=pop["name"],
+            owner_id=owner.id,
+            models=[],
+            max_length=pop["max_length"],
+            max_context_length=pop["max_context_length"],
+            last_pop_at=NEVER_POPPED,
+        )
         session.add(worker)
     elif worker.owner_id != owner.id:
         raise errors.WorkerNameTaken(f"The worker name '{pop['name']}' belongs to another user.")
@@ -49,9 +55,12 @@ def check_in(session: Session, owner: User, pop: dict) -> Worker:
 
 def tokens_per_s(session: Session, worker_id: str) -> float | None:
     """Median speed of the worker's latest submitted generations; None before its first."""
-    rows = session.execute(select(TextJob.tokens, TextJob.started_at, TextJob.ended_at)
-                           .where(TextJob.worker_id == worker_id, TextJob.state == JOB_SUBMITTED)
-                           .order_by(TextJob.ended_at.desc()).limit(RECENT_JOBS_FOR_SPEED)).all()
+    rows = session.execute(
+        select(TextJob.tokens, TextJob.started_at, TextJob.ended_at)
+        .where(TextJob.worker_id == worker_id, TextJob.state == JOB_SUBMITTED)
+        .order_by(TextJob.ended_at.desc())
+        .limit(RECENT_JOBS_FOR_SPEED)
+    ).all()
     speeds = [tokens / max((ended - started).total_seconds(), 0.001) for tokens, started, ended in rows if ended]
     return statistics.median(speeds) if speeds else None
 
@@ -61,7 +70,7 @@ def is_slow(session: Session, worker_id: str) -> bool:
     return speed is not None and speed < SLOW_TOKENS_PER_S
 
 
-def online_text_workers(session: Session, window_s: float, models=None) -> list[Worker]:
+def online_text_workers(session: Session, window_s: float, models: list[str] | None = None) -> list[Worker]:
     """Workers whose last text pop is within the window; serving any of `models` when given (empty: any)."""
     cutoff = utcnow() - dt.timedelta(seconds=window_s)
     found = session.scalars(select(Worker).where(Worker.text_pop_at >= cutoff)).all()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import and_, case, exists, func, literal, not_, or_, select
+from sqlalchemy import ColumnElement, and_, case, exists, func, literal, not_, or_, select
 from sqlalchemy.orm import Session
 
 from horde.text.models import WAITING, TextRequest, TextRequestModel
@@ -28,12 +28,15 @@ class Offer:
 
 def _serves_model(worker: Worker):
     any_model = ~exists(select(literal(1)).where(TextRequestModel.request_id == TextRequest.id))
-    listed = exists(select(literal(1)).where(and_(TextRequestModel.request_id == TextRequest.id,
-                                                  TextRequestModel.model.in_(worker.text_models or []))))
+    listed = exists(
+        select(literal(1)).where(
+            and_(TextRequestModel.request_id == TextRequest.id, TextRequestModel.model.in_(worker.text_models or []))
+        )
+    )
     return or_(any_model, listed)
 
 
-def conditions(offer: Offer) -> list[tuple[str, object]]:
+def conditions(offer: Offer) -> list[tuple[str, ColumnElement[bool]]]:
     """(skipped reason, SQL condition a request must meet) pairs."""
     worker = offer.worker
     softprompts = list(worker.softprompts or [])
@@ -42,9 +45,13 @@ def conditions(offer: Offer) -> list[tuple[str, object]]:
         ("max_length", TextRequest.max_length <= worker.text_max_length),
         ("max_context_length", TextRequest.max_context_length <= worker.text_max_context_length),
         ("matching_softprompt", or_(TextRequest.softprompt.is_(None), TextRequest.softprompt.in_(softprompts))),
-        ("worker_id", and_(or_(TextRequest.only_workers.is_(None), TextRequest.only_workers.like(f"%|{worker.id}|%")),
-                           or_(TextRequest.blocked_workers.is_(None),
-                               not_(TextRequest.blocked_workers.like(f"%|{worker.id}|%"))))),
+        (
+            "worker_id",
+            and_(
+                or_(TextRequest.only_workers.is_(None), TextRequest.only_workers.like(f"%|{worker.id}|%")),
+                or_(TextRequest.blocked_workers.is_(None), not_(TextRequest.blocked_workers.like(f"%|{worker.id}|%"))),
+            ),
+        ),
         ("untrusted", or_(TextRequest.trusted_only.is_(False), literal(offer.trusted))),
         ("performance", or_(TextRequest.slow_workers.is_(True), literal(not offer.slow))),
         ("nsfw", or_(TextRequest.nsfw.is_(False), literal(bool(worker.nsfw)))),
@@ -52,14 +59,16 @@ def conditions(offer: Offer) -> list[tuple[str, object]]:
     ]
 
 
-def queue_filter(offer: Offer):
-    return and_(TextRequest.state == WAITING, TextRequest.waiting > 0,
-                *[condition for _, condition in conditions(offer)])
+def queue_filter(offer: Offer) -> ColumnElement[bool]:
+    return and_(
+        TextRequest.state == WAITING, TextRequest.waiting > 0, *[condition for _, condition in conditions(offer)]
+    )
 
 
 def skipped_counts(session: Session, offer: Offer) -> dict[str, int]:
     """Why the waiting requests were not given to this worker, by first failing reason."""
     first_failure = case(*[(not_(condition), name) for name, condition in conditions(offer)], else_="")
-    rows = session.execute(select(first_failure, func.count()).where(TextRequest.state == WAITING)
-                           .group_by(first_failure)).all()
+    rows = session.execute(
+        select(first_failure, func.count()).where(TextRequest.state == WAITING).group_by(first_failure)
+    ).all()
     return {reason: count for reason, count in rows if reason and count}

@@ -22,7 +22,12 @@ WAITING, PROCESSING, DONE, FAULTED, CANCELLED = "waiting", "processing", "done",
 FINAL_STATES = (DONE, FAULTED, CANCELLED)
 
 JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED, JOB_FAULTED, JOB_CANCELLED = (
-    "processing", "submitted", "aborted", "faulted", "cancelled")
+    "processing",
+    "submitted",
+    "aborted",
+    "faulted",
+    "cancelled",
+)
 
 
 def new_id() -> str:

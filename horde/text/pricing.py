@@ -29,11 +29,14 @@ def priciest_model(models: list[str], reference_path: str | None) -> str:
 
 
 def estimate(models: list[str], *, n: int, max_length: int, prompt_tokens: int, reference_path: str | None) -> int:
-    one = pricing.price(priciest_model(models, reference_path), completion_tokens=max_length,
-                        prompt_tokens=prompt_tokens, reference_path=reference_path)
+    one = pricing.price(
+        priciest_model(models, reference_path),
+        completion_tokens=max_length,
+        prompt_tokens=prompt_tokens,
+        reference_path=reference_path,
+    )
     return n * one
 
 
 def price(model: str, *, tokens: int, prompt_tokens: int, reference_path: str | None) -> int:
-    return pricing.price(model, completion_tokens=tokens, prompt_tokens=prompt_tokens,
-                         reference_path=reference_path)
+    return pricing.price(model, completion_tokens=tokens, prompt_tokens=prompt_tokens, reference_path=reference_path)

@@ -18,21 +18,34 @@ def _accepts_any(models):
     """Requests for any of `models`, and requests that accept any model."""
     if not models:
         return literal(True)
-    listed = select(literal(1)).where(TextRequestModel.request_id == TextRequest.id,
-                                      TextRequestModel.model.in_(list(models))).exists()
+    listed = (
+        select(literal(1))
+        .where(TextRequestModel.request_id == TextRequest.id, TextRequestModel.model.in_(list(models)))
+        .exists()
+    )
     any_model = ~select(literal(1)).where(TextRequestModel.request_id == TextRequest.id).exists()
     return or_(listed, any_model)
 
 
-def waiting_count(session: Session, models) -> int:
-    return session.scalar(select(func.coalesce(func.sum(TextRequest.waiting), 0)).where(
-        TextRequest.state == WAITING, _accepts_any(models))) or 0
+def waiting_count(session: Session, models: list[str]) -> int:
+    return (
+        session.scalar(
+            select(func.coalesce(func.sum(TextRequest.waiting), 0)).where(
+                TextRequest.state == WAITING, _accepts_any(models)
+            )
+        )
+        or 0
+    )
 
 
 def created_since(session: Session, user_id: int, seconds: float) -> int:
     since = utcnow() - dt.timedelta(seconds=seconds)
-    return session.scalar(select(func.count(TextRequest.id)).where(TextRequest.user_id == user_id,
-                                                                    TextRequest.created_at >= since)) or 0
+    return (
+        session.scalar(
+            select(func.count(TextRequest.id)).where(TextRequest.user_id == user_id, TextRequest.created_at >= since)
+        )
+        or 0
+    )
 
 
 def position(session: Session, request: TextRequest) -> int:
@@ -42,15 +55,28 @@ def position(session: Session, request: TextRequest) -> int:
     ahead = or_(
         TextRequest.priority_class < request.priority_class,
         and_(TextRequest.priority_class == request.priority_class, TextRequest.priority > request.priority),
-        and_(TextRequest.priority_class == request.priority_class, TextRequest.priority == request.priority,
-             TextRequest.created_at < request.created_at),
+        and_(
+            TextRequest.priority_class == request.priority_class,
+            TextRequest.priority == request.priority,
+            TextRequest.created_at < request.created_at,
+        ),
     )
-    return session.scalar(select(func.coalesce(func.sum(TextRequest.waiting), 0)).where(
-        TextRequest.state == WAITING, _accepts_any(request.models), ahead)) or 0
+    return (
+        session.scalar(
+            select(func.coalesce(func.sum(TextRequest.waiting), 0)).where(
+                TextRequest.state == WAITING, _accepts_any(request.models), ahead
+            )
+        )
+        or 0
+    )
 
 
 def typical_job_s(session: Session, default_s: float) -> float:
-    rows = session.execute(select(TextJob.started_at, TextJob.ended_at).where(TextJob.state == JOB_SUBMITTED)
-                           .order_by(TextJob.ended_at.desc()).limit(RECENT_JOBS_FOR_ESTIMATE)).all()
+    rows = session.execute(
+        select(TextJob.started_at, TextJob.ended_at)
+        .where(TextJob.state == JOB_SUBMITTED)
+        .order_by(TextJob.ended_at.desc())
+        .limit(RECENT_JOBS_FOR_ESTIMATE)
+    ).all()
     durations = [(ended - started).total_seconds() for started, ended in rows if ended and started]
     return statistics.median(durations) if durations else default_s

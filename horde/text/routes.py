@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import request as http_request
 from flask_restx import Namespace, Resource
 
-from horde import errors
 from horde.api import api_key, json_body, runtime
+from horde.chat.routes import OTHER_MODEL_TYPES
 from horde.chat.service import authenticate
 from horde.text import service, stats
 
@@ -19,7 +19,7 @@ WORKER_APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker ow
 @namespace.route("/async")
 class Async(Resource):
     @namespace.doc(params=APIKEY_HEADER)
-    def post(self):
+    def post(self) -> tuple[dict, int] | dict:
         """Queue a text request (202 {id, kudos}); with dry_run, only price it (200 {kudos})."""
         hub = runtime()
         user = authenticate(hub, api_key())
@@ -38,11 +38,11 @@ class Async(Resource):
 
 @namespace.route("/status/<string:request_id>")
 class Status(Resource):
-    def get(self, request_id):
+    def get(self, request_id: str) -> dict:
         """Counts by stage, the wait, and every generation so far."""
         return service.status(runtime(), request_id)
 
-    def delete(self, request_id):
+    def delete(self, request_id: str) -> dict:
         """Hand out no more generations; those running finish and are kept. Answers the status."""
         hub = runtime()
         service.cancel(hub, request_id)
@@ -52,7 +52,7 @@ class Status(Resource):
 @namespace.route("/pop")
 class Pop(Resource):
     @namespace.doc(params=WORKER_APIKEY_HEADER)
-    def post(self):
+    def post(self) -> tuple[dict, int] | dict:
         """Check in and take up to `amount` generations of one request, within the worker's free threads."""
         return service.pop(runtime(), api_key(), json_body())
 
@@ -60,14 +60,14 @@ class Pop(Resource):
 @namespace.route("/submit")
 class Submit(Resource):
     @namespace.doc(params=WORKER_APIKEY_HEADER)
-    def post(self):
+    def post(self) -> tuple[dict, int] | dict:
         """Submit one generation; answers the kudos rewarded."""
         return service.submit(runtime(), api_key(), json_body())
 
 
 @stats_namespace.route("/totals")
 class Totals(Resource):
-    def get(self):
+    def get(self) -> dict:
         """Generations and tokens in the past minute, hour, day, month and in total."""
         hub = runtime()
         with hub.db.read() as session:
@@ -76,22 +76,18 @@ class Totals(Resource):
 
 @stats_namespace.route("/models")
 class PerModel(Resource):
-    def get(self):
+    def get(self) -> dict:
         """Generations per model in the past day, month and in total."""
         hub = runtime()
         with hub.db.read() as session:
             return stats.per_model(session)
 
 
-def model_list(kind: str | None) -> list[dict] | None:
-    """/status/models for `type=text`; None for the other types (chat's route answers them)."""
-    if kind != "text":
-        return None
+def text_models() -> list[dict]:
+    """/status/models?type=text."""
     hub = runtime()
     with hub.db.read() as session:
         return stats.model_status(session, hub.settings)
 
 
-def require_known_type(kind: str | None) -> None:
-    if kind not in (None, "", "text", "chat", "image", "interrogation", "all"):
-        raise errors.BadRequest(f"Unknown model type '{kind}'; this Horde serves 'chat' and 'text'.", param="type")
+OTHER_MODEL_TYPES["text"] = text_models

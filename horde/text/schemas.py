@@ -34,8 +34,11 @@ def _optional(field_class, *args, **kwargs):
 
 
 def _name_list(maximum: int):
-    return _optional(fields.List, fields.String(validate=validate.Length(min=1, max=MAX_NAME_CHARS)),
-                     validate=validate.Length(max=maximum))
+    return _optional(
+        fields.List,
+        fields.String(validate=validate.Length(min=1, max=MAX_NAME_CHARS)),
+        validate=validate.Length(max=maximum),
+    )
 
 
 class ParamsSchema(Schema):
@@ -45,10 +48,12 @@ class ParamsSchema(Schema):
         unknown = EXCLUDE
 
     n = _optional(fields.Integer, strict=True, validate=validate.Range(min=1, max=MAX_GENERATIONS))
-    max_length = _optional(fields.Integer, strict=True, validate=validate.Range(min=MIN_LENGTH_TOKENS,
-                                                                                max=MAX_LENGTH_TOKENS))
-    max_context_length = _optional(fields.Integer, strict=True,
-                                   validate=validate.Range(min=MIN_CONTEXT_TOKENS, max=MAX_CONTEXT_TOKENS))
+    max_length = _optional(
+        fields.Integer, strict=True, validate=validate.Range(min=MIN_LENGTH_TOKENS, max=MAX_LENGTH_TOKENS)
+    )
+    max_context_length = _optional(
+        fields.Integer, strict=True, validate=validate.Range(min=MIN_CONTEXT_TOKENS, max=MAX_CONTEXT_TOKENS)
+    )
     temperature = _optional(fields.Float, validate=validate.Range(min=0, max=5))
     top_p = _optional(fields.Float, validate=validate.Range(min=0.001, max=1))
     top_k = _optional(fields.Integer, strict=True, validate=validate.Range(min=0, max=100))
@@ -59,10 +64,16 @@ class ParamsSchema(Schema):
     rep_pen = _optional(fields.Float, validate=validate.Range(min=1, max=3))
     rep_pen_range = _optional(fields.Integer, strict=True, validate=validate.Range(min=0, max=4096))
     rep_pen_slope = _optional(fields.Float, validate=validate.Range(min=0, max=10))
-    sampler_order = _optional(fields.List, fields.Integer(strict=True, validate=validate.Range(min=0, max=100)),
-                              validate=validate.Length(max=MAX_SAMPLER_ORDER))
-    stop_sequence = _optional(fields.List, fields.String(validate=validate.Length(min=1, max=MAX_STOP_SEQUENCE_CHARS)),
-                              validate=validate.Length(max=MAX_STOP_SEQUENCES))
+    sampler_order = _optional(
+        fields.List,
+        fields.Integer(strict=True, validate=validate.Range(min=0, max=100)),
+        validate=validate.Length(max=MAX_SAMPLER_ORDER),
+    )
+    stop_sequence = _optional(
+        fields.List,
+        fields.String(validate=validate.Length(min=1, max=MAX_STOP_SEQUENCE_CHARS)),
+        validate=validate.Length(max=MAX_STOP_SEQUENCES),
+    )
     use_default_badwordsids = _optional(fields.Boolean)
     smoothing_factor = _optional(fields.Float, validate=validate.Range(min=0, max=10))
     dynatemp_range = _optional(fields.Float, validate=validate.Range(min=0, max=5))
@@ -122,15 +133,21 @@ class PopSchema(Schema):
         unknown = EXCLUDE
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=100))
-    models = fields.List(fields.String(validate=validate.Length(min=1, max=MAX_NAME_CHARS)), required=True,
-                         validate=validate.Length(min=1, max=100))
+    models = fields.List(
+        fields.String(validate=validate.Length(min=1, max=MAX_NAME_CHARS)),
+        required=True,
+        validate=validate.Length(min=1, max=100),
+    )
     bridge_agent = _optional(fields.String, load_default="unknown:0:unknown", validate=validate.Length(max=1000))
-    threads = _optional(fields.Integer, strict=True, load_default=1,
-                        validate=validate.Range(min=1, max=MAX_WORKER_THREADS))
-    max_length = _optional(fields.Integer, strict=True, load_default=512,
-                           validate=validate.Range(min=1, max=MAX_WORKER_LENGTH_TOKENS))
-    max_context_length = _optional(fields.Integer, strict=True, load_default=2048,
-                                   validate=validate.Range(min=1, max=MAX_WORKER_CONTEXT_TOKENS))
+    threads = _optional(
+        fields.Integer, strict=True, load_default=1, validate=validate.Range(min=1, max=MAX_WORKER_THREADS)
+    )
+    max_length = _optional(
+        fields.Integer, strict=True, load_default=512, validate=validate.Range(min=1, max=MAX_WORKER_LENGTH_TOKENS)
+    )
+    max_context_length = _optional(
+        fields.Integer, strict=True, load_default=2048, validate=validate.Range(min=1, max=MAX_WORKER_CONTEXT_TOKENS)
+    )
     softprompts = _name_list(MAX_SOFTPROMPTS)
     priority_usernames = _name_list(MAX_SOFTPROMPTS)
     nsfw = _optional(fields.Boolean, load_default=False)
@@ -158,7 +175,7 @@ class SubmitSchema(Schema):
     id = fields.String(required=True, validate=validate.Length(min=1, max=36))
     generation = _optional(fields.String, load_default="", validate=validate.Length(max=MAX_GENERATION_CHARS))
     state = _optional(fields.String, load_default="ok", validate=validate.OneOf(GENERATION_STATES))
-    seed = _optional(fields.Integer, load_default=0, validate=validate.Range(min=-(2 ** 63), max=2 ** 63 - 1))
+    seed = _optional(fields.Integer, load_default=0, validate=validate.Range(min=-(2**63), max=2**63 - 1))
     gen_metadata = _optional(fields.List, fields.Nested(GenMetadataSchema), validate=validate.Length(max=20))
     #: Not an AI Horde field: the reference worker says why it stopped and how many tokens it made.
     finish_reason = _optional(fields.String, validate=validate.OneOf(SUBMIT_FINISH_REASONS))
@@ -170,7 +187,7 @@ class SubmitSchema(Schema):
             raise ValidationError("A generation in state 'ok' needs its text.", "generation")
 
 
-def unknown_keys(schema: Schema, data, prefix: str = "") -> list[str]:
+def unknown_keys(schema: Schema, data: object, prefix: str = "") -> list[str]:
     """Keys of `data` that `schema` leaves out, for the answer's warnings."""
     if not isinstance(data, dict):
         return []

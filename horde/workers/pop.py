@@ -13,8 +13,8 @@ from horde.chat import lifecycle
 from horde.chat.eligibility import queue_filter
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
-from horde.text import lifecycle as text_lifecycle
 from horde.events import announce_jobs, jobs_channel, request_channel
+from horde.text import lifecycle as text_lifecycle
 from horde.workers import service as workers
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.models import Worker

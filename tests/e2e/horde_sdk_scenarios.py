@@ -37,9 +37,18 @@ WORKER_DEADLINE_S = 120.0
 def worker_round(client: AIHordeAPIManualClient, key: str, name: str, model: str, amount: int = 1) -> dict:
     """One pop and the submits of every id it got: the generation is the prompt's tail reversed."""
     popped = client.submit_request(
-        TextGenerateJobPopRequest(apikey=key, name=name, models=[model], max_length=512, max_context_length=2048,
-                                  threads=amount, amount=amount, bridge_agent="sdk-worker:1:test"),
-        TextGenerateJobPopResponse)
+        TextGenerateJobPopRequest(
+            apikey=key,
+            name=name,
+            models=[model],
+            max_length=512,
+            max_context_length=2048,
+            threads=amount,
+            amount=amount,
+            bridge_agent="sdk-worker:1:test",
+        ),
+        TextGenerateJobPopResponse,
+    )
     if isinstance(popped, RequestErrorResponse):
         return {"error": popped.message}
     ids = [str(job_id) for job_id in popped.ids]
@@ -48,12 +57,18 @@ def worker_round(client: AIHordeAPIManualClient, key: str, name: str, model: str
         text = f" reply to [{popped.payload.prompt}] by {name}"
         submitted = client.submit_request(
             TextGenerationJobSubmitRequest(apikey=key, id=job_id, generation=text, state=GENERATION_STATE.ok, seed=7),
-            JobSubmitResponse)
+            JobSubmitResponse,
+        )
         rewards.append(submitted.reward if isinstance(submitted, JobSubmitResponse) else submitted.message)
     skipped = popped.skipped.model_dump(exclude_none=True) if popped.skipped else {}
-    return {"ids": ids, "model": popped.model, "n": popped.payload.n if popped.model else None,
-            "max_length": popped.payload.max_length if popped.model else None, "rewards": rewards,
-            "skipped": skipped}
+    return {
+        "ids": ids,
+        "model": popped.model,
+        "n": popped.payload.n if popped.model else None,
+        "max_length": popped.payload.max_length if popped.model else None,
+        "rewards": rewards,
+        "skipped": skipped,
+    }
 
 
 def serve(key: str, name: str, model: str, stop: threading.Event, served: list) -> None:
@@ -69,44 +84,75 @@ def serve(key: str, name: str, model: str, stop: threading.Event, served: list) 
 
 def generate(args: dict) -> dict:
     stop, served = threading.Event(), []
-    worker = threading.Thread(target=serve, args=(args.get("worker_key"), args.get("worker_name"), args["model"],
-                                                  stop, served), daemon=True)
+    worker = threading.Thread(
+        target=serve, args=(args.get("worker_key"), args.get("worker_name"), args["model"], stop, served), daemon=True
+    )
     if args.get("worker_key"):  # else a worker of the test's own serves the jobs
         worker.start()
     try:
         status, job_id = AIHordeAPISimpleClient().text_generate_request(
-            TextGenerateAsyncRequest(apikey=args["key"], prompt=args["prompt"], models=[args["model"]],
-                                     params=ModelGenerationInputKobold(n=args.get("n", 1), max_length=32)),
-            timeout=args.get("timeout", 120))
+            TextGenerateAsyncRequest(
+                apikey=args["key"],
+                prompt=args["prompt"],
+                models=[args["model"]],
+                params=ModelGenerationInputKobold(n=args.get("n", 1), max_length=32),
+            ),
+            timeout=args.get("timeout", 120),
+        )
     finally:
         stop.set()
         if worker.is_alive():
             worker.join(10)
-    return {"id": str(job_id), "done": status.done, "finished": status.finished, "kudos": status.kudos,
-            "generations": [{"text": g.text, "seed": g.seed, "worker_name": g.worker_name, "model": g.model,
-                             "state": str(g.state)} for g in status.generations],
-            "served": served}
+    return {
+        "id": str(job_id),
+        "done": status.done,
+        "finished": status.finished,
+        "kudos": status.kudos,
+        "generations": [
+            {"text": g.text, "seed": g.seed, "worker_name": g.worker_name, "model": g.model, "state": str(g.state)}
+            for g in status.generations
+        ],
+        "served": served,
+    }
 
 
 def cancel(args: dict) -> dict:
     client = AIHordeAPIManualClient()
     queued = client.submit_request(
-        TextGenerateAsyncRequest(apikey=args["key"], prompt=args["prompt"], models=[args["model"]],
-                                 params=ModelGenerationInputKobold(n=3, max_length=32)),
-        TextGenerateAsyncResponse)
+        TextGenerateAsyncRequest(
+            apikey=args["key"],
+            prompt=args["prompt"],
+            models=[args["model"]],
+            params=ModelGenerationInputKobold(n=3, max_length=32),
+        ),
+        TextGenerateAsyncResponse,
+    )
     job_id = str(queued.id_)
     first = worker_round(client, args["worker_key"], args["worker_name"], args["model"])
-    deleted = client.submit_request(DeleteTextGenerateRequest(apikey=args["key"], id=job_id),
-                                    TextGenerateStatusResponse)
+    deleted = client.submit_request(
+        DeleteTextGenerateRequest(apikey=args["key"], id=job_id), TextGenerateStatusResponse
+    )
     after = worker_round(client, args["worker_key"], args["worker_name"], args["model"])
     final = client.submit_request(TextGenerateStatusRequest(id=job_id), TextGenerateStatusResponse)
-    return {"id": job_id, "first_pop": first, "deleted": _counts(deleted), "pop_after_delete": after,
-            "final": _counts(final), "texts": [g.text for g in final.generations]}
+    return {
+        "id": job_id,
+        "first_pop": first,
+        "deleted": _counts(deleted),
+        "pop_after_delete": after,
+        "final": _counts(final),
+        "texts": [g.text for g in final.generations],
+    }
 
 
 def _counts(status: TextGenerateStatusResponse) -> dict:
-    return {"finished": status.finished, "processing": status.processing, "waiting": status.waiting,
-            "done": status.done, "faulted": status.faulted, "kudos": status.kudos}
+    return {
+        "finished": status.finished,
+        "processing": status.processing,
+        "waiting": status.waiting,
+        "done": status.done,
+        "faulted": status.faulted,
+        "kudos": status.kudos,
+    }
 
 
 def worker(args: dict) -> dict:

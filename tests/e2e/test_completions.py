@@ -8,10 +8,10 @@ import httpx
 import openai
 import pytest
 
+from horde_testing.processes import wait_until
 from tests.e2e.conftest import unique_model
 from tests.e2e.test_text_horde_sdk import balance
 from tests.support.openapi import validate
-from tests.support.processes import wait_until
 
 TEXT_RULES = Path(__file__).with_name("rules_text.json")
 CANCEL_TIMEOUT_S = 60
@@ -40,7 +40,8 @@ def test_create_answers_a_text_completion(horde, text_model):
 
 def test_stop_is_not_in_the_text_and_n_gives_n_choices(horde, text_model):
     completion = horde.openai(horde.user(kudos=50)).completions.create(
-        model=text_model, prompt="abc", max_tokens=16, n=2, stop=["wrote"])
+        model=text_model, prompt="abc", max_tokens=16, n=2, stop=["wrote"]
+    )
     assert sorted(c.index for c in completion.choices) == [0, 1]
     assert {(c.text, c.finish_reason) for c in completion.choices} == {("You ", "stop")}
     assert len(completion.model_extra["x_horde"]["generations"]) == 2
@@ -54,8 +55,11 @@ def test_length_finish_when_max_tokens_cuts(horde, text_model):
 
 
 def test_stream_sends_each_choice_then_usage(horde, text_model):
-    events = list(horde.openai(horde.user(kudos=50)).completions.create(
-        model=text_model, prompt="streamed", max_tokens=32, n=2, stream=True, stream_options={"include_usage": True}))
+    events = list(
+        horde.openai(horde.user(kudos=50)).completions.create(
+            model=text_model, prompt="streamed", max_tokens=32, n=2, stream=True, stream_options={"include_usage": True}
+        )
+    )
     texts, finishes = {}, {}
     for event in events:
         body = event.model_dump(exclude_unset=True)
@@ -68,11 +72,20 @@ def test_stream_sends_each_choice_then_usage(horde, text_model):
     assert events[-1].choices == [] and events[-1].usage.completion_tokens > 0
 
 
-@pytest.mark.parametrize(("extra", "param"), [
-    ({"echo": True}, "echo"), ({"logprobs": 2}, "logprobs"), ({"suffix": "end"}, "suffix"), ({"best_of": 2}, "best_of"),
-    ({"logit_bias": {"50256": -100}}, "logit_bias"), ({"prompt": ["one", "two"]}, "prompt"),
-    ({"prompt": [1, 2, 3]}, "prompt"), ({"n": 21}, "n"), ({"max_tokens": 8}, "max_tokens"),
-])
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"echo": True}, "echo"),
+        ({"logprobs": 2}, "logprobs"),
+        ({"suffix": "end"}, "suffix"),
+        ({"best_of": 2}, "best_of"),
+        ({"logit_bias": {"50256": -100}}, "logit_bias"),
+        ({"prompt": ["one", "two"]}, "prompt"),
+        ({"prompt": [1, 2, 3]}, "prompt"),
+        ({"n": 21}, "n"),
+        ({"max_tokens": 8}, "max_tokens"),
+    ],
+)
 def test_refusals_name_their_parameter(horde, text_model, extra, param):
     body = {"model": text_model, "prompt": "x", **extra}
     with pytest.raises(openai.BadRequestError) as refused:
@@ -94,8 +107,11 @@ def test_unknown_model_and_unserved_model(horde):
         client.completions.create(model="nobody/has-this", prompt="x")
     assert unknown.value.body["code"] == "model_not_found"
     with httpx.Client() as http:  # in the model reference, but no text worker serves it
-        answer = http.post(horde.url + "/v1/completions", json={"model": REFERENCE_MODEL, "prompt": "x"},
-                           headers={"Authorization": "Bearer 0000000000"})
+        answer = http.post(
+            horde.url + "/v1/completions",
+            json={"model": REFERENCE_MODEL, "prompt": "x"},
+            headers={"Authorization": "Bearer 0000000000"},
+        )
     assert answer.status_code == 503 and answer.json()["error"]["code"] == "no_eligible_worker"
     assert answer.headers["x-should-retry"] == "false"
 
@@ -120,9 +136,15 @@ def test_closed_stream_cancels_the_running_generation_uncharged(horde, text_mode
     from horde.text.models import TextRequest
 
     key = horde.user(kudos=50)
-    with httpx.Client(timeout=30) as http, http.stream(
-            "POST", horde.url + "/v1/completions", headers={"Authorization": f"Bearer {key}"},
-            json={"model": text_model, "prompt": "take your time", "stream": True}) as answer:
+    with (
+        httpx.Client(timeout=30) as http,
+        http.stream(
+            "POST",
+            horde.url + "/v1/completions",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"model": text_model, "prompt": "take your time", "stream": True},
+        ) as answer,
+    ):
         request_id = answer.headers["x-request-id"]
         next(answer.iter_lines())  # the opening keepalive; then the client goes
 
@@ -130,5 +152,6 @@ def test_closed_stream_cancels_the_running_generation_uncharged(horde, text_mode
         with horde.runtime.db.read() as session:
             row = session.get(TextRequest, request_id)
             return row if row.state == "cancelled" else None
+
     row = wait_until(cancelled, CANCEL_TIMEOUT_S, "the request to be cancelled")
     assert row.kudos_charged == 0 and balance(horde, key) == 50

@@ -43,16 +43,21 @@ def test_concurrent_pops_and_double_submits_settle_each_generation_once(two_serv
     for index, body in enumerate(pop_bodies):
         _post(horde.servers[index % 2].url, "/generate/text/pop", owners[index % 2], body)
     for index in range(REQUESTS):
-        queued = _post(horde.servers[index % 2].url, "/generate/text/async", client_key,
-                       {"prompt": f"race {index}", "models": [model], "params": {"n": GENERATIONS}})
+        queued = _post(
+            horde.servers[index % 2].url,
+            "/generate/text/async",
+            client_key,
+            {"prompt": f"race {index}", "models": [model], "params": {"n": GENERATIONS}},
+        )
         assert queued.status_code == 202, queued.text
     claimed, barrier = [], threading.Barrier(POPPERS)
 
     def popper(index):
         barrier.wait()
         while True:
-            answer = _post(horde.servers[index % 2].url, "/generate/text/pop", owners[index % 2],
-                           pop_bodies[index]).json()
+            answer = _post(
+                horde.servers[index % 2].url, "/generate/text/pop", owners[index % 2], pop_bodies[index]
+            ).json()
             if not answer.get("ids"):
                 return
             claimed.extend((index, job_id) for job_id in answer["ids"])
@@ -69,13 +74,20 @@ def test_concurrent_pops_and_double_submits_settle_each_generation_once(two_serv
 
     def submitter(index, worker_index, job_id):
         start.wait()
-        answer = _post(horde.servers[index % 2].url, "/generate/text/submit", owners[worker_index % 2],
-                       {"id": job_id, "generation": "x" * 80, "state": "ok"})
+        answer = _post(
+            horde.servers[index % 2].url,
+            "/generate/text/submit",
+            owners[worker_index % 2],
+            {"id": job_id, "generation": "x" * 80, "state": "ok"},
+        )
         outcomes.append((job_id, answer.status_code, answer.json().get("rc")))
 
     # Every job submitted SUBMITTERS times at once, all jobs together: one requester is charged concurrently.
-    racers = [threading.Thread(target=submitter, args=(index, worker_index, job_id))
-              for worker_index, job_id in claimed for index in range(SUBMITTERS)]
+    racers = [
+        threading.Thread(target=submitter, args=(index, worker_index, job_id))
+        for worker_index, job_id in claimed
+        for index in range(SUBMITTERS)
+    ]
     for racer in racers:
         racer.start()
     for racer in racers:
@@ -88,8 +100,9 @@ def test_concurrent_pops_and_double_submits_settle_each_generation_once(two_serv
         entries = session.scalar(select(func.count(KudosEntry.id)).where(KudosEntry.kind == "charge"))
         users = session.scalars(select(User)).all()
         for user in users:
-            ledger = session.scalar(select(func.coalesce(func.sum(KudosEntry.amount), 0))
-                                    .where(KudosEntry.user_id == user.id))
+            ledger = session.scalar(
+                select(func.coalesce(func.sum(KudosEntry.amount), 0)).where(KudosEntry.user_id == user.id)
+            )
             assert user.kudos == ledger, user.username
     assert entries == REQUESTS * GENERATIONS
     paid = requests.get(horde.url + "/api/v2/find_user", headers={"apikey": client_key}, timeout=5).json()["kudos"]

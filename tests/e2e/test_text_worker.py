@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import requests
 
+from horde_testing.processes import wait_until
 from tests.e2e.conftest import unique_model
 from tests.e2e.test_text_horde_sdk import balance, run_sdk
-from tests.support.processes import wait_until
 
 DONE_TIMEOUT_S = 60
 
@@ -21,6 +21,7 @@ def finished_status(horde, request_id: str) -> dict:
     def done():
         status = requests.get(horde.url + f"/api/v2/generate/text/status/{request_id}", timeout=5).json()
         return status if status["done"] or status["faulted"] else None
+
     return wait_until(done, DONE_TIMEOUT_S, "the text request to finish")
 
 
@@ -34,8 +35,11 @@ def test_text_worker_keeps_the_stop_sequence_and_serves_each_generation(horde):
     model = unique_model("text")
     worker = horde.worker([model], "--kinds", "text", "--threads", "2")
     key = horde.user(kudos=50)
-    request_id = queue_text(horde, key, {"prompt": "a fox jumps", "models": [model],
-                                         "params": {"n": 2, "max_length": 32, "stop_sequence": ["wrote"]}})
+    request_id = queue_text(
+        horde,
+        key,
+        {"prompt": "a fox jumps", "models": [model], "params": {"n": 2, "max_length": 32, "stop_sequence": ["wrote"]}},
+    )
     status = finished_status(horde, request_id)
     assert status["done"] and status["finished"] == 2
     assert [g["text"] for g in status["generations"]] == ["You wrote", "You wrote"]  # the AI Horde keeps the stop
@@ -52,7 +56,7 @@ def test_text_worker_cuts_at_max_length(horde):
     prompt = "word " * 40
     request_id = queue_text(horde, key, {"prompt": prompt, "models": [model], "params": {"max_length": 16}})
     status = finished_status(horde, request_id)
-    assert status["generations"][0]["text"] == ("You wrote: " + prompt)[:16 * 4]
+    assert status["generations"][0]["text"] == ("You wrote: " + prompt)[: 16 * 4]
 
 
 def test_one_worker_pops_chat_and_text(horde):

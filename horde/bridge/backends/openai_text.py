@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import requests
 
@@ -19,12 +20,31 @@ from horde.bridge.backends.sse import StreamError, iter_sse_data
 from horde.bridge.job import JobFault
 from horde.bridge.text_job import TextJob, TextReply, finish, first_stop
 
+if TYPE_CHECKING:
+    from horde.bridge.backends.openai_compat import OpenAICompatBackend
+
 COMPLETIONS_PATH = "/v1/completions"
 #: Kobold name -> the name llama.cpp's server reads; other samplers are sent under their own name.
-RENAMED_SAMPLERS = {"rep_pen": "repeat_penalty", "rep_pen_range": "repeat_last_n", "typical": "typical_p",
-                    "tfs": "tfs_z", "dynatemp_range": "dynatemp_range", "dynatemp_exponent": "dynatemp_exponent"}
-SAMPLERS = ("temperature", "top_p", "top_k", "top_a", "min_p", "smoothing_factor", "seed", "frequency_penalty",
-            "presence_penalty", *RENAMED_SAMPLERS)
+RENAMED_SAMPLERS = {
+    "rep_pen": "repeat_penalty",
+    "rep_pen_range": "repeat_last_n",
+    "typical": "typical_p",
+    "tfs": "tfs_z",
+    "dynatemp_range": "dynatemp_range",
+    "dynatemp_exponent": "dynatemp_exponent",
+}
+SAMPLERS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "top_a",
+    "min_p",
+    "smoothing_factor",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    *RENAMED_SAMPLERS,
+)
 CONNECT_TIMEOUT_S = 10.0
 SUBMIT_MARGIN_S = 5.0
 MIN_READ_TIMEOUT_S = 5.0
@@ -40,7 +60,7 @@ def request_body(job: TextJob, model: str, streaming: bool) -> dict:
     return body
 
 
-def complete(backend, job: TextJob) -> TextReply:
+def complete(backend: OpenAICompatBackend, job: TextJob) -> TextReply:
     """One generation of `job` on the backend's server."""
     streaming = backend.streaming
     body = request_body(job, backend.backend_model(job.model), streaming)

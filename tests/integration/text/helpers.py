@@ -4,8 +4,15 @@ from __future__ import annotations
 
 
 def text_pop(client, key, name="tw1", models=("m1",), **overrides):
-    body = {"name": name, "models": list(models), "max_length": 512, "max_context_length": 4096, "threads": 4,
-            "bridge_agent": "test:1:local", **overrides}
+    body = {
+        "name": name,
+        "models": list(models),
+        "max_length": 512,
+        "max_context_length": 4096,
+        "threads": 4,
+        "bridge_agent": "test:1:local",
+        **overrides,
+    }
     answer = client.post("/api/v2/generate/text/pop", json=body, headers={"apikey": key})
     assert answer.status_code == 200, answer.json
     return answer.json
@@ -23,8 +30,9 @@ def text_queued(client, key, prompt="Once", **body) -> str:
 
 
 def text_submit(client, key, job_id, generation="A reply.", **body):
-    return client.post("/api/v2/generate/text/submit", json=dict(body, id=job_id, generation=generation),
-                       headers={"apikey": key})
+    return client.post(
+        "/api/v2/generate/text/submit", json=dict(body, id=job_id, generation=generation), headers={"apikey": key}
+    )
 
 
 def text_status(client, request_id):

@@ -11,8 +11,15 @@ def test_defaults_reach_the_worker_and_samplers_pass_unchanged(client, make_user
     _, owner = make_user()
     _, key = make_user(kudos=100)
     text_pop(client, owner)
-    samplers = {"top_k": 40, "rep_pen": 1.1, "rep_pen_range": 320, "sampler_order": [6, 0, 1], "min_p": 0.05,
-                "singleline": True, "stop_sequence": ["\nYou:"]}
+    samplers = {
+        "top_k": 40,
+        "rep_pen": 1.1,
+        "rep_pen_range": 320,
+        "sampler_order": [6, 0, 1],
+        "min_p": 0.05,
+        "singleline": True,
+        "stop_sequence": ["\nYou:"],
+    }
     text_queued(client, key, params=samplers)
     job = text_pop(client, owner)
     assert job["payload"] == {**samplers, "n": 1, "max_length": 80, "max_context_length": 1024, "prompt": "Once"}
@@ -30,10 +37,14 @@ def test_unknown_fields_are_ignored_with_a_warning(client, make_user):
 
 def test_limits_are_the_ai_hordes(client, make_user):
     _, key = make_user()
-    for params, param in (({"n": 21}, "params.n"), ({"max_length": 1025}, "params.max_length"),
-                          ({"max_length": 15}, "params.max_length"), ({"max_context_length": 79},
-                                                                       "params.max_context_length"),
-                          ({"temperature": 5.1}, "params.temperature"), ({"top_k": 101}, "params.top_k")):
+    for params, param in (
+        ({"n": 21}, "params.n"),
+        ({"max_length": 1025}, "params.max_length"),
+        ({"max_length": 15}, "params.max_length"),
+        ({"max_context_length": 79}, "params.max_context_length"),
+        ({"temperature": 5.1}, "params.temperature"),
+        ({"top_k": 101}, "params.top_k"),
+    ):
         answer = text_async(client, key, params=params)
         assert (answer.status_code, answer.json["rc"], answer.json["param"]) == (400, "BadRequest", param)
     assert text_async(client, key, workers=["a", "b", "c", "d", "e", "f"]).json["param"] == "workers"
@@ -149,8 +160,14 @@ def test_worker_restrictions_route_and_skipped_counts_explain(client, make_user)
     text_queued(client, key, params={"max_length": 600})
     skipped = text_pop(client, owner, "plain")
     assert skipped["id"] is None
-    assert skipped["skipped"] == {"untrusted": 1, "worker_id": 1, "matching_softprompt": 1, "nsfw": 1,
-                                  "models": 1, "max_length": 1}
+    assert skipped["skipped"] == {
+        "untrusted": 1,
+        "worker_id": 1,
+        "matching_softprompt": 1,
+        "nsfw": 1,
+        "models": 1,
+        "max_length": 1,
+    }
     taken = text_pop(client, trusted_owner, "trusted", softprompts=["alice"], nsfw=True, amount=5)
     assert taken["id"] is not None
 
@@ -235,7 +252,7 @@ def test_webhook_is_posted_after_each_generation(client, make_user):
     import json
     import threading
 
-    from tests.support.processes import wait_until
+    from horde_testing.processes import wait_until
 
     received = []
 
@@ -254,8 +271,7 @@ def test_webhook_is_posted_after_each_generation(client, make_user):
         _, owner = make_user()
         _, key = make_user(kudos=100)
         text_pop(client, owner)
-        request_id = text_queued(client, key, webhook=f"http://127.0.0.1:{server.server_port}/hook",
-                                 params={"n": 2})
+        request_id = text_queued(client, key, webhook=f"http://127.0.0.1:{server.server_port}/hook", params={"n": 2})
         for job_id in text_pop(client, owner, amount=2)["ids"]:
             text_submit(client, owner, job_id, f"text of {job_id}")
         wait_until(lambda: len(received) == 2, what="two webhook posts")

@@ -9,8 +9,8 @@ from horde import errors
 from horde.api import runtime
 from horde.chat.cards import model_stats
 from horde.chat.routes import status_namespace
+from horde.registry import views
 from horde.text import stats as text_stats
-from horde.workers import views
 from horde.workers.models import Worker
 
 namespace = Namespace("registry", description="Workers, as the AI Horde lists them")
@@ -20,14 +20,15 @@ HORDE_API_VERSION = "2.0.0"
 @namespace.route("")
 class Workers(Resource):
     @namespace.doc(params={"type": {"in": "query", "description": "'text' or 'chat'; none lists every worker"}})
-    def get(self):
+    def get(self) -> list[dict]:
         """Every worker that ever popped, with its declarations and work done."""
         kind = http_request.args.get("type") or None
         if kind not in (None, *views.KINDS):
             if kind in ("image", "interrogation"):
                 return []
-            raise errors.BadRequest(f"Unknown worker type '{kind}'; this Horde has 'text' and 'chat' workers.",
-                                    param="type")
+            raise errors.BadRequest(
+                f"Unknown worker type '{kind}'; this Horde has 'text' and 'chat' workers.", param="type"
+            )
         hub = runtime()
         with hub.db.read() as session:
             return views.listing(session, hub.settings, kind)
@@ -35,7 +36,7 @@ class Workers(Resource):
 
 @namespace.route("/<string:worker_id>")
 class OneWorker(Resource):
-    def get(self, worker_id):
+    def get(self, worker_id: str) -> dict:
         hub = runtime()
         with hub.db.read() as session:
             worker = session.get(Worker, worker_id)
@@ -46,16 +47,17 @@ class OneWorker(Resource):
 
 @status_namespace.route("/models/<path:model_name>")
 class OneModel(Resource):
-    def get(self, model_name):
+    def get(self, model_name: str) -> list[dict]:
         """The model's entries: one per kind of worker (text, chat) serving it; [] when none does."""
         hub = runtime()
         with hub.db.read() as session:
             return text_stats.model_status(session, hub.settings, model_name) + model_stats(
-                session, hub.settings, model_name)
+                session, hub.settings, model_name
+            )
 
 
 @status_namespace.route("/heartbeat")
 class Heartbeat(Resource):
-    def get(self):
+    def get(self) -> dict:
         """Liveness: the process answers."""
         return {"message": "OK", "version": HORDE_API_VERSION}
