@@ -18,7 +18,7 @@ from horde import errors
 from horde.oai import auth, idempotency, stream, text_completion
 from horde.oai import errors as oai_errors
 from horde.oai.chat import _client_gone, _error, _retry_count
-from horde.oai.screening_completions import screen_completion_request
+from horde.oai.screening import screen_completion_request
 from horde.oai.text_waiter import Failed, Finished, FirstRead, Generated, Keepalive, watch
 from horde.text import fail_fast, service, views
 from horde.text.models import DONE, FINAL_STATES, TextRequest

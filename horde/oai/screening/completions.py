@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from horde.oai.schema import screen_models
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     BAD_REQUEST,
     UNSUPPORTED,
     ScreeningError,
@@ -25,8 +24,9 @@ from horde.oai.screening_base import (
     require_object,
     unknown_parameter,
 )
-from horde.oai.screening_horde import screen_horde_options
-from horde.oai.screening_sampling import (
+from horde.oai.screening.horde_options import screen_horde_options
+from horde.oai.screening.request import screen_models
+from horde.oai.screening.sampling import (
     screen_sampling_value,
     screen_seed,
     screen_stop,
