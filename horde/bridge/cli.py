@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     client = HordeClient(args.horde_url, args.api_key, threading.Event())
     loop = WorkerLoop(client, backend, declarations, wait_s=args.wait, max_jobs=max_jobs,
                       progress_interval_s=args.progress_interval, shutdown_grace_s=args.shutdown_grace)
-    text_loop = TextLoop(client, backend, declarations) if "text" in args.kinds else None
+    text_loop = TextLoop(client, backend, declarations, wait_s=args.wait) if "text" in args.kinds else None
     with stop_on_signals(loop):
         if text_loop is None:
             return loop.run()

@@ -3,8 +3,9 @@
 It shares the stop flag with the chat loop. The Horde counts a worker's chat and text
 jobs in flight together against its `threads` on either pop, so a worker serving both
 kinds never gets more jobs than its threads; locally the text loop runs at most
-`threads` text jobs. A text pop does not long-poll: an empty pop waits
-IDLE_POP_INTERVAL_S before the next.
+`threads` text jobs. The pop long-polls for `wait_s` (the worker's --wait; `wait` is this
+Horde's addition to the AI Horde's pop); with 0 an empty pop waits IDLE_POP_INTERVAL_S
+before the next, as the AI Horde's workers do.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from horde.bridge.text_job import TextJob, TextReply
 log = logging.getLogger(__name__)
 
 IDLE_POP_INTERVAL_S = 1.0
-POP_TIMEOUT_S = 30.0
+POP_TIMEOUT_MARGIN_S = 15.0
 SUBMIT_TIMEOUT_S = 30.0
 SUBMIT_MAX_ATTEMPTS = 10
 BACKOFF_MAX_S = 10.0
@@ -42,12 +43,14 @@ class TextLoop:
         declarations: Declarations,
         *,
         idle_s: float = IDLE_POP_INTERVAL_S,
+        wait_s: float = 0.0,
     ):
         self.client = client
         self.backend = backend
         self.declarations = declarations
         self.slots = threading.BoundedSemaphore(declarations.threads)
         self.idle_s = idle_s
+        self.wait_s = wait_s
         self.exit_code = 0
         self.jobs: list[threading.Thread] = []
         self._stop = client.stop_event
@@ -61,6 +64,7 @@ class TextLoop:
             "max_context_length": d.max_context_length,
             "threads": d.threads,
             "amount": 1,
+            "wait": self.wait_s,
             "bridge_agent": self.client.bridge_agent,
         }
 
@@ -71,7 +75,7 @@ class TextLoop:
                 if not self.slots.acquire(timeout=SLOT_POLL_S):
                     continue
                 try:
-                    answer = self.client.post("/generate/text/pop", self.pop_body(), POP_TIMEOUT_S)
+                    answer = self.client.post("/generate/text/pop", self.pop_body(), self.wait_s + POP_TIMEOUT_MARGIN_S)
                     attempt = 0
                 except (requests.RequestException, HordeError) as exc:
                     self.slots.release()
@@ -83,7 +87,8 @@ class TextLoop:
                     continue
                 if not answer.get("id"):
                     self.slots.release()
-                    self._stop.wait(self.idle_s)
+                    if not self.wait_s:  # a long-poll has waited already
+                        self._stop.wait(self.idle_s)
                     continue
                 thread = threading.Thread(
                     target=self._run_job, args=(answer,), name=f"text-{answer['id']}", daemon=True

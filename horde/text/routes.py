@@ -8,7 +8,7 @@ from flask_restx import Namespace, Resource
 from horde.api import api_key, json_body, runtime
 from horde.chat.routes import OTHER_MODEL_TYPES
 from horde.chat.service import authenticate
-from horde.text import service, stats
+from horde.text import pop, service, stats
 
 namespace = Namespace("text", description="The AI Horde's text generation API")
 stats_namespace = Namespace("text_stats", description="Text generation statistics")
@@ -54,7 +54,7 @@ class Pop(Resource):
     @namespace.doc(params=WORKER_APIKEY_HEADER)
     def post(self) -> tuple[dict, int] | dict:
         """Check in and take up to `amount` generations of one request, within the worker's free threads."""
-        return service.pop(runtime(), api_key(), json_body())
+        return pop.pop(runtime(), api_key(), json_body())
 
 
 @namespace.route("/submit")

@@ -22,6 +22,7 @@ MAX_SAMPLER_ORDER = 16
 MAX_SOFTPROMPTS = 100
 MAX_WORKER_THREADS = 50
 MAX_POP_AMOUNT = 20
+MAX_POP_WAIT_S = 30
 MAX_WORKER_LENGTH_TOKENS = 16_384
 MAX_WORKER_CONTEXT_TOKENS = 1_048_576
 MAX_GENERATION_CHARS = 4 * MAX_WORKER_LENGTH_TOKENS * 2
@@ -155,6 +156,8 @@ class PopSchema(Schema):
     amount = _optional(fields.Integer, strict=True, load_default=1, validate=validate.Range(min=1, max=MAX_POP_AMOUNT))
     extra_slow_worker = _optional(fields.Boolean, load_default=False)
     allow_unsafe_ipaddr = _optional(fields.Boolean, load_default=True)
+    #: Not an AI Horde field: long-poll up to this many seconds for a job (horde/text/pop.py).
+    wait = _optional(fields.Float, load_default=0, validate=validate.Range(min=0, max=MAX_POP_WAIT_S))
 
 
 class GenMetadataSchema(Schema):

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
 from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.models import User
-from horde.chat import lifecycle as chat_lifecycle
 from horde.chat.schemas import load
 from horde.events import request_channel
-from horde.text import admission, checkin, eligibility, fail_fast, lifecycle, views, webhook
-from horde.text.models import TextRequest
-from horde.text.schemas import POP_SCHEMA, SUBMIT_SCHEMA
+from horde.text import admission, fail_fast, lifecycle, pop, views, webhook
+from horde.text.models import WAITING, TextRequest
+from horde.text.schemas import SUBMIT_SCHEMA
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -56,6 +53,8 @@ def create(
         )
         if admitted.request is not None:
             admitted.request.body_hash, admitted.request.holders = body_hash, holders
+    if admitted.request is not None:
+        pop.announce(runtime, admitted.request.models)
     return admitted
 
 
@@ -95,70 +94,6 @@ def cancel(
     return request
 
 
-def pop(runtime: Runtime, api_key: str | None, body: object) -> dict:
-    """Check in and take up to `amount` generations of the best request, within the worker's free threads."""
-    pop_body = load(POP_SCHEMA, body)
-    pop_body = {key: value for key, value in pop_body.items() if value is not None}
-    for key, default in (("threads", 1), ("max_length", 512), ("max_context_length", 2048), ("amount", 1)):
-        pop_body.setdefault(key, default)
-    settings = runtime.settings
-    with runtime.db.transaction() as session:
-        owner = accounts.authenticate(session, api_key)
-        worker = checkin.check_in(session, owner, pop_body)
-        offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=checkin.is_slow(session, worker.id))
-        free = (
-            worker.threads - lifecycle.jobs_in_flight(session, worker) - chat_lifecycle.jobs_in_flight(session, worker)
-        )
-        request = None
-        if free > 0:
-            request = lifecycle.next_request(
-                session,
-                offer,
-                skip_locked=runtime.db.is_postgresql,
-                prefer_users=_user_ids(session, pop_body.get("priority_usernames")),
-            )
-        if request is None:
-            skipped = eligibility.skipped_counts(session, offer) if free > 0 else {}
-            return {
-                "id": None,
-                "ids": [],
-                "payload": {},
-                "skipped": skipped,
-                "softprompt": None,
-                "model": None,
-                "ttl": None,
-                "extra_source_images": None,
-            }
-        amount = 1 if request.disable_batching else min(pop_body["amount"], free)
-        jobs = lifecycle.claim(session, settings, request, worker, amount)
-        answer = {
-            "id": jobs[0].id,
-            "ids": [job.id for job in jobs],
-            "payload": views.job_payload(request, len(jobs)),
-            "skipped": {},
-            "softprompt": request.softprompt,
-            "model": jobs[0].model,
-            "ttl": int(settings.job_ttl_s),
-            "extra_source_images": None,
-        }
-    runtime.bus.publish(request_channel(request.id))
-    return answer
-
-
-def _user_ids(session, names) -> list[int]:
-    """priority_usernames are the AI Horde's "name#id" (or a bare name)."""
-    ids = []
-    for name in names or ():
-        _, _, tail = name.rpartition("#")
-        if tail.isdigit():
-            ids.append(int(tail))
-        else:
-            found = session.scalar(select(User.id).where(User.username == name))
-            if found is not None:
-                ids.append(found)
-    return ids
-
-
 def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
     submitted = load(SUBMIT_SCHEMA, body)
     with runtime.db.transaction() as session:
@@ -171,6 +106,8 @@ def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
             delivery = dict(views.generation(job), request=request.id, kudos=job.kudos)
         hook = request.webhook
     runtime.bus.publish(request_channel(request.id))
+    if request.state == WAITING:  # a faulted generation waits again
+        pop.announce(runtime, request.models)
     if delivery is not None and hook:
         webhook.send(hook, delivery, runtime.settings)
     return {"reward": reward}
@@ -183,4 +120,7 @@ def sweep(runtime: Runtime) -> int:
         changed += lifecycle.expire_requests(session, REQUEST_LIFETIME_S)
     for request_id in dict.fromkeys(changed):
         runtime.bus.publish(request_channel(request_id))
+        request = read(runtime, request_id)
+        if request is not None and request.state == WAITING:
+            pop.announce(runtime, request.models)
     return len(changed)

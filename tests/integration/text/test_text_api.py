@@ -279,3 +279,17 @@ def test_webhook_is_posted_after_each_generation(client, make_user):
         assert sorted(post["text"] for post in received) == sorted(f"text of {post['id']}" for post in received)
     finally:
         server.shutdown()
+
+
+def test_a_long_poll_pop_gets_a_job_queued_while_it_waits(client, make_user):
+    import threading
+
+    _, owner = make_user()
+    _, key = make_user(kudos=10)
+    text_pop(client, owner)
+    answers = []
+    popper = threading.Thread(target=lambda: answers.append(text_pop(client.application.test_client(), owner, wait=20)))
+    popper.start()
+    request_id = text_queued(client, key)
+    popper.join(60)
+    assert answers[0]["id"] is not None and text_status(client, request_id)["processing"] == 1
