@@ -112,6 +112,7 @@ CREATE TABLE text_requests (
 	params JSON NOT NULL, 
 	webhook TEXT, 
 	client_agent VARCHAR(300) NOT NULL, 
+	client_address VARCHAR(64), 
 	n INTEGER NOT NULL, 
 	waiting INTEGER NOT NULL, 
 	processing INTEGER NOT NULL, 
@@ -129,6 +130,7 @@ CREATE TABLE text_requests (
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
 
+CREATE INDEX ix_text_requests_address_created ON text_requests (client_address, created_at);
 CREATE INDEX ix_text_requests_body_hash ON text_requests (body_hash);
 CREATE INDEX ix_text_requests_queue ON text_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_text_requests_user_created ON text_requests (user_id, created_at);

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from flask import Response, stream_with_context
 
 from horde import errors
+from horde.client_address import client_address
 from horde.oai import auth, idempotency, stream, text_completion
 from horde.oai import errors as oai_errors
 from horde.oai.chat import _client_gone, _error, _retry_count
@@ -44,8 +45,8 @@ class CompletionCall:
 
     def answer(self, user: User, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
-        if user.anonymous:
-            address = environ.get("REMOTE_ADDR", "")
+        address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
+        if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
             key = f"{address}|{key}" if key is not None else None
             self.digest = idempotency.scoped_hash(self.digest, address)
         request_id, replayed = None, False
@@ -58,7 +59,7 @@ class CompletionCall:
             attached = service.read(self.runtime, request_id)
             replayed = key is not None and attached is not None and attached.state in FINAL_STATES
         else:
-            request_id = self._create(user, headers, key)
+            request_id = self._create(user, headers, key, address)
         watcher = watch(
             self.runtime,
             request_id,
@@ -70,7 +71,7 @@ class CompletionCall:
             return self._stream(request_id, watcher, extra)
         return self._json(request_id, watcher, environ, extra)
 
-    def _create(self, user, headers, key) -> str:
+    def _create(self, user: User, headers: Headers, key: str | None, address: str) -> str:
         options = fail_fast.FrontOptions(
             model_param=self.screened.model_param,
             availability_mode=self.screened.availability_mode,
@@ -86,6 +87,7 @@ class CompletionCall:
                 body_hash=self.digest,
                 holders=1,
                 front=options,
+                client_address=address,
             )
         except Exception:
             if key is not None:

@@ -68,6 +68,7 @@ def admit(
     loaded: dict,
     *,
     client_agent: str = "unknown:0:unknown",
+    client_address: str | None = None,
     warnings: list[dict] | None = None,
     lifetime_s: float,
 ) -> Admitted:
@@ -90,7 +91,7 @@ def admit(
     )
     if loaded.get("dry_run"):
         return Admitted(kudos=estimate, warnings=warnings)
-    _check_rate(session, settings, user)
+    _check_rate(session, settings, user, client_address)
     only, blocked = _worker_lists(loaded)
     request = TextRequest(
         user_id=user.id,
@@ -109,7 +110,8 @@ def admit(
         prompt=loaded["prompt"],
         params=params,
         webhook=loaded.get("webhook"),
-        client_agent=client_agent[:300],
+        client_agent=client_agent.replace("\x00", "")[:300],
+        client_address=client_address,
         n=n,
         waiting=n,
         kudos_estimate=estimate,
@@ -194,15 +196,17 @@ def unservable_reason(request: TextRequest, online: list[Worker], loaded: dict) 
     return None
 
 
-def _check_rate(session: Session, settings, user: User) -> None:
-    """One budget for chat and text requests together."""
+def _check_rate(session: Session, settings: Settings, user: User, client_address: str | None) -> None:
+    """One budget for chat and text requests together; the anonymous user's is per client address."""
     limit = settings.rate_limit_per_minute
-    used = chat_queue.created_since(session, user.id, RATE_WINDOW_S) + queue.created_since(
-        session, user.id, RATE_WINDOW_S
+    address = client_address if user.anonymous else None
+    used = chat_queue.created_since(session, user.id, RATE_WINDOW_S, address) + queue.created_since(
+        session, user.id, RATE_WINDOW_S, address
     )
     if used >= limit:
         raise errors.TooManyRequests(
-            f"Too many requests: at most {limit} chat and text requests a minute per user.",
+            f"Too many requests: at most {limit} chat and text requests a minute per "
+            f"{'client address' if address else 'user'}.",
             headers={
                 "Retry-After": str(RATE_WINDOW_S),
                 "X-RateLimit-Limit": str(limit),

@@ -38,14 +38,13 @@ def waiting_count(session: Session, models: list[str]) -> int:
     )
 
 
-def created_since(session: Session, user_id: int, seconds: float) -> int:
+def created_since(session: Session, user_id: int, seconds: float, client_address: str | None = None) -> int:
+    """Requests the user created in the last `seconds`; from `client_address` only, when given."""
     since = utcnow() - dt.timedelta(seconds=seconds)
-    return (
-        session.scalar(
-            select(func.count(TextRequest.id)).where(TextRequest.user_id == user_id, TextRequest.created_at >= since)
-        )
-        or 0
-    )
+    query = select(func.count(TextRequest.id)).where(TextRequest.user_id == user_id, TextRequest.created_at >= since)
+    if client_address is not None:
+        query = query.where(TextRequest.client_address == client_address)
+    return session.scalar(query) or 0
 
 
 def position(session: Session, request: TextRequest) -> int:

@@ -8,6 +8,7 @@ from flask_restx import Namespace, Resource
 from horde.api import api_key, json_body, runtime
 from horde.chat.routes import OTHER_MODEL_TYPES
 from horde.chat.service import authenticate
+from horde.client_address import client_address
 from horde.text import pop, service, stats
 
 namespace = Namespace("text", description="The AI Horde's text generation API")
@@ -24,7 +25,8 @@ class Async(Resource):
         hub = runtime()
         user = authenticate(hub, api_key())
         agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
-        admitted = service.create(hub, user, json_body(), client_agent=agent)
+        address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
+        admitted = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
         answer: dict = {"kudos": admitted.kudos}
         if admitted.request is None:
             return answer, 200

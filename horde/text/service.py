@@ -32,6 +32,7 @@ def create(
     body_hash: str | None = None,
     holders: int = 0,
     front: fail_fast.FrontOptions | None = None,
+    client_address: str | None = None,
 ) -> admission.Admitted:
     """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing."""
     loaded, warnings = admission.validate(body)
@@ -48,6 +49,7 @@ def create(
             user,
             loaded,
             client_agent=client_agent,
+            client_address=client_address,
             warnings=warnings,
             lifetime_s=REQUEST_LIFETIME_S,
         )

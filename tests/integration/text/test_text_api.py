@@ -293,3 +293,17 @@ def test_a_long_poll_pop_gets_a_job_queued_while_it_waits(client, make_user):
     request_id = text_queued(client, key)
     popper.join(60)
     assert answers[0]["id"] is not None and text_status(client, request_id)["processing"] == 1
+
+
+def test_chat_and_text_share_one_rate_limit(client, make_user, runtime):
+    from tests.integration.helpers import pop, queue
+
+    runtime.settings = runtime.settings.replace(rate_limit_per_minute=2)
+    _, owner = make_user()
+    _, key = make_user(kudos=100)
+    pop(client, owner)
+    assert queue(client, key).status_code == 202
+    assert text_async(client, key).status_code == 202
+    limited = text_async(client, key)
+    assert (limited.status_code, limited.json["rc"]) == (429, "rate_limit_exceeded")
+    assert limited.headers["Retry-After"] == "60"
