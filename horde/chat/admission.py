@@ -196,7 +196,11 @@ def _check_queue(native, session, settings, eligible, queued: int) -> None:
         return
     threads = sum(w.threads for w in eligible)
     wait_s = queue.wait_estimate_s(queued, threads, queue.typical_job_s(session, settings.default_job_duration_s))
-    budget_s = settings.oai_wait_budget_s
+    refuse_long_queue(threads, wait_s, settings.oai_wait_budget_s)
+
+
+def refuse_long_queue(threads: int, wait_s: int, budget_s: float) -> None:
+    """fail_fast: 503 queue_unavailable when the estimated wait is over the budget (chat and text)."""
     if wait_s > budget_s:
         raise errors.QueueUnavailable(
             f"The queue is too long for the request: {threads} eligible worker threads, an estimated wait of "

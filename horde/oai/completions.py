@@ -46,9 +46,7 @@ class CompletionCall:
     def answer(self, user: User, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
-        if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
-            key = f"{address}|{key}" if key is not None else None
-            self.digest = idempotency.scoped_hash(self.digest, address)
+        key, self.digest = idempotency.scoped_for(user.anonymous, key, self.digest, address)
         request_id, replayed = None, False
         if key is not None:
             request_id = idempotency.claim(self.runtime, user.id, key, self.digest).request_id

@@ -63,6 +63,13 @@ def body_hash(body: dict) -> str:
     return hashlib.sha256(json.dumps(essential, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def scoped_for(anonymous: bool, key: str | None, digest: str, address: str) -> tuple[str | None, str]:
+    """(key, digest) as stored: anonymous callers share one user, so their keys and retries are scoped by address."""
+    if not anonymous:
+        return key, digest
+    return (f"{address}|{key}" if key is not None else None), scoped_hash(digest, address)
+
+
 def scoped_hash(digest: str, scope: str) -> str:
     return hashlib.sha256(f"{scope}\n{digest}".encode()).hexdigest()
 

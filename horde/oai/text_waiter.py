@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from horde import errors
+from horde.chat import queue as chat_queue
 from horde.events import request_channel
 from horde.oai.waiter import Failed, FirstRead, Keepalive, Tick
 from horde.text import checkin, queue, service
@@ -91,7 +92,7 @@ def _pool(session, settings, request: TextRequest, online) -> tuple[int, int]:
     ahead = queue.position(session, request)
     threads = sum(worker.threads for worker in online)
     job_s = queue.typical_job_s(session, settings.default_job_duration_s)
-    return ahead, int((ahead // max(threads, 1) + 1) * job_s)
+    return ahead, chat_queue.wait_estimate_s(ahead, threads, job_s)
 
 
 def _gap(settings, request: TextRequest, no_worker_since, availability_mode: str):

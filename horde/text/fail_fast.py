@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.chat import pricing as chat_pricing
+from horde.chat import queue as chat_queue
+from horde.chat.admission import refuse_long_queue
 from horde.text import checkin, pricing, queue
 from horde.text.schemas import MAX_CONTEXT_TOKENS
 from horde.workers import service as workers
@@ -106,14 +108,6 @@ def check(session: Session, settings: Settings, loaded: dict, options: FrontOpti
 
 def _check_queue(session: Session, settings, models: list[str], eligible) -> None:
     threads = sum(w.threads for w in eligible)
-    queued = queue.waiting_count(session, models)
     job_s = queue.typical_job_s(session, settings.default_job_duration_s)
-    wait_s = int((queued // max(threads, 1) + 1) * job_s)
-    budget_s = settings.oai_wait_budget_s
-    if wait_s > budget_s:
-        raise errors.QueueUnavailable(
-            f"The queue is too long for the request: {threads} eligible worker threads, an estimated wait of "
-            f"{wait_s} s and a budget of {int(budget_s)} s. Retry later, or send availability_mode 'wait'.",
-            metadata={"eligible_threads": threads, "wait_time": wait_s, "budget_s": int(budget_s)},
-            headers={"Retry-After": str(max(1, int(wait_s - budget_s)))},
-        )
+    wait_s = chat_queue.wait_estimate_s(queue.waiting_count(session, models), threads, job_s)
+    refuse_long_queue(threads, wait_s, settings.oai_wait_budget_s)

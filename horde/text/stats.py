@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from horde.chat import queue as chat_queue
 from horde.text import checkin, queue
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 from horde.timeutil import utcnow
@@ -41,7 +42,7 @@ def model_status(session: Session, settings: Settings, name: str | None = None) 
                 "performance": round(sum(speeds) / len(speeds), 2) if speeds else 0,
                 "queued": tokens,
                 "jobs": jobs,
-                "eta": int((jobs // max(threads, 1)) * job_s) if jobs else 0,
+                "eta": chat_queue.wait_estimate_s(jobs, threads, job_s) if jobs else 0,
                 "type": "text",
                 "threads": threads,
                 "max_length": max(worker.text_max_length or 0 for worker in serving),

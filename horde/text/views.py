@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from horde.chat import queue as chat_queue
 from horde.text import checkin, queue
 from horde.text.models import CANCELLED, DONE, FAULTED, JOB_SUBMITTED, TextJob, TextRequest
 
@@ -44,7 +45,7 @@ def status(session: Session, settings: Settings, request: TextRequest) -> dict:
     threads = sum(worker.threads for worker in online)
     ahead = queue.position(session, request)
     job_s = queue.typical_job_s(session, settings.default_job_duration_s)
-    wait_s = 0 if ended or not request.waiting else int((ahead // max(threads, 1) + 1) * job_s)
+    wait_s = 0 if ended or not request.waiting else chat_queue.wait_estimate_s(ahead, threads, job_s)
     possible = ended or bool(
         [
             w
