@@ -134,15 +134,12 @@ def _request_of(session: Session, job: TextJob) -> TextRequest:
     return request
 
 
-def _locked_users(session: Session, *user_ids: int) -> dict[int, User]:
-    """The users whose balances move, their rows locked in id order (no deadlock between two submits), and
-    read again under the lock, so that two settlements of one user never lose an update."""
-    users = {}
-    for user_id in sorted(set(user_ids)):
-        user = session.get(User, user_id, with_for_update=True, populate_existing=True)
-        assert user is not None  # users are never deleted
-        users[user_id] = user
-    return users
+def _settle(session: Session, request: TextRequest, worker: Worker, kudos: int) -> None:
+    """Charge the requester and reward the worker's owner by SQL arithmetic (accounts.move_kudos), in user-id
+    order as chat's settlement does, so two settlements never wait on each other crosswise."""
+    moves = sorted([(request.user_id, -kudos, "charge"), (worker.owner_id, kudos, "reward")])
+    for user_id, amount, kind in moves:
+        accounts.move_kudos(session, session.get_one(User, user_id), amount, kind=kind, request_id=request.id)
 
 
 def _refuse_ended(session: Session, job: TextJob) -> None:
@@ -188,9 +185,7 @@ def submit(session: Session, settings: Settings, owner: User, body: dict) -> tup
         .where(TextRequest.id == request.id)
         .values(finished=TextRequest.finished + 1, kudos_charged=TextRequest.kudos_charged + kudos, **_one_left(now)),
     )
-    users = _locked_users(session, request.user_id, worker.owner_id)
-    accounts.move_kudos(session, users[request.user_id], -kudos, kind="charge", request_id=request.id)
-    accounts.move_kudos(session, users[worker.owner_id], kudos, kind="reward", request_id=request.id)
+    _settle(session, request, worker, kudos)
     session.refresh(job)
     session.refresh(request)
     return kudos, job, request

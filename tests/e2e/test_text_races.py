@@ -10,6 +10,7 @@ import pytest
 import requests
 from sqlalchemy import func, select
 
+from horde_testing.ledger import assert_balances_match_ledger
 from tests.e2e.conftest import Harness, unique_model
 
 POPPERS = 8
@@ -32,7 +33,7 @@ def _post(url, path, key, body):
 
 
 def test_concurrent_pops_and_double_submits_settle_each_generation_once(two_servers):
-    from horde.accounts.models import KudosEntry, User
+    from horde.accounts.models import KudosEntry
     from horde.text.models import TextJob
 
     horde, model = two_servers, unique_model("race")
@@ -98,12 +99,7 @@ def test_concurrent_pops_and_double_submits_settle_each_generation_once(two_serv
     with horde.runtime.db.read() as session:
         charged = session.scalar(select(func.sum(TextJob.kudos)).where(TextJob.id.in_(job_ids)))
         entries = session.scalar(select(func.count(KudosEntry.id)).where(KudosEntry.kind == "charge"))
-        users = session.scalars(select(User)).all()
-        for user in users:
-            ledger = session.scalar(
-                select(func.coalesce(func.sum(KudosEntry.amount), 0)).where(KudosEntry.user_id == user.id)
-            )
-            assert user.kudos == ledger, user.username
+    assert_balances_match_ledger(horde.runtime.db)
     assert entries == REQUESTS * GENERATIONS
     paid = requests.get(horde.url + "/api/v2/find_user", headers={"apikey": client_key}, timeout=5).json()["kudos"]
     assert paid == 10_000 - charged
