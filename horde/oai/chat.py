@@ -7,12 +7,12 @@ import select
 import socket
 from typing import TYPE_CHECKING, Any
 
-from flask import Response, stream_with_context
+from flask import Response
 from gevent.monkey import get_original
 from werkzeug.datastructures import Headers
 
 from horde import errors
-from horde.accounts.models import User
+from horde.accounts.identity import Identity
 from horde.chat import admission, service
 from horde.chat.models import DONE
 from horde.client_address import client_address
@@ -45,7 +45,7 @@ class ChatCall:
             admission.check_message_count(body.get("messages"), runtime.settings)
         return cls(runtime, body, screen_chat_request(body))
 
-    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
+    def answer(self, user: Identity, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
         key, self.digest = idempotency.scoped_for(user.anonymous, key, self.digest, address)
@@ -88,7 +88,7 @@ class ChatCall:
         return self._json(request_id, first, watcher, environ, headers)
 
     def _json(self, request_id, first, watcher, environ, headers) -> Response:
-        abandoned = False
+        abandoned = delivered = False
         events = itertools.chain([first], watcher)
         try:
             for event in events:
@@ -97,7 +97,7 @@ class ChatCall:
                         abandoned = True
                         idempotency.abandon(self.runtime, request_id)
                         return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
-                    idempotency.mark_delivered(self.runtime, request_id)
+                    delivered = True
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
                     return _error(event.error, request_id, headers)
@@ -107,7 +107,9 @@ class ChatCall:
                     return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
         finally:
             watcher.close()
-            if not abandoned:
+            if delivered:
+                idempotency.release_delivered(self.runtime, request_id)
+            elif not abandoned:
                 idempotency.hold(self.runtime, request_id, -1)
         return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
@@ -143,12 +145,13 @@ class ChatCall:
                 if finished and state.diverged:
                     idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars, grace_s=0)
                 elif finished:
-                    idempotency.hold(runtime, request_id, -1)
-                    idempotency.mark_delivered(runtime, request_id)
+                    idempotency.release_delivered(runtime, request_id)
                 else:
                     idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars)
 
-        response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+        # No stream_with_context: the stream uses no request globals, and holding the request context for the
+        # whole wait would cost every waiting stream its copy.
+        response = Response(generate(), mimetype="text/event-stream")
         response.headers.update(headers)
         response.headers["x-should-retry"] = "false"
         response.headers["Cache-Control"] = "no-cache"

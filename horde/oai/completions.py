@@ -27,6 +27,7 @@ from horde.text.models import DONE, FINAL_STATES, TextRequest
 if TYPE_CHECKING:
     from werkzeug.datastructures import Headers
 
+    from horde.accounts.identity import Identity
     from horde.accounts.models import User
     from horde.runtime import Runtime
 
@@ -43,7 +44,7 @@ class CompletionCall:
         self.screened = screen_completion_request(body)
         self.digest = idempotency.body_hash(body)
 
-    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
+    def answer(self, user: User | Identity, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
         key, self.digest = idempotency.scoped_for(user.anonymous, key, self.digest, address)
@@ -69,7 +70,7 @@ class CompletionCall:
             return self._stream(request_id, watcher, extra)
         return self._json(request_id, watcher, environ, extra)
 
-    def _create(self, user: User, headers: Headers, key: str | None, address: str) -> str:
+    def _create(self, user: User | Identity, headers: Headers, key: str | None, address: str) -> str:
         options = fail_fast.FrontOptions(
             model_param=self.screened.model_param,
             availability_mode=self.screened.availability_mode,
@@ -97,14 +98,16 @@ class CompletionCall:
             idempotency.bind(self.runtime, user.id, key, request.id)
         return request.id
 
-    def _release(self, request_id: str, *, gone: bool) -> None:
+    def _release(self, request_id: str, *, gone: bool, delivered: bool = False) -> None:
         if gone:
             idempotency.abandon(self.runtime, request_id, table=TextRequest, cancel=_cancel_running)
+        elif delivered:
+            idempotency.release_delivered(self.runtime, request_id, TextRequest)
         else:
             idempotency.hold(self.runtime, request_id, -1, TextRequest)
 
     def _json(self, request_id, watcher, environ, headers) -> Response:
-        gone = False
+        gone = delivered = False
         try:
             for event in watcher:
                 if isinstance(event, Failed):
@@ -113,11 +116,11 @@ class CompletionCall:
                     gone = True
                     return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
                 if isinstance(event, Finished):
-                    idempotency.mark_delivered(self.runtime, request_id, TextRequest)
+                    delivered = True
                     return self._final_json(event.request, headers)
         finally:
             watcher.close()
-            self._release(request_id, gone=gone)
+            self._release(request_id, gone=gone, delivered=delivered)
         return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
     def _final_json(self, request, headers) -> Response:
@@ -159,9 +162,7 @@ class CompletionCall:
                         return
             finally:
                 watcher.close()
-                if finished:
-                    idempotency.mark_delivered(runtime, request_id, TextRequest)
-                self._release(request_id, gone=not finished)
+                self._release(request_id, gone=not finished, delivered=finished)
 
         response = Response(stream_with_context(generate()), mimetype="text/event-stream")
         response.headers.update(headers)

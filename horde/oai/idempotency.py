@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import CursorResult, delete, select
+from sqlalchemy import CursorResult, Table, case, delete, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
 from horde import errors
 from horde.chat import service
@@ -30,13 +31,8 @@ from horde.oai.idempotency_models import IdempotencyKey
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from horde.runtime import Runtime
     from horde.text.models import TextRequest
-
-    #: A table whose rows keep body_hash, holders and delivered: chat requests, and text requests (/v1/completions).
-    RequestTable = type[ChatRequest] | type[TextRequest]
 
 KEY_MAX_CHARS = 255
 PENDING_POLL_S = 0.05
@@ -45,6 +41,13 @@ RETRY_ATTACH_WINDOW_S = 600
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 STREAM_ONLY_KEYS = ("stream", "stream_options")
+REQUESTS = cast(Table, ChatRequest.__table__)
+#: Tables whose rows keep body_hash, holders and delivered: chat requests, and text requests (/v1/completions).
+RequestTable = type[ChatRequest] | type["TextRequest"]
+
+
+def _table(table: RequestTable) -> Table:
+    return cast(Table, table.__table__)
 
 
 def check_key(value: str | None) -> str | None:
@@ -127,9 +130,7 @@ def release(runtime: Runtime, user_id: int, key: str) -> None:
 
 def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestTable = ChatRequest) -> str | None:
     """For an SDK retry without a key: the same user's latest request of the same body whose answer no
-    client received yet (still running, or ended after its caller had gone).
-
-    `table` is ChatRequest or TextRequest (/v1/completions): both keep body_hash, holders and delivered."""
+    client received yet (still running, or ended after its caller had gone)."""
     since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
     with runtime.db.read() as session:
         return session.scalar(
@@ -138,16 +139,12 @@ def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestT
             .order_by(table.created_at.desc()).limit(1))
 
 
-def mark_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
+def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
+    """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
+    rows = _table(table)
     with runtime.db.transaction() as session:
-        request = _row(session, table, request_id)
-        if request is not None:
-            request.delivered = True
-
-
-def _row(session: Session, table: RequestTable, request_id: str, *,
-         lock: bool = False) -> ChatRequest | TextRequest | None:
-    return cast("ChatRequest | TextRequest | None", session.get(table, request_id, with_for_update=lock))
+        session.execute(update(rows).where(rows.c.id == request_id)
+                        .values(holders=_holders_plus(-1, rows), delivered=True))
 
 
 def purge_expired(runtime: Runtime) -> int:
@@ -157,11 +154,15 @@ def purge_expired(runtime: Runtime) -> int:
         return cast(CursorResult, deleted).rowcount or 0
 
 
+def _holders_plus(delta: int, rows: Table = REQUESTS) -> ColumnElement[int]:
+    """holders + delta, never below 0, computed by the database (no read-modify-write)."""
+    return case((rows.c.holders + delta < 0, 0), else_=rows.c.holders + delta)
+
+
 def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = ChatRequest) -> None:
+    rows = _table(table)
     with runtime.db.transaction() as session:
-        request = _row(session, table, request_id, lock=runtime.db.is_postgresql)
-        if request is not None:
-            request.holders = max(0, (request.holders or 0) + delta)
+        session.execute(update(rows).where(rows.c.id == request_id).values(holders=_holders_plus(delta, rows)))
 
 
 def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None,
@@ -176,7 +177,7 @@ def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace
         if grace_s > 0:
             time.sleep(grace_s)
         with runtime.db.transaction() as session:
-            request = _row(session, table, request_id)
+            request = cast("ChatRequest | TextRequest | None", session.get(table, request_id))
             unheld = request is not None and not request.holders and request.state not in FINAL_STATES
         if unheld and cancel is not None:
             cancel(runtime, request_id)

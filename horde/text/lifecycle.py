@@ -39,6 +39,7 @@ from horde.workers.models import Worker
 
 if TYPE_CHECKING:
     from horde.config import Settings
+    from horde.workers.checkins import WorkerView
 
 
 ACCEPTED_STATES = ("ok", "censored")
@@ -108,7 +109,7 @@ def claim(session: Session, settings: Settings, request: TextRequest, worker: Wo
     return jobs
 
 
-def jobs_in_flight(session: Session, worker: Worker) -> int:
+def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
     return (
         session.scalar(
             select(func.count(TextJob.id)).where(TextJob.worker_id == worker.id, TextJob.state == JOB_PROCESSING)

@@ -16,6 +16,7 @@ from horde.text.schemas import SUBMIT_SCHEMA
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
+    from horde.accounts.identity import Identity
     from horde.runtime import Runtime
 
 
@@ -25,7 +26,7 @@ REQUEST_LIFETIME_S = 20 * 60
 
 def create(
     runtime: Runtime,
-    user: User,
+    user: User | Identity,
     body: object,
     *,
     client_agent: str = "unknown:0:unknown",
@@ -39,7 +40,7 @@ def create(
     if loaded.get("webhook"):
         webhook.check(loaded["webhook"], runtime.settings)
     with runtime.db.transaction() as session:
-        user = session.get(User, user.id) or user
+        user = session.get_one(User, user.id)
         if front is not None:
             loaded.setdefault("models", [])
             fail_fast.check(session, runtime.settings, loaded, front)
