@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Executable, create_engine, event
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -21,6 +23,14 @@ POSTGRES_POOL_OVERFLOW = 10
 
 class Base(DeclarativeBase):
     """Declarative base of every table."""
+
+
+def insert_ignoring_duplicates(session: Session, table: type[Base], rows: list[dict], key: str) -> None:
+    """INSERT ... ON CONFLICT (key) DO NOTHING, on SQLite and PostgreSQL alike: a row written once, whoever is first."""
+    if not rows:
+        return
+    insert = postgresql_insert if is_postgresql(session) else sqlite_insert
+    session.execute(insert(table).values(rows).on_conflict_do_nothing(index_elements=[key]))
 
 
 class Database:

@@ -18,7 +18,7 @@ from horde import errors
 from horde.client_address import client_address
 from horde.oai import auth, idempotency, stream, text_completion
 from horde.oai import errors as oai_errors
-from horde.oai.chat import _client_gone, _error, _retry_count
+from horde.oai.chat import _client_gone, _retry_count
 from horde.oai.screening import screen_completion_request
 from horde.oai.text_waiter import Failed, Finished, FirstRead, Generated, Keepalive, watch
 from horde.text import fail_fast, service, views
@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 JSON_WAIT_TICK_S = 1.0
+
+
+def _error(error: errors.HordeError, request_id: str, headers: dict) -> Response:
+    """An error after the request was held: x-should-retry false, the request id in metadata."""
+    result = oai_errors.horde_error_response(error, request_id, held=True)
+    result.headers.update(headers)
+    return result
 
 
 def _cancel_running(runtime, request_id: str) -> None:
