@@ -28,7 +28,7 @@ def json_body() -> Any:
 def make_blueprint() -> Blueprint:
     from horde.accounts.routes import namespace as accounts_namespace
     from horde.chat.routes import namespace as chat_namespace
-    from horde.chat.routes import status_namespace
+    from horde.chat.routes import stats_namespace, status_namespace
     from horde.registry.routes import namespace as registry_namespace
     from horde.text.routes import namespace as text_namespace
     from horde.text.routes import stats_namespace as text_stats_namespace
@@ -50,6 +50,7 @@ def make_blueprint() -> Blueprint:
     api.add_namespace(chat_namespace, path="/generate/chat")
     api.add_namespace(workers_namespace, path="/generate/chat")
     api.add_namespace(status_namespace, path="/status")
+    api.add_namespace(stats_namespace, path="/stats/chat")
     api.add_namespace(text_namespace, path="/generate/text")
     api.add_namespace(text_stats_namespace, path="/stats/text")
     api.add_namespace(registry_namespace, path="/workers")

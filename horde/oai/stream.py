@@ -82,6 +82,8 @@ class StreamState:
         self.live = is_live(request)
         self.role_sent = False
         self.diverged = False
+        #: The stream ended because this process shuts down; the request goes on for a retry to attach to.
+        self.interrupted = False
         self.content = ""
         self.reasoning = ""
 
@@ -255,6 +257,7 @@ class ChatWriter:
         return finish(self.state, request)
 
     def failure(self, error: errors.HordeError) -> list[bytes]:
+        self.state.interrupted = isinstance(error, errors.ServerShuttingDown)
         return error_event(error, self.state.request_id)
 
     def diverge(self, why: str) -> list[bytes]:
