@@ -13,9 +13,13 @@ from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import StoredResponse
+from horde.text.models import TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
 
-MODELS = (User, KudosEntry, Worker, KnownModel, ChatRequest, ChatRequestModel, ChatJob, IdempotencyKey, StoredResponse)
+MODELS = (
+    User, KudosEntry, Worker, KnownModel, ChatRequest, ChatRequestModel, ChatJob, IdempotencyKey, StoredResponse,
+    TextRequest, TextRequestModel, TextJob,
+)
 
 
 def create_schema(engine: Engine) -> None:
