@@ -6,15 +6,46 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+from horde import errors
+
+log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: Per process; transactions are short, so a few connections serve many greenlets.
 POSTGRES_POOL_SIZE = 10
 POSTGRES_POOL_OVERFLOW = 10
+#: How long opening a connection may take before the database counts as unreachable.
+POSTGRES_CONNECT_TIMEOUT_S = 3
+#: SQLSTATEs of a lost or refused connection: class 08, and the server shutting down or starting up.
+CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+#: SQLite failures that pass with time (a held lock, a file that cannot be opened or read now).
+SQLITE_UNAVAILABLE_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN", "SQLITE_IOERR")
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """True when `exc` says the database cannot be reached now, not that a statement was wrong."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    sqlite_name = getattr(exc.orig, "sqlite_errorname", None)
+    if sqlite_name is not None:
+        return sqlite_name.startswith(SQLITE_UNAVAILABLE_ERRORS)
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(CONNECTION_SQLSTATES)
 
 
 class Base(DeclarativeBase):
@@ -34,11 +65,16 @@ class Database:
             # Readers take no write lock: under WAL they never wait for (nor block) a writer.
             self.read_engine = _sqlite_engine(url, "BEGIN")
         else:
+            # pool_pre_ping drops connections that died in an outage, so the pool reconnects by itself.
             self.engine = create_engine(url, pool_size=POSTGRES_POOL_SIZE, max_overflow=POSTGRES_POOL_OVERFLOW,
-                                        pool_pre_ping=True)
+                                        pool_pre_ping=True,
+                                        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S})
             self.read_engine = self.engine
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
+        #: Called once when the database becomes unreachable (the runtime wakes every waiter to notice).
+        self.on_unreachable: Callable[[], None] | None = None
+        self.reachable = True
 
     @staticmethod
     def _ensure_sqlite_folder(url: str) -> None:
@@ -53,16 +89,26 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self):
-        """Yield a session; commit when the block ends, roll back when it raises."""
+        """Yield a session; commit when the block ends, roll back when it raises.
+
+        A lost or refused connection raises errors.ServiceUnavailable.
+        """
         session: Session = self._sessions()
+        committing = False
         try:
             yield session
+            committing = True
             session.commit()
-        except BaseException:
-            session.rollback()
-            raise
+        except BaseException as exc:
+            if not is_unreachable(exc):
+                session.rollback()
+                raise
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
+            raise self._unavailable(maybe_committed=committing) from exc
         finally:
             session.close()
+        self._reached()
 
     @contextlib.contextmanager
     def read(self):
@@ -70,8 +116,37 @@ class Database:
         session: Session = self._read_sessions()
         try:
             yield session
+        except BaseException as exc:
+            if is_unreachable(exc):
+                raise self._unavailable(maybe_committed=False) from exc
+            raise
         finally:
             session.close()  # the pool rolls the connection back; loaded objects stay readable, detached
+        self._reached()
+
+    def ping(self) -> bool:
+        """One round trip to the database, for the readiness probe."""
+        try:
+            with self.read() as session:
+                session.execute(text("SELECT 1"))
+        except (errors.ServiceUnavailable, SQLAlchemyError):
+            return False
+        return True
+
+    def _unavailable(self, *, maybe_committed: bool) -> errors.ServiceUnavailable:
+        error = errors.ServiceUnavailable()
+        error.maybe_committed = maybe_committed
+        if self.reachable:
+            self.reachable = False
+            log.warning("the database is unreachable; answering 503 service_unavailable until it returns")
+            if self.on_unreachable is not None:
+                self.on_unreachable()
+        return error
+
+    def _reached(self) -> None:
+        if not self.reachable:
+            self.reachable = True
+            log.warning("the database is reachable again")
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -13,6 +13,7 @@ import gevent
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
+from horde.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
@@ -47,6 +48,8 @@ def sweeper(runtime) -> None:
             service.sweep(runtime)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 idempotency.purge_expired(runtime)
+        except ServiceUnavailable:
+            pass  # the database logs the outage once; the next sweep tries again
         except Exception:
             log.exception("sweeping expired jobs failed")
 

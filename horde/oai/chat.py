@@ -15,6 +15,7 @@ from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
 from horde.oai.schema import screen_chat_request
 from horde.oai.waiter import Failed, Finished, FirstRead, watch
+from horde.settle import settle
 
 CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket")
 JSON_WAIT_TICK_S = 1.0
@@ -45,21 +46,42 @@ class ChatCall:
             request_id = claim.request_id
         elif _retry_count(headers) > 0:
             request_id = idempotency.retried_request(self.runtime, user.id, self.digest)
+        holding = False
+        try:
+            if request_id is not None:
+                idempotency.hold(self.runtime, request_id, +1)
+                holding = True
+                replayed = key is not None and service.read(self.runtime, request_id).state in ("done", "faulted",
+                                                                                                 "cancelled")
+            else:
+                request_id = self._create(user, headers, key)
+                holding = True
+            return self._respond(request_id, environ, replayed)
+        except errors.ServiceUnavailable as error:
+            raise self._outage(error, request_id, holding) from None
+
+    def _outage(self, error: errors.ServiceUnavailable, request_id: str | None,
+                holding: bool) -> errors.ServiceUnavailable:
+        """The database went away while this call followed (or created) a request: the Horde may hold it.
+
+        The holder is released once the database is back, as if the client had dropped its connection.
+        """
+        if request_id is not None or error.maybe_committed:
+            error.should_retry = False
         if request_id is not None:
-            idempotency.hold(self.runtime, request_id, +1)
-            replayed = key is not None and service.read(self.runtime, request_id).state in ("done", "faulted",
-                                                                                             "cancelled")
-        else:
-            request_id = self._create(user, headers, key)
-        return self._respond(request_id, environ, replayed)
+            error.metadata.setdefault("request_id", request_id)
+            if holding:
+                settle(f"releasing the request {request_id}", lambda: idempotency.abandon(self.runtime, request_id))
+        return error
 
     def _create(self, user, headers, key) -> str:
         try:
             request = service.create(self.runtime, user, self.screened.native, client_agent=auth.client_agent(headers),
                                      model_param=self.screened.model_param, body_hash=self.digest, holders=1)
-        except Exception:
-            if key is not None:
-                idempotency.release(self.runtime, user.id, key)
+        except Exception as exc:
+            stored = isinstance(exc, errors.ServiceUnavailable) and exc.maybe_committed
+            if key is not None and not stored:
+                settle("releasing an Idempotency-Key", lambda: idempotency.release(self.runtime, user.id, key))
             raise
         if key is not None:
             idempotency.bind(self.runtime, user.id, key, request.id)
@@ -76,27 +98,31 @@ class ChatCall:
         return self._json(request_id, first, watcher, environ, headers)
 
     def _json(self, request_id, first, watcher, environ, headers) -> Response:
-        abandoned = False
+        release = True  # this call's holder, unless abandoned (or left to answer() on an outage)
         events = itertools.chain([first], watcher)
+        runtime = self.runtime
         try:
             for event in events:
                 if isinstance(event, Finished):
                     if _client_gone(environ):
-                        abandoned = True
-                        idempotency.abandon(self.runtime, request_id)
+                        release = False
+                        settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
                         return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
-                    idempotency.mark_delivered(self.runtime, request_id)
+                    settle(f"marking {request_id} delivered", lambda: idempotency.mark_delivered(runtime, request_id))
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
                     return _error(event.error, request_id, headers)
                 if _client_gone(environ):
-                    abandoned = True
-                    idempotency.abandon(self.runtime, request_id)
+                    release = False
+                    settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
                     return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
+        except errors.ServiceUnavailable:
+            release = False
+            raise
         finally:
             watcher.close()
-            if not abandoned:
-                idempotency.hold(self.runtime, request_id, -1)
+            if release:
+                settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
         return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
     def _final_json(self, request, headers) -> Response:
@@ -107,16 +133,15 @@ class ChatCall:
         return _error(error, request.id, headers)
 
     def _stream(self, request_id, first, watcher, headers) -> Response:
-        if isinstance(first, Failed):
-            idempotency.hold(self.runtime, request_id, -1)
-            return _error(first.error, request_id, headers)
-        if isinstance(first, Finished) and first.request.state != DONE:
-            idempotency.hold(self.runtime, request_id, -1)
+        runtime = self.runtime
+        if isinstance(first, Failed) or (isinstance(first, Finished) and first.request.state != DONE):
+            settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
+            if isinstance(first, Failed):
+                return _error(first.error, request_id, headers)
             return self._final_json(first.request, headers)
         request = service.read(self.runtime, request_id)
         state = stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
-        runtime = self.runtime
         opening = stream.opening_comment(runtime, request)
 
         def generate():
@@ -128,13 +153,7 @@ class ChatCall:
                 finished = True
             finally:
                 watcher.close()
-                if finished and state.diverged:
-                    idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars, grace_s=0)
-                elif finished:
-                    idempotency.hold(runtime, request_id, -1)
-                    idempotency.mark_delivered(runtime, request_id)
-                else:
-                    idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars)
+                _end_stream(runtime, state, finished)
 
         response = Response(stream_with_context(generate()), mimetype="text/event-stream")
         response.headers.update(headers)
@@ -143,6 +162,20 @@ class ChatCall:
         response.headers["X-Accel-Buffering"] = "no"
         response.headers["x-request-id"] = request_id
         return response
+
+
+def _end_stream(runtime, state: stream.StreamState, finished: bool) -> None:
+    """Release the stream's holder: delivered when it ran to its end, abandoned otherwise."""
+    request_id = state.request_id
+    release = f"releasing the streamed request {request_id}"
+    if finished and state.diverged:
+        settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars,
+                                                    grace_s=0))
+    elif finished and not state.outage:
+        settle(release, lambda: idempotency.hold(runtime, request_id, -1))
+        settle(f"marking {request_id} delivered", lambda: idempotency.mark_delivered(runtime, request_id))
+    else:  # the client went away, or the database did and the stream ended on service_unavailable
+        settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars))
 
 
 def _error(error: errors.HordeError, request_id: str, headers: dict) -> Response:

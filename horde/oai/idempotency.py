@@ -25,6 +25,7 @@ from horde import errors
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, ChatRequest
 from horde.oai.idempotency_models import IdempotencyKey
+from horde.settle import settle
 from horde.timeutil import utcnow
 
 KEY_MAX_CHARS = 255
@@ -139,7 +140,10 @@ def hold(runtime, request_id: str, delta: int) -> None:
 
 
 def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
-    """A holder's connection dropped: after the grace, cancel unless someone else holds the request."""
+    """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
+
+    Raises errors.ServiceUnavailable only before the holder is released, so that a caller may retry it whole.
+    """
     hold(runtime, request_id, -1)
     grace_s = runtime.settings.oai_drop_grace_s if grace_s is None else grace_s
 
@@ -152,7 +156,9 @@ def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float
         if unheld:
             service.cancel(runtime, None, request_id, streamed_chars=streamed_chars)
 
+    what = f"cancelling the abandoned request {request_id}"
     if grace_s > 0:
-        threading.Thread(target=cancel_if_unheld, name=f"abandon-{request_id}", daemon=True).start()
+        threading.Thread(target=settle, args=(what, cancel_if_unheld), name=f"abandon-{request_id}",
+                         daemon=True).start()
     else:
-        cancel_if_unheld()
+        settle(what, cancel_if_unheld)

@@ -71,6 +71,7 @@ class StreamState:
             "type") not in ("json_object", "json_schema")
         self.role_sent = False
         self.diverged = False
+        self.outage = False
         self.content = ""
         self.reasoning = ""
 
@@ -164,7 +165,16 @@ def finish(state: StreamState, request) -> list[bytes]:
 
 
 def events(state: StreamState, watcher):
-    """Translate waiter events into SSE bytes until the request ends."""
+    """Translate waiter events into SSE bytes until the request ends, or the database goes away."""
+    try:
+        yield from _translate(state, watcher)
+    except errors.ServiceUnavailable as error:
+        state.outage = True
+        error.should_retry = False
+        yield from error_event(error, state.request_id)
+
+
+def _translate(state: StreamState, watcher):
     for event in watcher:
         if isinstance(event, Keepalive):
             yield keepalive_comment(event)
