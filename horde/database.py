@@ -27,12 +27,22 @@ POSTGRES_POOL_OVERFLOW = 10
 POSTGRES_CONNECT_TIMEOUT_S = 3
 #: SQLSTATEs of a lost or refused connection: class 08, and the server shutting down or starting up.
 CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
-#: SQLite failures that pass with time (a held lock, a file that cannot be opened or read now).
-SQLITE_UNAVAILABLE_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN", "SQLITE_IOERR")
+#: SQLite failures that pass with time: a lock held past the busy timeout, a file that cannot be opened or read now.
+SQLITE_BUSY_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED")
+SQLITE_UNAVAILABLE_ERRORS = (*SQLITE_BUSY_ERRORS, "SQLITE_CANTOPEN", "SQLITE_IOERR")
+BUSY_MESSAGE = (f"The Horde's database is too busy to answer right now. Retry after "
+                f"{errors.ServiceUnavailable.RETRY_AFTER_S} s.")
 
 
-def is_unreachable(exc: BaseException) -> bool:
-    """True when `exc` says the database cannot be reached now, not that a statement was wrong."""
+def is_busy(exc: BaseException) -> bool:
+    """The database answers but is saturated: no pooled connection free in time, or a SQLite lock held too long."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    return isinstance(exc, DBAPIError) and str(getattr(exc.orig, "sqlite_errorname", "")).startswith(SQLITE_BUSY_ERRORS)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when `exc` says the database cannot serve now (unreachable or busy), not that a statement was wrong."""
     if isinstance(exc, PoolTimeout):
         return True
     if not isinstance(exc, DBAPIError):
@@ -100,12 +110,12 @@ class Database:
             committing = True
             session.commit()
         except BaseException as exc:
-            if not is_unreachable(exc):
+            if not is_unavailable(exc):
                 session.rollback()
                 raise
             with contextlib.suppress(SQLAlchemyError):
                 session.rollback()
-            raise self._unavailable(maybe_committed=committing) from exc
+            raise self._unavailable(exc, maybe_committed=committing) from exc
         finally:
             session.close()
         self._reached()
@@ -117,8 +127,8 @@ class Database:
         try:
             yield session
         except BaseException as exc:
-            if is_unreachable(exc):
-                raise self._unavailable(maybe_committed=False) from exc
+            if is_unavailable(exc):
+                raise self._unavailable(exc, maybe_committed=False) from exc
             raise
         finally:
             session.close()  # the pool rolls the connection back; loaded objects stay readable, detached
@@ -133,7 +143,12 @@ class Database:
             return False
         return True
 
-    def _unavailable(self, *, maybe_committed: bool) -> errors.ServiceUnavailable:
+    def _unavailable(self, exc: BaseException, *, maybe_committed: bool) -> errors.ServiceUnavailable:
+        """The 503 for `exc`. A lost database (not a busy one) also wakes every waiter, once per outage."""
+        if is_busy(exc):
+            error = errors.ServiceUnavailable(BUSY_MESSAGE)
+            error.maybe_committed = maybe_committed
+            return error
         error = errors.ServiceUnavailable()
         error.maybe_committed = maybe_committed
         if self.reachable:

@@ -10,7 +10,7 @@ from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.app import create_app, init_schema
 from horde.config import Settings
-from horde.database import is_unreachable
+from horde.database import is_busy, is_unavailable
 from horde.errors import ServiceUnavailable
 from horde.runtime import Runtime
 from tests.support.tcp_proxy import proxy_database
@@ -81,7 +81,7 @@ def test_a_wrong_statement_is_not_an_outage(proxied):
     assert runtime.db.reachable
 
 
-def test_a_locked_sqlite_database_counts_as_unavailable(tmp_path):
+def test_a_locked_sqlite_database_is_busy_not_a_wrong_statement(tmp_path):
     url = f"sqlite:///{tmp_path / 'locked.db'}"
     holder = create_engine(url)
     waiter = create_engine(url, connect_args={"timeout": 0})
@@ -92,7 +92,7 @@ def test_a_locked_sqlite_database_counts_as_unavailable(tmp_path):
             with waiter.connect() as connection:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
         held.exec_driver_sql("ROLLBACK")
-    assert is_unreachable(locked.value)
+    assert is_unavailable(locked.value) and is_busy(locked.value)
     holder.dispose()
     waiter.dispose()
 
