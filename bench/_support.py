@@ -1,12 +1,13 @@
 """Shared helpers of the benchmark scripts: paths, percentiles, tables, throwaway databases.
 
-Each bench script inserts the repository root into sys.path and imports this module
-(it lives next to them, so `import _support` works when a script runs as
-`python bench/<name>.py`).
+Each bench script imports this module: it lives next to them, so `import _support` works when a
+script runs as `python bench/<name>.py`. The project itself comes from the editable install that
+scripts/setup.sh makes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import statistics
@@ -16,8 +17,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 DEFAULT_POSTGRES_URL = "postgresql://root@127.0.0.1:5432/test"
 POSTGRES_ENV = "HORDE_BENCH_DATABASE_URL"
@@ -46,10 +45,10 @@ def table(headers: list[str], rows: list[list]) -> str:
     cells = [[str(cell) for cell in row] for row in rows]
     widths = [max(len(str(header)), *(len(row[i]) for row in cells)) if cells else len(str(header))
               for i, header in enumerate(headers)]
-    line = "  ".join(str(header).rjust(width) for header, width in zip(headers, widths))
+    line = "  ".join(str(header).rjust(width) for header, width in zip(headers, widths, strict=False))
     out = [line, "  ".join("-" * width for width in widths)]
     for row in cells:
-        out.append("  ".join(cell.rjust(width) for cell, width in zip(row, widths)))
+        out.append("  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=False)))
     return "\n".join(out)
 
 
@@ -90,7 +89,7 @@ def postgres_reachable(admin_url: str) -> str | None:
 
 def PostgresBenchDatabase(admin_url: str, prefix: str = "horde_bench"):
     """A database of its own on the server the admin URL names; dropped by drop()."""
-    from tests.support.databases import PostgresDatabase
+    from horde_testing.databases import PostgresDatabase
 
     return PostgresDatabase(admin_url, prefix=prefix)
 
@@ -123,9 +122,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def stop_and_remove_log(process) -> None:
-    """Stop a tests.support.processes.Process and delete its log file."""
+    """Stop a horde_testing.processes.Process and delete its log file."""
     process.stop()
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(process.log.name)
-    except OSError:
-        pass

@@ -29,21 +29,17 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _support as S
+import openai
+import requests
+from sqlalchemy import select
 
-import _support as S  # noqa: E402
-
-import openai  # noqa: E402
-import requests  # noqa: E402
-from sqlalchemy import select  # noqa: E402
-
-from horde.accounts import service as accounts  # noqa: E402
-from horde.app import init_schema  # noqa: E402
-from horde.chat.models import ChatJob  # noqa: E402
-from horde.config import Settings  # noqa: E402
-from horde.runtime import Runtime  # noqa: E402
-from tests.support.processes import Server, Worker, base_env  # noqa: E402
+from horde.accounts import service as accounts
+from horde.app import init_schema
+from horde.chat.models import ChatJob
+from horde.config import Settings
+from horde.runtime import Runtime
+from horde_testing.processes import Server, Worker, base_env
 
 MODEL = "bench/front-model"
 LLAMA_MODEL = "bench/llama-tiny"
@@ -90,7 +86,7 @@ class Horde:
             rows = session.execute(select(ChatJob.request_id, ChatJob.started_at, ChatJob.ended_at)
                                    .where(ChatJob.request_id.in_(list(request_ids)),
                                           ChatJob.state == "submitted")).all()
-        epoch = lambda moment: moment.replace(tzinfo=dt.timezone.utc).timestamp()  # noqa: E731
+        epoch = lambda moment: moment.replace(tzinfo=dt.UTC).timestamp()  # noqa: E731
         return {request_id: (epoch(started), epoch(ended)) for request_id, started, ended in rows if ended}
 
     def close(self) -> None:

@@ -23,27 +23,30 @@ import random
 import sys
 import time
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _support as S
+from sqlalchemy import insert, update
 
-import _support as S  # noqa: E402
-
-from sqlalchemy import insert, update  # noqa: E402
-
-from horde.accounts.keys import hash_api_key, new_api_key  # noqa: E402
-from horde.accounts.models import User  # noqa: E402
-from horde.app import init_schema  # noqa: E402
-from horde.chat.models import (  # noqa: E402
-    DONE, JOB_SUBMITTED, PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, WAITING, ChatJob, ChatRequest, ChatRequestModel)
-from horde.chat.schemas import POP_SCHEMA, load  # noqa: E402
-from horde.config import Settings  # noqa: E402
-from horde.runtime import Runtime  # noqa: E402
-from horde.timeutil import utcnow  # noqa: E402
-from horde.workers.declarations import FEATURES, GUARANTEES, features_mask, guarantees_mask  # noqa: E402
-from horde.workers.models import Worker  # noqa: E402
-from horde.workers.pop import pop_once  # noqa: E402
+from horde.accounts.keys import hash_api_key, new_api_key
+from horde.accounts.models import User
+from horde.app import init_schema
+from horde.chat.models import (
+    DONE,
+    JOB_SUBMITTED,
+    PRIORITY_CLASS_KUDOS,
+    PRIORITY_CLASS_OTHERS,
+    WAITING,
+    ChatJob,
+    ChatRequest,
+    ChatRequestModel,
+)
+from horde.chat.schemas import POP_SCHEMA, load
+from horde.config import Settings
+from horde.runtime import Runtime
+from horde.timeutil import utcnow
+from horde.workers.declarations import FEATURES, GUARANTEES, features_mask, guarantees_mask
+from horde.workers.models import Worker
+from horde.workers.pop import pop_once
 
 # Models and how popular they are, with requests and workers.
 MODELS = {
@@ -83,7 +86,7 @@ def request_row(rng: random.Random, user: dict, created_at: dt.datetime) -> tupl
     features = weighted(rng, REQUEST_FEATURE_MIX)
     guarantees = weighted(rng, REQUEST_GUARANTEE_MIX)
     messages = [{"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": "Tell me about the number %d. " % rng.randint(0, 10**6) * 4}]
+                {"role": "user", "content": f"Tell me about the number {rng.randint(0, 10**6)}. " * 4}]
     payload = {"messages": messages, "max_tokens": max_tokens, "temperature": round(rng.uniform(0, 1.2), 2),
                "top_p": 1.0, "frequency_penalty": 0, "presence_penalty": 0}
     if "seed" in features:
@@ -111,10 +114,7 @@ def request_row(rng: random.Random, user: dict, created_at: dt.datetime) -> tupl
 
 def worker_declaration(rng: random.Random, name: str, models: list[str]) -> dict:
     """A pop body (as the reference worker would send it)."""
-    if rng.random() < 0.6:
-        features = list(FEATURES)
-    else:
-        features = [f for f in FEATURES if rng.random() < 0.6]
+    features = list(FEATURES) if rng.random() < 0.6 else [f for f in FEATURES if rng.random() < 0.6]
     guarantees = [g for g in GUARANTEES if rng.random() < 0.5]
     return load(POP_SCHEMA, {
         "name": name, "models": models, "max_length": weighted(rng, WORKER_MAX_LENGTH_MIX),
@@ -171,7 +171,7 @@ def seed(runtime, rng: random.Random, queued: int, n_workers: int, n_idle: int, 
         (seeded.idle_workers if idle else seeded.workers).append((key, pop_request))
 
     request_rows, model_rows = [], []
-    for index in range(queued):
+    for _ in range(queued):
         created_at = now - dt.timedelta(seconds=rng.uniform(0, 600))
         row, models = request_row(rng, rng.choice(seeded.users), created_at)
         request_rows.append(row)
@@ -273,7 +273,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sqlite-only", action="store_true")
     parser.add_argument("--postgres-only", action="store_true")
     parser.add_argument("--no-analyze", action="store_true",
-                        help="PostgreSQL: skip ANALYZE after seeding (as with autovacuum off: planner sees empty tables)")
+                        help="PostgreSQL: skip ANALYZE after seeding "
+                             "(as with autovacuum off: planner sees empty tables)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     queued_levels = [int(value) for value in args.queued.split(",") if value]

@@ -21,31 +21,27 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _support as S
+import gevent
+import gevent.lock
+import requests
+from gevent import socket as gsocket
+from sqlalchemy import func, select
 
-import _support as S  # noqa: E402
-
-import gevent  # noqa: E402
-import gevent.lock  # noqa: E402
-from gevent import socket as gsocket  # noqa: E402  (cooperative sockets, no global monkey-patching)
-import requests  # noqa: E402
-from sqlalchemy import func, select  # noqa: E402
-
-from horde.accounts import service as accounts  # noqa: E402
-from horde.app import init_schema  # noqa: E402
-from horde.chat.models import ChatRequest, ChatRequestModel  # noqa: E402
-from horde.config import Settings  # noqa: E402
-from horde.runtime import Runtime  # noqa: E402
-from tests.support.processes import Server, base_env  # noqa: E402
+from horde.accounts import service as accounts
+from horde.app import init_schema
+from horde.chat.models import ChatRequest, ChatRequestModel
+from horde.config import Settings
+from horde.runtime import Runtime
+from horde_testing.processes import Server, base_env
 
 HOLD_MODEL = "bench/stream-hold"
 LATENCY_MODEL = "bench/stream-latency"
@@ -155,7 +151,7 @@ def progress_latency(bench: Bench, args) -> list:
         if answer.status_code != 200 or answer.json().get("cancel"):
             raise RuntimeError(f"progress refused: HTTP {answer.status_code} {answer.text[:200]}")
         with arrived:
-            arrived.wait_for(lambda: piece in arrivals or errors, timeout=3)
+            arrived.wait_for(lambda piece=piece: piece in arrivals or errors, timeout=3)
         if piece in arrivals:
             latencies.append(arrivals[piece] - started)
         else:
@@ -183,7 +179,7 @@ def progress_latency(bench: Bench, args) -> list:
 # -- (a) many waiting streams ---------------------------------------------------------
 
 class Stream:
-    __slots__ = ("index", "sock", "status", "error", "keepalives", "opened_at", "closed")
+    __slots__ = ("closed", "error", "index", "keepalives", "opened_at", "sock", "status")
 
     def __init__(self, index: int):
         self.index = index
@@ -213,7 +209,7 @@ def hold_stream(stream: Stream, port: int, key: str, opening: gevent.lock.Semaph
             if not data:
                 raise ConnectionError("closed before the response headers")
             buffer += data
-        status_line, _, rest = buffer.partition(b"\r\n")
+        status_line, _, _rest = buffer.partition(b"\r\n")
         stream.status = int(status_line.split()[1])
         header_block, _, buffer = buffer.partition(b"\r\n\r\n")
         if stream.status != 200:
@@ -352,10 +348,8 @@ def hold_many(bench: Bench, args) -> None:
     for stream in streams:
         stream.closed = True
         if stream.sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 stream.sock.close()
-            except OSError:
-                pass
     gevent.joinall(all_greenlets, timeout=30)
     first_health = health_ms(bench.port)
     waiting = None

@@ -96,7 +96,7 @@ def _schema_sql(_args) -> int:
 
     for table in Base.metadata.sorted_tables:
         print(str(CreateTable(table).compile(dialect=postgresql.dialect())).strip() + ";\n")
-        for index in sorted(table.indexes, key=lambda index: index.name):
+        for index in sorted(table.indexes, key=lambda index: str(index.name)):
             print(str(CreateIndex(index).compile(dialect=postgresql.dialect())).strip() + ";")
         print()
     return 0

@@ -44,7 +44,8 @@ def make_blueprint() -> Blueprint:
         from werkzeug.exceptions import HTTPException
 
         if isinstance(error, HTTPException):
-            return {"message": error.description, "rc": "BadRequest" if error.code < 500 else "InternalError"}, error.code
+            code = error.code or 500
+            return {"message": error.description, "rc": "BadRequest" if code < 500 else "InternalError"}, code
         current_app.logger.exception("unexpected error on %s", request.path)
         return {"message": "Internal Server Error", "rc": "InternalError"}, 500
 

@@ -18,7 +18,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app = Flask("horde")
     app.config["RESTX_MASK_SWAGGER"] = False
     app.config["ERROR_404_HELP"] = False  # flask-restx would append URL guesses to every 404 message
-    app.json.sort_keys = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's default provider has it
     app.extensions["horde"] = runtime
     app.register_blueprint(make_blueprint())
     app.register_blueprint(make_oai_blueprint(), url_prefix=settings.oai_prefix)

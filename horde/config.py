@@ -52,7 +52,7 @@ class Settings:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls, env=None, **overrides) -> "Settings":
+    def from_env(cls, env=None, **overrides) -> Settings:
         env = os.environ if env is None else env
         values = dict(
             database_url=env.get("HORDE_DATABASE_URL") or cls.database_url,
@@ -77,5 +77,5 @@ class Settings:
         values.update(overrides)
         return cls(**values)
 
-    def replace(self, **changes) -> "Settings":
+    def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)

@@ -25,7 +25,7 @@ class HordeError(Exception):
             self.status = status
 
     def to_native(self) -> dict:
-        body = {"message": self.message, "rc": self.rc}
+        body: dict[str, object] = {"message": self.message, "rc": self.rc}
         if self.param:
             body["param"] = self.param
         if self.metadata:

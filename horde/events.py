@@ -34,7 +34,7 @@ def announce_jobs(bus, models) -> None:
 
 
 class Subscription:
-    def __init__(self, bus: "LocalEventBus", channels):
+    def __init__(self, bus: LocalEventBus, channels):
         self._bus = bus
         self.channels = tuple(channels)
         self._event = threading.Event()

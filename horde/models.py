@@ -2,5 +2,5 @@
 
 from horde.accounts.models import KudosEntry, User  # noqa: F401
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel  # noqa: F401
-from horde.workers.models import Worker  # noqa: F401
 from horde.oai.idempotency_models import IdempotencyKey  # noqa: F401
+from horde.workers.models import Worker  # noqa: F401

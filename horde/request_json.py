@@ -8,6 +8,7 @@ BadRequest when they are not JSON or nest deeper than any valid request does.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from horde import errors
 
@@ -32,6 +33,7 @@ def depth(value) -> int:
     deepest, stack = 0, [(value, 1)]
     while stack:
         node, level = stack.pop()
+        children: Iterable
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

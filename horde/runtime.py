@@ -18,7 +18,7 @@ class Runtime:
     snapshots: Snapshots = field(default_factory=Snapshots)
 
     @classmethod
-    def build(cls, settings: Settings) -> "Runtime":
+    def build(cls, settings: Settings) -> Runtime:
         db = Database(settings.database_url)
         bus = make_event_bus(settings)
         db.on_unreachable = bus.wake_all  # waiters read at once and end with service_unavailable

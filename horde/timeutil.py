@@ -6,7 +6,7 @@ import datetime as dt
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def seconds_since(moment: dt.datetime | None, now: dt.datetime | None = None) -> float:

@@ -48,8 +48,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 BINARY_NAME = "llama-server"
@@ -354,7 +354,7 @@ def _bytes_to_unicode() -> dict[int, str]:
             bs.append(b)
             cs.append(256 + n)
             n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
+    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
 
 
 def _tokenizer() -> tuple[list[str], list[int], list[str], dict[str, int]]:
@@ -383,7 +383,7 @@ def _tokenizer() -> tuple[list[str], list[int], list[str], dict[str, int]]:
     return tokens, types, merges, special
 
 
-def _output_bias(tokens: Sequence[str], special: dict[str, int]) -> "np.ndarray":  # noqa: F821
+def _output_bias(tokens: Sequence[str], special: dict[str, int]) -> np.ndarray:  # noqa: F821
     """Per-token logit bias: printable ASCII favoured (0), newline rare (-3),
     control and non-ASCII bytes banned (-30), end of turn ``_EOT_BIAS``."""
     import numpy as np
@@ -467,7 +467,7 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     n_rand = n_embd - _N_FIXED
 
-    def w(*shape: int, scale: float = 0.08) -> "np.ndarray":
+    def w(*shape: int, scale: float = 0.08) -> np.ndarray:
         return (rng.standard_normal(shape) * scale).astype(np.float32)
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -702,7 +702,7 @@ class LlamaServer:
             return json.loads(r.read())
 
     # -- lifecycle ----------------------------------------------------------
-    def start(self) -> "LlamaServer":
+    def start(self) -> LlamaServer:
         if self.proc is not None:
             raise LlamaServerError("already started")
         if not self.binary.is_file():
@@ -780,7 +780,7 @@ class LlamaServer:
                 with contextlib.suppress(OSError):
                     self.log_path.unlink()
 
-    def __enter__(self) -> "LlamaServer":
+    def __enter__(self) -> LlamaServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -56,7 +56,8 @@ def main() -> int:
                  "the worker")
         client = OpenAI(base_url=URL + "/v1", api_key=key, default_headers={"X-Title": "horde-demo"})
         print("models:", [model.id for model in client.models.list().data])
-        completion = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hello, Horde!"}])
+        messages = [{"role": "user", "content": "Hello, Horde!"}]
+        completion = client.chat.completions.create(model=MODEL, messages=messages)
         print("reply:", completion.choices[0].message.content)
         print("x_horde:", completion.model_extra["x_horde"])
         print("streamed:", end=" ")

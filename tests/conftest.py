@@ -10,7 +10,7 @@ from horde.accounts import service as accounts
 from horde.app import create_app, init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from tests.support.databases import PostgresDatabase, postgres_admin_url
+from horde_testing.databases import PostgresDatabase, postgres_admin_url
 
 BACKENDS = ["sqlite", "postgresql"]
 

@@ -74,4 +74,5 @@ def set_kudos(session: Session, user: User, balance: int) -> None:
 
 
 def ledger_sum(session: Session, user: User) -> int:
-    return session.scalar(select(func.coalesce(func.sum(KudosEntry.amount), 0)).where(KudosEntry.user_id == user.id))
+    total = select(func.coalesce(func.sum(KudosEntry.amount), 0)).where(KudosEntry.user_id == user.id)
+    return int(session.scalar(total) or 0)

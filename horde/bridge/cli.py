@@ -23,8 +23,16 @@ from horde.bridge.backends.probe_checks import probe_server
 from horde.bridge.backends.scripted import ScriptedBackend
 from horde.bridge.client import HordeClient
 from horde.bridge.context import PROGRESS_INTERVAL_S
-from horde.bridge.declarations import (FEATURES, GUARANTEES, MAX_LENGTH_MAX_TOKENS, POP_WAIT_MAX_S, THREADS_MAX,
-                                       Declarations, narrow, parse_name_list)
+from horde.bridge.declarations import (
+    FEATURES,
+    GUARANTEES,
+    MAX_LENGTH_MAX_TOKENS,
+    POP_WAIT_MAX_S,
+    THREADS_MAX,
+    Declarations,
+    narrow,
+    parse_name_list,
+)
 from horde.bridge.loop import POP_WAIT_DEFAULT_S, SHUTDOWN_GRACE_S, WorkerLoop
 from horde.bridge.rules import DEFAULT_RULES, RulesError, load_rules
 
@@ -42,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m horde worker", description="Serve Horde chat jobs with a backend.")
     p.add_argument("--horde-url", default=os.environ.get("HORDE_URL", DEFAULT_HORDE_URL),
                    help="the Horde's root URL (env HORDE_URL)")
-    p.add_argument("--api-key", default=os.environ.get("HORDE_API_KEY"), help="the worker owner's key (env HORDE_API_KEY)")
+    p.add_argument("--api-key", default=os.environ.get("HORDE_API_KEY"),
+                   help="the worker owner's key (env HORDE_API_KEY)")
     p.add_argument("--name", required=True, help="the worker's unique name")
     p.add_argument("--backend", choices=BACKEND_NAMES, default="scripted")
     p.add_argument("--model", action="append", default=[], help="a model name to serve (repeatable)")
@@ -58,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=POP_WAIT_DEFAULT_S, help="long-poll seconds per pop (0-30)")
     p.add_argument("--once", action="store_true", help="process one job, then exit")
     p.add_argument("--max-jobs", type=int, help="exit after this many jobs")
-    p.add_argument("--progress-interval", type=float, default=PROGRESS_INTERVAL_S, help="seconds between progress posts")
+    p.add_argument("--progress-interval", type=float, default=PROGRESS_INTERVAL_S,
+                   help="seconds between progress posts")
     p.add_argument("--shutdown-grace", type=float, default=SHUTDOWN_GRACE_S,
                    help="seconds in-flight jobs get at SIGTERM before they are faulted")
     p.add_argument("--log-level", default="INFO", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"))

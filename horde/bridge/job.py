@@ -34,7 +34,7 @@ class Job:
     payload: dict
 
     @classmethod
-    def from_pop(cls, body: dict) -> "Job":
+    def from_pop(cls, body: dict) -> Job:
         payload = body.get("payload")
         if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
             raise JobFault("malformed job: the payload has no messages list")
@@ -60,7 +60,7 @@ class Job:
         return "text"
 
     @property
-    def json_schema(self) -> dict | None:
+    def json_schema(self) -> dict | bool | None:
         fmt = self.payload.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
             schema = (fmt.get("json_schema") or {}).get("schema")
@@ -88,7 +88,7 @@ class Reply:
     usage: dict = field(default_factory=dict)
 
     def submit_body(self, job_id: str) -> dict:
-        body = {"id": job_id, "content": self.content, "finish_reason": self.finish_reason,
+        body: dict[str, object] = {"id": job_id, "content": self.content, "finish_reason": self.finish_reason,
                 "usage": dict(self.usage)}
         if self.reasoning_content:
             body["reasoning_content"] = self.reasoning_content

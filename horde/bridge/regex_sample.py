@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 try:  # Python 3.11+ keeps the parser here; older versions call it sre_parse.
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
     from re import _constants as sre_constants  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover
     import sre_constants
     import sre_parse

@@ -218,7 +218,7 @@ def _fit_length(text: str, schema: dict) -> str:
 
 
 def _string(schema: dict, variant: int) -> str:
-    base = STRING_FORMATS.get(schema.get("format"), DEFAULT_STRING)
+    base = STRING_FORMATS.get(str(schema.get("format")), DEFAULT_STRING)
     if variant:
         base = f"{base}{variant}" if schema.get("format") not in STRING_FORMATS else base
     pattern = schema.get("pattern")

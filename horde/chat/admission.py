@@ -153,7 +153,7 @@ def _declaration_gap(online, need: Need, models) -> errors.HordeError:
         if best_missing is None or len(missing) < len(best_missing):
             best_missing = missing
     return errors.NoWorkerSupportsFeatures(
-        f"No online worker serving {_names(models)} supports: {', '.join(best_missing)}.",
+        f"No online worker serving {_names(models)} supports: {', '.join(best_missing or [])}.",
         metadata={"missing": best_missing})
 
 

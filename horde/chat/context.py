@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from horde import errors
@@ -61,7 +62,7 @@ def _drop_oldest_turns(messages: list[dict], tools, prompt_budget: int) -> tuple
     last_user = user_indices[-1] if user_indices else len(messages) - 1
     starts = _turn_starts(messages, last_user) + [last_user]
     dropped: set[int] = set()
-    for start, end in zip(starts, starts[1:]):
+    for start, end in itertools.pairwise(starts):
         kept = [m for i, m in enumerate(messages) if i not in dropped]
         if prompt_tokens(kept, tools) <= prompt_budget:
             break

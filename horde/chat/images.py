@@ -105,16 +105,18 @@ def check_address(url: str, param: str, allow: tuple[str, ...]) -> None:
     if host in allow:
         return
     try:
-        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise errors.ImageFetchFailed(f"The image host '{host}' does not resolve.", param=param) from None
     for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
         if _allowed_network(address, allow):
             continue
         if not address.is_global or address.is_multicast:
             raise errors.ImageUrlForbidden(
-                f"The image URL's host '{host}' resolves to a non-public address ({address}); the Horde does not fetch it.",
+                f"The image URL's host '{host}' resolves to a non-public address ({address}); "
+                "the Horde does not fetch it.",
                 param=param)
 
 

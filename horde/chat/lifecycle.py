@@ -17,8 +17,21 @@ from horde.accounts.models import User
 from horde.chat import conformance, pricing, queue
 from horde.chat.eligibility import QUEUE_ORDER, queue_filter
 from horde.chat.models import (
-    CANCELLED, DONE, FAULTED, FINAL_STATES, JOB_ABORTED, JOB_CANCELLED, JOB_FAULTED, JOB_PROCESSING, JOB_REFUSED,
-    JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest)
+    CANCELLED,
+    DONE,
+    FAULTED,
+    FINAL_STATES,
+    JOB_ABORTED,
+    JOB_CANCELLED,
+    JOB_FAULTED,
+    JOB_PROCESSING,
+    JOB_REFUSED,
+    JOB_SUBMITTED,
+    PROCESSING,
+    WAITING,
+    ChatJob,
+    ChatRequest,
+)
 from horde.chat.tokens import text_tokens
 from horde.timeutil import utcnow
 from horde.workers.declarations import FEATURE_BITS
@@ -27,7 +40,8 @@ from horde.workers.models import Worker
 DEFAULT_REASONING_EFFORT = "medium"
 
 
-def claim(session: Session, settings, worker: Worker, trusted: bool, *, skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
+def claim(session: Session, settings, worker: Worker, trusted: bool, *,
+          skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
     if not queue.any_waiting_for(session, worker.models):
         return None
@@ -75,7 +89,7 @@ def owned_job(session: Session, owner: User, job_id: str) -> tuple[ChatJob, Chat
     worker = session.get(Worker, job.worker_id) if job else None
     if job is None or worker is None or worker.owner_id != owner.id:
         raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
-    return job, session.get(ChatRequest, job.request_id), worker
+    return job, session.get_one(ChatRequest, job.request_id), worker
 
 
 def _require_running(job: ChatJob) -> None:
@@ -109,7 +123,8 @@ def submit(session: Session, settings, owner: User, body: dict) -> tuple[int | N
     _end_job(job, JOB_SUBMITTED, None)
     usage = dict(reply.get("usage") or {})
     usage.setdefault("prompt_tokens", request.prompt_tokens)
-    usage.setdefault("completion_tokens", text_tokens(reply.get("content")) + text_tokens(reply.get("reasoning_content")))
+    completion_tokens = text_tokens(reply.get("content")) + text_tokens(reply.get("reasoning_content"))
+    usage.setdefault("completion_tokens", completion_tokens)
     # A worker cannot raise its own reward: the charge never exceeds the request's max_tokens.
     usage["completion_tokens"] = min(usage["completion_tokens"], request.max_tokens)
     if usage.get("reasoning_tokens") is not None:
@@ -140,7 +155,7 @@ def expire_jobs(session: Session, settings) -> list[ChatRequest]:
     for job in expired:
         reason = f"The worker did not submit the job within its ttl of {int(settings.job_ttl_s)} s."
         _end_job(job, JOB_ABORTED, reason)
-        request = session.get(ChatRequest, job.request_id)
+        request = session.get_one(ChatRequest, job.request_id)
         if request.current_job_id == job.id and request.state == PROCESSING:
             _restart_or_fault(request, settings, errors.ChatJobExpired.rc, reason)
             changed.append(request)
@@ -163,14 +178,14 @@ def cancel(session: Session, settings, request: ChatRequest, *, streamed_chars: 
             kudos = pricing.price(job.model, completion_tokens=max(1, streamed_chars // 4),
                                   prompt_tokens=request.prompt_tokens, n_images=request.n_images,
                                   reference_path=settings.model_reference_path)
-            _settle(session, request, session.get(Worker, job.worker_id), kudos)
+            _settle(session, request, session.get_one(Worker, job.worker_id), kudos)
     request.state, request.finished_at = CANCELLED, utcnow()
     return True
 
 
 def _settle(session: Session, request: ChatRequest, worker: Worker, kudos: int) -> None:
-    requester = session.get(User, request.user_id)
-    owner = session.get(User, worker.owner_id)
+    requester = session.get_one(User, request.user_id)
+    owner = session.get_one(User, worker.owner_id)
     accounts.move_kudos(session, requester, -kudos, kind="charge", request_id=request.id)
     accounts.move_kudos(session, owner, kudos, kind="reward", request_id=request.id)
     request.kudos_charged = kudos

@@ -60,7 +60,7 @@ def position(session: Session, request: ChatRequest) -> int:
 def wait_estimate_s(queued_ahead: int, threads: int, job_s: float) -> int:
     if threads <= 0:
         return 0
-    return int(math.ceil((queued_ahead // threads + 1) * job_s))
+    return math.ceil((queued_ahead // threads + 1) * job_s)
 
 
 def created_since(session: Session, user_id: int, seconds: float) -> int:

@@ -45,7 +45,7 @@ class ChatRequestSchema(Schema):
     seed = fields.Integer(strict=True)
     stop = fields.List(fields.String(), validate=validate.Length(min=1, max=MAX_STOP_SEQUENCES))
     reasoning_effort = fields.String(validate=validate.OneOf(REASONING_EFFORTS))
-    only = fields.List(fields.String(), validate=validate.Length(min=1))
+    only = fields.List(fields.String(), validate=validate.Length(min=1))  # type: ignore[assignment]  # a field, not Schema.only
     trusted_workers = fields.Boolean(load_default=False)
     context_fitting = fields.String(load_default="truncate_oldest", validate=validate.OneOf(CONTEXT_FITTING_MODES))
     max_kudos = fields.Integer(strict=True, validate=validate.Range(min=1))
@@ -105,7 +105,8 @@ class PopSchema(Schema):
         if unknown:
             raise ValidationError(f"Unknown limit '{sorted(unknown)[0]}'.", "limits")
         value = limits.get("max_temperature_with_tools")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2):
+        not_a_number = isinstance(value, bool) or not isinstance(value, (int, float))
+        if value is not None and (not_a_number or not 0 <= value <= 2):
             raise ValidationError("max_temperature_with_tools must be a number from 0 to 2.", "limits")
 
 

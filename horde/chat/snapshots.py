@@ -13,9 +13,15 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from horde.chat.eligibility import (
-    QUEUE_ORDER, breaks_limits, is_eligible, missing_declarations, need_of, passes_restrictions)
 from horde.chat import queue
+from horde.chat.eligibility import (
+    QUEUE_ORDER,
+    breaks_limits,
+    is_eligible,
+    missing_declarations,
+    need_of,
+    passes_restrictions,
+)
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.workers import service as workers
 

@@ -23,7 +23,8 @@ def content_text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+        texts = (part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+        return "".join(texts)
     return ""
 
 

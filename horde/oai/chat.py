@@ -30,7 +30,7 @@ class ChatCall:
         self.digest = idempotency.body_hash(body)
 
     @classmethod
-    def screen(cls, runtime, body) -> "ChatCall":
+    def screen(cls, runtime, body) -> ChatCall:
         return cls(runtime, body, screen_chat_request(body))
 
     def answer(self, user, headers, environ) -> Response:
@@ -51,8 +51,8 @@ class ChatCall:
             if request_id is not None:
                 idempotency.hold(self.runtime, request_id, +1)
                 holding = True
-                replayed = key is not None and service.read(self.runtime, request_id).state in ("done", "faulted",
-                                                                                                 "cancelled")
+                stored = service.read(self.runtime, request_id) if key is not None else None
+                replayed = stored is not None and stored.state in ("done", "faulted", "cancelled")
             else:
                 request_id = self._create(user, headers, key)
                 holding = True
@@ -148,8 +148,7 @@ class ChatCall:
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                for chunk in stream.events(state, events):
-                    yield chunk
+                yield from stream.events(state, events)
                 finished = True
             finally:
                 watcher.close()

@@ -79,7 +79,8 @@ def chat_completion(request, include_reasoning: bool = True) -> dict:
     body = {
         "id": completion_id(request), "object": "chat.completion", "created": created_epoch(request),
         "model": request.served_model,
-        "choices": [{"index": 0, "message": message(request, include_reasoning), "finish_reason": finish_reason(request),
+        "choices": [{"index": 0, "message": message(request, include_reasoning),
+                     "finish_reason": finish_reason(request),
                      "native_finish_reason": (request.reply or {}).get("finish_reason"), "logprobs": None}],
         "usage": usage(request),
         "system_fingerprint": system_fingerprint(request.worker_id, request.served_model),

@@ -30,24 +30,52 @@ from dataclasses import dataclass
 from typing import Any
 
 from horde.oai.screening_base import (
-    BAD_REQUEST, CONFLICT, MODEL_NOT_FOUND, STATUS_NOT_FOUND, UNSUPPORTED, ScreeningError,
-    array_too_long, empty_string, json_type_name, missing, require_list, require_string, same_json_value,
+    BAD_REQUEST,
+    CONFLICT,
+    MODEL_NOT_FOUND,
+    STATUS_NOT_FOUND,
+    UNSUPPORTED,
+    ScreeningError,
+    array_too_long,
+    empty_string,
+    json_type_name,
+    missing,
+    require_list,
+    require_string,
+    same_json_value,
     unknown_parameter,
 )
 from horde.oai.screening_formats import screen_response_format
 from horde.oai.screening_horde import SCREENING_ONLY_OPTIONS, screen_horde_options
 from horde.oai.screening_messages import mentions_word, screen_messages
 from horde.oai.screening_sampling import (
-    SAMPLING_RANGES, screen_max_tokens, screen_n, screen_reasoning_effort, screen_sampling_value,
-    screen_seed, screen_stop, screen_stream, screen_user,
+    SAMPLING_RANGES,
+    screen_max_tokens,
+    screen_n,
+    screen_reasoning_effort,
+    screen_sampling_value,
+    screen_seed,
+    screen_stop,
+    screen_stream,
+    screen_user,
 )
 from horde.oai.screening_tools import (
-    check_tool_options, check_tools_payload_size, native_tool_keys, screen_parallel_tool_calls,
-    screen_tool_choice, screen_tools,
+    check_tool_options,
+    check_tools_payload_size,
+    native_tool_keys,
+    screen_parallel_tool_calls,
+    screen_tool_choice,
+    screen_tools,
 )
 
-__all__ = ["ScreeningError", "DEFAULT_NO_OP_PARAMETERS", "REQUEST_FIELDS", "ScreenedRequest",
-           "screen_chat_request", "MODELS_MAX_COUNT"]
+__all__ = [
+    "DEFAULT_NO_OP_PARAMETERS",
+    "MODELS_MAX_COUNT",
+    "REQUEST_FIELDS",
+    "ScreenedRequest",
+    "ScreeningError",
+    "screen_chat_request",
+]
 
 REQUEST_FIELDS = frozenset({
     "model", "models", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",

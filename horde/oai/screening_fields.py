@@ -15,15 +15,31 @@ from typing import Any
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields
 
 from horde.oai.screening_base import (
-    BAD_REQUEST, ScreeningError, check_name, json_type_name, quote,
-    supported_values_text, unknown_parameter,
+    BAD_REQUEST,
+    ScreeningError,
+    check_name,
+    json_type_name,
+    quote,
+    supported_values_text,
+    unknown_parameter,
 )
 
 PATH = "{path}"
 UNKNOWN_KEY_MARK = "\x00unknown"
 
-__all__ = ["EXCLUDE", "RAISE", "FixedSchema", "StrictBool", "StrictString", "JsonObject",
-           "Choice", "PositiveInt", "NonEmptyStringList", "FunctionName", "load_fixed_object"]
+__all__ = [
+    "EXCLUDE",
+    "RAISE",
+    "Choice",
+    "FixedSchema",
+    "FunctionName",
+    "JsonObject",
+    "NonEmptyStringList",
+    "PositiveInt",
+    "StrictBool",
+    "StrictString",
+    "load_fixed_object",
+]
 
 
 class FixedSchema(Schema):

@@ -10,10 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from horde.oai.screening_base import (
-    UNSUPPORTED, invalid_choice, missing, require_object, require_string, unknown_parameter,
+    UNSUPPORTED,
+    invalid_choice,
+    missing,
+    require_object,
+    require_string,
+    unknown_parameter,
 )
 from horde.oai.screening_fields import (
-    FixedSchema, FunctionName, JsonObject, StrictBool, StrictString, load_fixed_object,
+    FixedSchema,
+    FunctionName,
+    JsonObject,
+    StrictBool,
+    StrictString,
+    load_fixed_object,
 )
 from horde.oai.screening_schemas import check_schema
 

@@ -11,7 +11,12 @@ from typing import Any
 
 from horde.oai.screening_base import require_object
 from horde.oai.screening_fields import (
-    Choice, FixedSchema, NonEmptyStringList, PositiveInt, StrictBool, load_fixed_object,
+    Choice,
+    FixedSchema,
+    NonEmptyStringList,
+    PositiveInt,
+    StrictBool,
+    load_fixed_object,
 )
 
 CONTEXT_FITTING_MODES = ("truncate_oldest", "grow", "reject")
@@ -33,7 +38,7 @@ SCREENING_ONLY_OPTIONS = ("include_reasoning", "openai_guards")
 class HordeOptionsSchema(FixedSchema):
     """The horde object: every key optional, unknown keys refused."""
 
-    only = NonEmptyStringList()
+    only = NonEmptyStringList()  # type: ignore[assignment]  # a field, not Schema.only
     trusted_workers = StrictBool()
     context_fitting = Choice(CONTEXT_FITTING_MODES)
     max_kudos = PositiveInt()

@@ -12,12 +12,21 @@ messages[2].role, not OpenAI's messages.[2].role.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from horde.oai.screening_base import (
-    BAD_REQUEST, UNSUPPORTED, ScreeningError, bad_type, empty_array, invalid_choice, missing,
-    require_list, require_object, require_string,
+    BAD_REQUEST,
+    UNSUPPORTED,
+    ScreeningError,
+    bad_type,
+    empty_array,
+    invalid_choice,
+    missing,
+    require_list,
+    require_object,
+    require_string,
 )
 from horde.oai.screening_history import check_tool_history
 

@@ -11,9 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from horde.oai.screening_base import (
-    CONFLICT, UNSUPPORTED, ScreeningError, array_too_long, bad_type, check_range,
-    empty_array, invalid_choice, require_bool, require_int, require_number, require_object,
-    require_string, empty_string,
+    CONFLICT,
+    UNSUPPORTED,
+    ScreeningError,
+    array_too_long,
+    bad_type,
+    check_range,
+    empty_array,
+    empty_string,
+    invalid_choice,
+    require_bool,
+    require_int,
+    require_number,
+    require_object,
+    require_string,
 )
 from horde.oai.screening_fields import FixedSchema, StrictBool, load_fixed_object
 

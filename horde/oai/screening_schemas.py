@@ -12,7 +12,8 @@ explicit stack, so no input can exhaust Python's recursion limit.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from horde.oai.screening_base import UNSUPPORTED, ScreeningError, same_json_value
 
@@ -34,7 +35,7 @@ def check_schema(schema: dict, *, strict: bool, owner: str, param: str) -> None:
     ``owner`` names the schema in messages (``response_format 'NAME'`` or
     ``function 'NAME'``); ``param`` is the param of the refusal.
     """
-    for context, node, depth in walk_schema(schema):
+    for context, _node, depth in walk_schema(schema):
         if depth > MAX_SCHEMA_DEPTH:
             raise _refusal(owner, param,
                            f"In context={context!r}, the schema is nested {depth} levels below "
@@ -90,7 +91,7 @@ def _check_strict_object(node: dict, context: Context, owner: str, param: str) -
     if not isinstance(properties, dict):
         return
     required = node.get("required")
-    listed = set(item for item in required if isinstance(item, str)) \
+    listed = {item for item in required if isinstance(item, str)} \
         if isinstance(required, list) else set()
     for name in properties:
         if name not in listed:

@@ -12,11 +12,27 @@ import json
 from typing import Any
 
 from horde.oai.screening_base import (
-    BAD_REQUEST, CONFLICT, UNSUPPORTED, ScreeningError, array_too_long, bad_type, invalid_choice,
-    missing, require_bool, require_list, require_object, require_string,
+    BAD_REQUEST,
+    CONFLICT,
+    UNSUPPORTED,
+    ScreeningError,
+    array_too_long,
+    bad_type,
+    invalid_choice,
+    missing,
+    require_bool,
+    require_list,
+    require_object,
+    require_string,
 )
 from horde.oai.screening_fields import (
-    EXCLUDE, FixedSchema, FunctionName, JsonObject, StrictBool, StrictString, load_fixed_object,
+    EXCLUDE,
+    FixedSchema,
+    FunctionName,
+    JsonObject,
+    StrictBool,
+    StrictString,
+    load_fixed_object,
 )
 from horde.oai.screening_schemas import check_schema
 

@@ -64,7 +64,7 @@ class StreamState:
         self.id = completion.completion_id(request)
         self.created = completion.created_epoch(request)
         self.model = request.models[0]
-        self.fingerprint = None
+        self.fingerprint: str | None = None
         self.include_reasoning = include_reasoning
         self.include_usage = include_usage
         self.live = not request.payload.get("tools") and (request.payload.get("response_format") or {}).get(

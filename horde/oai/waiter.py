@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from horde import errors
 from horde.chat import service
-from horde.chat.models import FINAL_STATES, PROCESSING, WAITING
+from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.events import request_channel
 from horde.timeutil import seconds_since
 
@@ -56,7 +56,7 @@ class Restarted:
 
 @dataclass
 class Finished:
-    request: object
+    request: ChatRequest
 
 
 @dataclass
@@ -96,7 +96,7 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                         request = session.get(service.ChatRequest, request_id)
                         next_full_read = now + max(FULL_READ_S, keepalive_s)
                     waiting = request is not None and request.state == WAITING
-                    if waiting and (gap_check_due or keepalive_due):
+                    if waiting and request is not None and (gap_check_due or keepalive_due):
                         next_gap_check = now + gap_check_s
                         window_s = settings.worker_online_window_s
                         eligible = runtime.snapshots.eligible(session, window_s, request)
@@ -104,7 +104,8 @@ def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", kee
                         pool = service.pool(session, settings, request, runtime.snapshots)
                         gap = _gap(settings, request, no_worker_since, availability_mode, pool["wait_time"])
                         if isinstance(gap, errors.NoEligibleWorker):
-                            gap = _limit_gap(request, runtime.snapshots.limit_blocker(session, window_s, request)) or gap
+                            blocker = runtime.snapshots.limit_blocker(session, window_s, request)
+                            gap = _limit_gap(request, blocker) or gap
                     elif not waiting:
                         pool = None
             if must_read:
@@ -143,7 +144,8 @@ def _limit_gap(request, param: str | None):
     """Workers are online and would serve the request, but changed their declared lengths after the submit."""
     if param is None:
         return None
-    what = f"max_tokens {request.max_tokens}" if param == "max_tokens" else f"a context of {request.context_tokens} tokens"
+    what = (f"max_tokens {request.max_tokens}" if param == "max_tokens"
+            else f"a context of {request.context_tokens} tokens")
     return errors.NoWorkerSupportsLimit(
         f"The online workers for {', '.join(request.models)} changed their declarations after the request was "
         f"queued, and none accepts {what} any more.", param=param, metadata={"request_id": request.id})
@@ -160,7 +162,8 @@ def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):
     if no_worker_since is not None and time.monotonic() - no_worker_since >= settings.oai_no_worker_grace_s:
         return errors.NoEligibleWorker(
             f"No online worker can serve the request any more: the workers for {', '.join(request.models)} went "
-            f"offline or changed their declarations, and none came back within {int(settings.oai_no_worker_grace_s)} s.",
+            "offline or changed their declarations, and none came back within "
+            f"{int(settings.oai_no_worker_grace_s)} s.",
             metadata={"request_id": request.id})
     if (availability_mode == "wait" and not request.attempts
             and seconds_since(request.created_at) > settings.oai_wait_budget_s):

@@ -42,6 +42,7 @@ def pop_once(runtime, api_key: str | None, request: dict, *, explain: bool = Tru
         worker = workers.check_in(session, owner, request)
         trusted = bool(owner.trusted)
         in_flight = lifecycle.jobs_in_flight(session, worker)
+        result: dict[str, object]
         if in_flight >= worker.threads:
             result = {"id": None, "skipped": {"threads": in_flight}}
         else:

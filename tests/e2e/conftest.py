@@ -13,8 +13,8 @@ from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
-from tests.support.processes import Server, Worker, base_env
+from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
+from horde_testing.processes import Server, Worker, base_env
 
 RULES_PATH = Path(__file__).with_name("rules.json")
 E2E_SETTINGS = {

@@ -26,9 +26,10 @@ def test_models_answers_200_and_malformed_header_401(horde):
 
 def test_model_card_lists_online_models_with_maxima_and_unions(horde):
     model = unique_model()
-    horde.worker([model], "--max-length", "300", "--max-context-length", "2048", "--features", "seed,progress", "--guarantees", "prompt_fit")
-    horde.worker([model], "--max-length", "600", "--max-context-length", "1024", "--features", "tools,vision", "--guarantees", "prompt_fit",
-                 "--threads", "2")
+    horde.worker([model], "--max-length", "300", "--max-context-length", "2048", "--features", "seed,progress",
+                 "--guarantees", "prompt_fit")
+    horde.worker([model], "--max-length", "600", "--max-context-length", "1024", "--features", "tools,vision",
+                 "--guarantees", "prompt_fit", "--threads", "2")
     client = horde.openai(horde.user())
     listed = {item.id: item for item in client.models.list().data}
     assert model in listed
@@ -79,7 +80,8 @@ def test_any_of_several_models(horde):
                              json={"models": [served, served], "messages": [{"role": "user", "content": "Hi"}]})
     assert response.status_code == 200 and response.json()["model"] == served
     missing = requests.post(horde.url + "/v1/chat/completions",
-                            json={"models": [served, "nobody/has-this"], "messages": [{"role": "user", "content": "x"}]})
+                            json={"models": [served, "nobody/has-this"],
+                                  "messages": [{"role": "user", "content": "x"}]})
     assert missing.status_code == 404 and missing.json()["error"]["param"] == "models[1]"
     both = requests.post(horde.url + "/v1/chat/completions",
                          json={"model": served, "models": [served], "messages": [{"role": "user", "content": "x"}]})
@@ -95,8 +97,9 @@ def test_unserved_known_model_is_503_no_eligible_worker_at_once(horde):
     worker = horde.worker([model])
     worker.stop()
     with horde.runtime.db.transaction() as session:  # the worker's check-in ages out of the online window
-        from horde.workers.models import Worker
         import datetime as dt
+
+        from horde.workers.models import Worker
         row = session.query(Worker).filter_by(name=worker.worker_name).one()
         row.last_pop_at = row.last_pop_at - dt.timedelta(seconds=301)
     response = requests.post(horde.url + "/v1/chat/completions",

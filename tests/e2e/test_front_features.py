@@ -8,8 +8,8 @@ import openai
 import pydantic
 import pytest
 
+from horde_testing.processes import wait_until
 from tests.e2e.conftest import unique_model
-from tests.support.processes import wait_until
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
 WEATHER_TOOL = {"type": "function", "function": {
@@ -28,7 +28,8 @@ def test_only_restricts_the_worker_and_adjustments(horde):
     client = horde.openai(horde.user())
     worker_id = _worker_id(horde, chosen.worker_name)
     for _ in range(2):
-        completion = client.chat.completions.create(model=model, messages=hi(), extra_body={"horde": {"only": [worker_id]}})
+        completion = client.chat.completions.create(model=model, messages=hi(),
+                                                    extra_body={"horde": {"only": [worker_id]}})
         assert completion.model_extra["x_horde"]["worker_id"] == worker_id
     assert completion.model_extra["x_horde"]["context_adjustments"] is None
 

@@ -1,7 +1,7 @@
 """No duplicate charged jobs: Idempotency-Key, SDK retries, and both across two server processes."""
 
+import contextlib
 import threading
-
 
 import openai
 import pytest
@@ -116,7 +116,8 @@ def test_idempotency_and_sdk_retries_across_two_processes(two_servers):
     key = horde.user()
     body = {"model": model, "messages": [{"role": "user", "content": "slow please"}]}
     results = []
-    threads = [threading.Thread(target=lambda s=server: results.append(post(s.url, body, key, **{"Idempotency-Key": "x"})))
+    headers = {"Idempotency-Key": "x"}
+    threads = [threading.Thread(target=lambda s=server: results.append(post(s.url, body, key, **headers)))
                for server in horde.servers]
     for thread in threads:
         thread.start()
@@ -173,11 +174,9 @@ def test_keepalive_comments_while_waiting(horde):
 
 
 def _post_and_drop(horde, body, key, idempotency_key):
-    try:
+    with contextlib.suppress(requests.Timeout):
         requests.post(horde.url + "/v1/chat/completions", json=body, timeout=0.3,
                       headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key})
-    except requests.Timeout:
-        pass
 
 
 def test_a_streamed_retry_joins_the_running_stream(horde):

@@ -46,7 +46,7 @@ class OpenAICompatBackend:
         return horde_model if horde_model in self.model_ids else self.model_ids[0]
 
     def request_body(self, job: Job) -> dict:
-        body = {"model": self.backend_model(job.model)}
+        body: dict[str, object] = {"model": self.backend_model(job.model)}
         body.update({key: job.payload[key] for key in FORWARDED_KEYS if key in job.payload})
         if self.streaming:
             body["stream"] = True

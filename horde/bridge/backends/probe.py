@@ -92,7 +92,8 @@ def _llamacpp(http: BackendHTTP, info: ServerInfo) -> bool:
         info.context_tokens = n_ctx
         info.note(f"context {n_ctx} per slot from /props")
     info.slots = _positive_int(props.get("total_slots"))
-    caps = props.get("chat_template_caps") if isinstance(props.get("chat_template_caps"), dict) else {}
+    template_caps = props.get("chat_template_caps")
+    caps = template_caps if isinstance(template_caps, dict) else {}
     if "supports_tools" in caps:
         info.tools_supported = bool(caps["supports_tools"])
         if not info.tools_supported:

@@ -39,7 +39,7 @@ PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "re
                 "additionalProperties": False}
 PROBE_FORMAT = {"type": "json_schema", "json_schema": {"name": "probe", "schema": PROBE_SCHEMA, "strict": True}}
 #: Two parameterless tools, so a forced call is short; the probe forces the second.
-PROBE_TOOLS = [
+PROBE_TOOLS: list[dict] = [
     {"type": "function", "function": {"name": "get_time", "description": "Tell the time.",
                                       "parameters": {"type": "object", "properties": {}}}},
     {"type": "function", "function": {"name": "get_date", "description": "Tell the date.",
@@ -64,7 +64,7 @@ class ProbeResult:
         self.reasons[name] = f"{'declared' if ok else 'not declared'}: {why}"
         return ok
 
-    def ordered(self) -> "ProbeResult":
+    def ordered(self) -> ProbeResult:
         self.features = [n for n in FEATURES if n in self.features]
         self.guarantees = [n for n in GUARANTEES if n in self.guarantees]
         return self
@@ -187,13 +187,15 @@ class Prober:
             return
         acc, error = self.try_chat(tools=PROBE_TOOLS, response_format=PROBE_FORMAT,
                                    max_tokens=PROBE_STRUCTURED_MAX_TOKENS)
-        ok = acc is not None and (_called(acc, PROBE_TOOL_NAMES) or _validates(_json_or_none(acc.content), PROBE_SCHEMA))
+        ok = acc is not None and (_called(acc, PROBE_TOOL_NAMES)
+                                  or _validates(_json_or_none(acc.content), PROBE_SCHEMA))
         result.decide("tools_with_response_format", ok, "tools with a json_schema format gave a valid reply"
                       if ok else f"tools with a json_schema format failed ({error or 'invalid reply'})")
 
     def _sampling(self, result: ProbeResult) -> None:
         outputs = [self.try_chat(seed=PROBE_SEED, temperature=PROBE_TEMPERATURE) for _ in range(2)]
-        same = all(acc is not None for acc, _ in outputs) and outputs[0][0].content == outputs[1][0].content
+        first, second = outputs[0][0], outputs[1][0]
+        same = first is not None and second is not None and first.content == second.content
         result.decide("seed", same, "the same seed gave the same reply twice (best effort under batching)"
                       if same else f"the same seed gave different replies ({outputs[0][1] or outputs[1][1]})")
         for name in ("frequency_penalty", "presence_penalty"):
@@ -226,7 +228,8 @@ class Prober:
             result.decide("prompt_fit", refused, f"a prompt over the context was refused (HTTP {exc.status})"
                           if refused else f"a prompt over the context failed with HTTP {exc.status}")
         except requests.RequestException as exc:
-            result.decide("prompt_fit", False, f"a prompt over the context did not get a refusal ({exc.__class__.__name__})")
+            why = f"a prompt over the context did not get a refusal ({exc.__class__.__name__})"
+            result.decide("prompt_fit", False, why)
         else:
             result.decide("prompt_fit", False, "a prompt over the context was accepted (trimmed)")
 

@@ -9,7 +9,7 @@ The accumulator takes all of these, and also a whole non-streamed response.
 from __future__ import annotations
 
 import json
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from horde.bridge.job import new_tool_call_id
 

@@ -158,7 +158,8 @@ def test_an_unknown_key_is_401_before_the_body_is_screened(client):
 def test_declarations_lowered_after_submit_end_in_no_worker_supports_limit(client, worker_key, runtime, make_user):
     runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0.2)
     _, key = make_user("client", kudos=1000)
-    lowered = threading.Thread(target=_lower_after_queueing, args=(client.application.test_client(), worker_key, runtime))
+    lowered = threading.Thread(target=_lower_after_queueing,
+                               args=(client.application.test_client(), worker_key, runtime))
     lowered.start()
     response = chat(client, dict(BODY, max_tokens=4000), key=key)
     lowered.join(10)
@@ -169,7 +170,7 @@ def test_declarations_lowered_after_submit_end_in_no_worker_supports_limit(clien
 
 
 def _lower_after_queueing(client, key, runtime):
-    from tests.support.processes import wait_until
+    from horde_testing.processes import wait_until
 
     wait_until(lambda: queued(runtime) == 1, timeout_s=5, what="the request to be queued")
     pop(client, key, max_length=256, max_context_length=16384, threads=1)

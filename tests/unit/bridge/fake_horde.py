@@ -44,7 +44,7 @@ class FakeHorde:
         self.jobs.put({"id": job_id, "model": model, "ttl": ttl, "payload": payload})
         return job_id
 
-    def start(self) -> "FakeHorde":
+    def start(self) -> FakeHorde:
         self._server = make_server("127.0.0.1", 0, self.app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

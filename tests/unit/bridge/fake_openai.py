@@ -36,7 +36,7 @@ class FakeOpenAI:
         self._server = None
         self.url = ""
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         self._server = make_server("127.0.0.1", 0, self.app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -153,7 +153,8 @@ class FakeOpenAI:
             if self.fail_next:
                 status, error = self.fail_next.pop(0)
                 return jsonify(error), status
-            prompt_chars = sum(len(m.get("content") or "") for m in body["messages"] if isinstance(m.get("content"), str))
+            texts = [m["content"] for m in body["messages"] if isinstance(m.get("content"), str)]
+            prompt_chars = sum(len(text) for text in texts)
             if self.refuses_long and prompt_chars // 2 > self.ctx:
                 return jsonify(error={"code": 400, "message": "the request exceeds the available context size",
                                       "type": "exceed_context_size_error"}), 400

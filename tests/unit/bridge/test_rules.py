@@ -6,8 +6,16 @@ from pathlib import Path
 import pytest
 
 from horde.bridge.job import Job
-from horde.bridge.rules import (DEFAULT_CONTENT, DEFAULT_RULES, RulesError, fill_template, find_rule, load_rules,
-                                parse_rules, rule_matches)
+from horde.bridge.rules import (
+    DEFAULT_CONTENT,
+    DEFAULT_RULES,
+    RulesError,
+    fill_template,
+    find_rule,
+    load_rules,
+    parse_rules,
+    rule_matches,
+)
 
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 EXAMPLE_RULES = Path(__file__).resolve().parents[3] / "examples" / "scripted_rules.json"
@@ -60,7 +68,8 @@ def test_match_keys_on_a_plain_job(match, expected):
 def test_contains_reads_the_last_user_message_only_and_text_parts():
     messages = [{"role": "user", "content": "first question"},
                 {"role": "assistant", "content": "an answer with secret"},
-                {"role": "user", "content": [{"type": "text", "text": "second "}, IMAGE, {"type": "text", "text": "part"}]}]
+                {"role": "user",
+                 "content": [{"type": "text", "text": "second "}, IMAGE, {"type": "text", "text": "part"}]}]
     j = job(messages)
     assert rule_matches({"contains": "second part"}, j)
     assert not rule_matches({"contains": "first"}, j)

@@ -21,7 +21,8 @@ SCHEMAS = {
                 "properties": {"sku": {"type": "string", "minLength": 3, "maxLength": 5},
                                "qty": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}}}}},
     "enum picks the first": {
-        "type": "object", "required": ["unit"], "properties": {"unit": {"type": "string", "enum": ["celsius", "kelvin"]}}},
+        "type": "object", "required": ["unit"],
+        "properties": {"unit": {"type": "string", "enum": ["celsius", "kelvin"]}}},
     "unique enum array": {
         "type": "array", "minItems": 2, "uniqueItems": True, "items": {"enum": ["a", "b", "c"]}},
     "anyOf with null first": {

@@ -145,7 +145,7 @@ def test_cancel_unaware_rule_keeps_going():
 
 
 def test_fault_rule_and_no_matching_rule():
-    with pytest.raises(JobFault, match="^out of cheese$"):
+    with pytest.raises(JobFault, match=r"^out of cheese$"):
         run([{"match": {}, "reply": {"fault": "out of cheese"}}], make_job())
     with pytest.raises(JobFault, match="no rule matches"):
         run([{"match": {"model": "other"}, "reply": {"content": "x"}}], make_job())

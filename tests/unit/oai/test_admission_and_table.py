@@ -10,7 +10,11 @@ from dataclasses import fields
 import pytest
 
 from horde.oai.schema import (
-    DEFAULT_NO_OP_PARAMETERS, REQUEST_FIELDS, ScreenedRequest, ScreeningError, screen_chat_request,
+    DEFAULT_NO_OP_PARAMETERS,
+    REQUEST_FIELDS,
+    ScreenedRequest,
+    ScreeningError,
+    screen_chat_request,
 )
 
 USER_HI = {"role": "user", "content": "Hi"}

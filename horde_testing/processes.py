@@ -13,7 +13,7 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.05
 
@@ -77,7 +77,7 @@ class Server(Process):
             wait_until(self._healthy, what="the server to answer /health")
         except TimeoutError:
             self.stop()
-            raise RuntimeError("server did not start:\n" + self.output())
+            raise RuntimeError("server did not start:\n" + self.output()) from None
 
     def _healthy(self) -> bool:
         if not self.alive():
@@ -100,7 +100,7 @@ class Worker(Process):
             wait_until(self._online, what=f"worker {name} to pop")
         except TimeoutError:
             self.stop()
-            raise RuntimeError(f"worker {name} did not come online:\n" + self.output())
+            raise RuntimeError(f"worker {name} did not come online:\n" + self.output()) from None
 
     def _online(self) -> bool:
         if not self.alive():
