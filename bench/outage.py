@@ -31,22 +31,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _support as S  # noqa: E402
+import _support as S
+import requests
 
-import requests  # noqa: E402
-
-from horde.accounts import service as accounts  # noqa: E402
-from horde.app import init_schema  # noqa: E402
-from horde.chat.models import ChatRequestModel  # noqa: E402
-from horde.config import Settings  # noqa: E402
-from horde.runtime import Runtime  # noqa: E402
-from tests.support.processes import Server, Worker, base_env, wait_until  # noqa: E402
-from tests.support.redis_server import RedisServer  # noqa: E402
-from tests.support.tcp_proxy import proxy_database  # noqa: E402
+from horde.accounts import service as accounts
+from horde.app import init_schema
+from horde.chat.models import ChatRequestModel
+from horde.config import Settings
+from horde.runtime import Runtime
+from tests.support.processes import Server, Worker, base_env, wait_until
+from tests.support.redis_server import RedisServer
+from tests.support.tcp_proxy import proxy_database
 
 RULES = S.ROOT / "tests" / "e2e" / "rules.json"
-SERVER_SETTINGS = {"HORDE_OAI_KEEPALIVE_S": 1, "HORDE_OAI_NO_WORKER_GRACE_S": 600, "HORDE_OAI_DROP_GRACE_S": 1,
-                   "HORDE_OAI_WAIT_BUDGET_S": 1_000_000, "HORDE_RATE_LIMIT_PER_MINUTE": 1_000_000}
+SERVER_SETTINGS = {
+    "HORDE_OAI_KEEPALIVE_S": 1,
+    "HORDE_OAI_NO_WORKER_GRACE_S": 600,
+    "HORDE_OAI_DROP_GRACE_S": 1,
+    "HORDE_OAI_WAIT_BUDGET_S": 1_000_000,
+    "HORDE_RATE_LIMIT_PER_MINUTE": 1_000_000,
+}
 DEADLINE_S = 60.0
 
 
@@ -56,9 +60,13 @@ def _user(runtime, trusted=False) -> str:
 
 
 def _chat(url, key, text, model, stream=False, timeout=DEADLINE_S):
-    return requests.post(url + "/v1/chat/completions", headers={"Authorization": f"Bearer {key}"}, stream=stream,
-                         json={"model": model, "stream": stream, "messages": [{"role": "user", "content": text}]},
-                         timeout=timeout)
+    return requests.post(
+        url + "/v1/chat/completions",
+        headers={"Authorization": f"Bearer {key}"},
+        stream=stream,
+        json={"model": model, "stream": stream, "messages": [{"role": "user", "content": text}]},
+        timeout=timeout,
+    )
 
 
 def _stream_end(response, cut_at: list) -> tuple[str, float]:
@@ -87,8 +95,12 @@ def database_outage(admin_url: str, streams: int, calls: int) -> None:
     try:
         model = f"bench/outage-{uuid.uuid4().hex[:6]}"
         key = _user(runtime, trusted=True)
-        requests.post(server.url + "/api/v2/generate/chat/pop", headers={"apikey": key}, timeout=30, json={
-            "name": f"hand-{model}", "models": [model], "max_length": 512, "max_context_length": 4096})
+        requests.post(
+            server.url + "/api/v2/generate/chat/pop",
+            headers={"apikey": key},
+            timeout=30,
+            json={"name": f"hand-{model}", "models": [model], "max_length": 512, "max_context_length": 4096},
+        )
         cut_at = [0.0]
         ends: list[tuple[str, float]] = []
         threads = []
@@ -96,18 +108,27 @@ def database_outage(admin_url: str, streams: int, calls: int) -> None:
             response = _chat(server.url, key, f"stream {index}", model, stream=True)
             threads.append(threading.Thread(target=lambda r=response: ends.append(_stream_end(r, cut_at))))
         for index in range(calls):
+
             def call(index=index):
                 response = _chat(server.url, key, f"call {index}", model)
                 code = response.json().get("error", {}).get("code") if response.status_code != 200 else "ok"
-                ends.append((f"HTTP {response.status_code} {code}, Retry-After {response.headers.get('Retry-After')}"
-                             f", x-should-retry {response.headers.get('x-should-retry')}",
-                             time.monotonic() - cut_at[0]))
+                ends.append(
+                    (
+                        f"HTTP {response.status_code} {code}, Retry-After {response.headers.get('Retry-After')}"
+                        f", x-should-retry {response.headers.get('x-should-retry')}",
+                        time.monotonic() - cut_at[0],
+                    )
+                )
+
             threads.append(threading.Thread(target=call))
         for thread in threads:
             thread.start()
         with runtime.db.read() as session:
-            wait_until(lambda: session.query(ChatRequestModel).filter_by(model=model).count() == streams + calls,
-                       DEADLINE_S, "every call queued")
+            wait_until(
+                lambda: session.query(ChatRequestModel).filter_by(model=model).count() == streams + calls,
+                DEADLINE_S,
+                "every call queued",
+            )
         time.sleep(1.0)  # let the non-streamed calls reach their waiters
         cut_at[0] = time.monotonic()
         proxy.cut()
@@ -117,15 +138,27 @@ def database_outage(admin_url: str, streams: int, calls: int) -> None:
         outcomes: dict[str, list[float]] = {}
         for outcome, after_s in ends:
             outcomes.setdefault(outcome, []).append(after_s)
-        print(S.table(["open call ended with", "count", "max s after cut"],
-                      [[outcome, len(times), f"{max(times):.2f}"] for outcome, times in sorted(outcomes.items())]))
+        print(
+            S.table(
+                ["open call ended with", "count", "max s after cut"],
+                [[outcome, len(times), f"{max(times):.2f}"] for outcome, times in sorted(outcomes.items())],
+            )
+        )
         probes = [
             ("POST /v1/chat/completions", lambda: _chat(server.url, key, "during", model, timeout=10)),
-            ("GET /v1/models", lambda: requests.get(server.url + "/v1/models", timeout=10,
-                                                    headers={"Authorization": f"Bearer {key}"})),
-            ("POST /api/v2/generate/chat/async", lambda: requests.post(
-                server.url + "/api/v2/generate/chat/async", headers={"apikey": key}, timeout=10,
-                json={"models": [model], "messages": [{"role": "user", "content": "during"}]})),
+            (
+                "GET /v1/models",
+                lambda: requests.get(server.url + "/v1/models", timeout=10, headers={"Authorization": f"Bearer {key}"}),
+            ),
+            (
+                "POST /api/v2/generate/chat/async",
+                lambda: requests.post(
+                    server.url + "/api/v2/generate/chat/async",
+                    headers={"apikey": key},
+                    timeout=10,
+                    json={"models": [model], "messages": [{"role": "user", "content": "during"}]},
+                ),
+            ),
             ("GET /health", lambda: requests.get(server.url + "/health", timeout=10)),
             ("GET /ready", lambda: requests.get(server.url + "/ready", timeout=10)),
         ]
@@ -133,20 +166,40 @@ def database_outage(admin_url: str, streams: int, calls: int) -> None:
         for name, probe in probes:
             started = time.monotonic()
             response = probe()
-            rows.append([name, response.status_code, response.headers.get("Retry-After", "-"),
-                         response.text.strip()[:90], S.ms(time.monotonic() - started)])
+            rows.append(
+                [
+                    name,
+                    response.status_code,
+                    response.headers.get("Retry-After", "-"),
+                    response.text.strip()[:90],
+                    S.ms(time.monotonic() - started),
+                ]
+            )
         print("\nnew calls while PostgreSQL is unreachable")
         print(S.table(["call", "status", "Retry-After", "body", "ms"], rows))
         resumed_at = time.monotonic()
         proxy.resume()
         wait_until(lambda: requests.get(server.url + "/ready", timeout=10).status_code == 200, DEADLINE_S, "/ready")
         ready_s = time.monotonic() - resumed_at
-        worker = Worker(server, key, f"bench-{uuid.uuid4().hex[:6]}", [model], "--backend", "scripted", "--rules",
-                        str(RULES), "--wait", "5", env=env)
+        worker = Worker(
+            server,
+            key,
+            f"bench-{uuid.uuid4().hex[:6]}",
+            [model],
+            "--backend",
+            "scripted",
+            "--rules",
+            str(RULES),
+            "--wait",
+            "5",
+            env=env,
+        )
         reply = _chat(server.url, key, "after the outage", model)
         served_s = time.monotonic() - resumed_at
-        print(f"\nafter resume: /ready 200 in {ready_s:.2f} s; a new request served ({reply.status_code}, "
-              f"{reply.json()['choices'][0]['message']['content']!r}) {served_s:.2f} s after resume, no restart")
+        print(
+            f"\nafter resume: /ready 200 in {ready_s:.2f} s; a new request served ({reply.status_code}, "
+            f"{reply.json()['choices'][0]['message']['content']!r}) {served_s:.2f} s after resume, no restart"
+        )
     finally:
         if worker is not None:
             S.stop_and_remove_log(worker)
@@ -161,15 +214,28 @@ def redis_outage(admin_url: str, count: int) -> None:
     redis = RedisServer()
     runtime = Runtime.build(Settings.from_env({}, database_url=database.url))
     init_schema(runtime)
-    env = base_env(database.url, HORDE_REDIS_URL=redis.url, HORDE_REDIS_PREFIX=f"bench_{uuid.uuid4().hex[:8]}",
-                   **SERVER_SETTINGS)
+    env = base_env(
+        database.url, HORDE_REDIS_URL=redis.url, HORDE_REDIS_PREFIX=f"bench_{uuid.uuid4().hex[:8]}", **SERVER_SETTINGS
+    )
     front, back = Server(env), Server(env)
     model = f"bench/redis-{uuid.uuid4().hex[:6]}"
-    worker = Worker(back, _user(runtime, trusted=True), f"bench-{uuid.uuid4().hex[:6]}", [model], "--backend",
-                    "scripted", "--rules", str(RULES), "--wait", "30", env=env)
+    worker = Worker(
+        back,
+        _user(runtime, trusted=True),
+        f"bench-{uuid.uuid4().hex[:6]}",
+        [model],
+        "--backend",
+        "scripted",
+        "--rules",
+        str(RULES),
+        "--wait",
+        "30",
+        env=env,
+    )
     key = _user(runtime)
     rows = []
     try:
+
         def phase(name: str) -> None:
             redis_state = requests.get(front.url + "/ready", timeout=10).json()["redis"]
             latencies = []
@@ -178,17 +244,33 @@ def redis_outage(admin_url: str, count: int) -> None:
                 response = _chat(front.url, key, f"{name} {index}", model)
                 assert response.status_code == 200, response.text
                 latencies.append(time.monotonic() - started)
-            rows.append([name, redis_state, count, S.ms(S.median(latencies)), S.ms(S.percentile(latencies, 95)),
-                         S.ms(max(latencies))])
+            rows.append(
+                [
+                    name,
+                    redis_state,
+                    count,
+                    S.ms(S.median(latencies)),
+                    S.ms(S.percentile(latencies, 95)),
+                    S.ms(max(latencies)),
+                ]
+            )
 
         phase("Redis absent at start")
         redis.start()
-        wait_until(lambda: all(requests.get(s.url + "/ready", timeout=10).json()["redis"] == "ok"
-                               for s in (front, back)), DEADLINE_S, "Redis events")
+        wait_until(
+            lambda: all(requests.get(s.url + "/ready", timeout=10).json()["redis"] == "ok" for s in (front, back)),
+            DEADLINE_S,
+            "Redis events",
+        )
         phase("Redis started")
         redis.kill()
-        wait_until(lambda: all(requests.get(s.url + "/ready", timeout=10).json()["redis"] == "unreachable"
-                               for s in (front, back)), DEADLINE_S, "Redis loss noticed")
+        wait_until(
+            lambda: all(
+                requests.get(s.url + "/ready", timeout=10).json()["redis"] == "unreachable" for s in (front, back)
+            ),
+            DEADLINE_S,
+            "Redis loss noticed",
+        )
         phase("Redis killed")
         print("\n(b) client calls process A, the worker long-polls process B (PostgreSQL)")
         print(S.table(["phase", "/ready redis", "requests", "median ms", "p95 ms", "max ms"], rows))

@@ -17,8 +17,12 @@ def readiness(runtime) -> tuple[dict, int, dict]:
     database = "ok" if runtime.db.ping() else UNREACHABLE
     redis = runtime.bus.status()
     down = [name for name, state in (("database", database), ("redis", redis)) if state == UNREACHABLE]
-    body: dict = {"status": "ready" if database == "ok" else "unavailable", "database": database, "redis": redis,
-                  "down": down}
+    body: dict = {
+        "status": "ready" if database == "ok" else "unavailable",
+        "database": database,
+        "redis": redis,
+        "down": down,
+    }
     if redis == UNREACHABLE:
         body["events"] = f"Redis is unreachable: waiters read the database every {POLL_WITHOUT_EVENTS_S:g} s"
     if database != "ok":

@@ -37,9 +37,13 @@ class RedisEventBus(LocalEventBus):
         super().__init__()
         self._prefix = f"{prefix}:events:"
         # No retries inside redis-py: a failed publish falls back at once, the listener retries on its own.
-        self._redis = redis.Redis.from_url(url, socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
-                                           socket_timeout=REDIS_IO_TIMEOUT_S, socket_keepalive=True,
-                                           retry=Retry(NoBackoff(), 0))
+        self._redis = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
+            socket_timeout=REDIS_IO_TIMEOUT_S,
+            socket_keepalive=True,
+            retry=Retry(NoBackoff(), 0),
+        )
         self._subscribed: bool | None = None  # unknown until the listener's first attempt
         self._pubsub = None
         self._closed = threading.Event()
@@ -69,7 +73,7 @@ class RedisEventBus(LocalEventBus):
             try:
                 pubsub.psubscribe(self._prefix + "*")
                 self._relay(pubsub)
-            except Exception as exc:  # noqa: BLE001 - the listener must outlive any failure; it only costs latency
+            except Exception as exc:  # the listener must outlive any failure: it only costs latency
                 if self._closed.is_set():
                     return  # close() pulled the connection from under the listener
                 if not isinstance(exc, (redis.RedisError, OSError)):
@@ -102,8 +106,11 @@ class RedisEventBus(LocalEventBus):
         if subscribed:
             log.info("Redis events connected")
         else:
-            log.warning("Redis is unreachable (%s); waiters read the database every %s s until it returns",
-                        why, POLL_WITHOUT_EVENTS_S)
+            log.warning(
+                "Redis is unreachable (%s); waiters read the database every %s s until it returns",
+                why,
+                POLL_WITHOUT_EVENTS_S,
+            )
         self.wake_all()
 
     def close(self) -> None:

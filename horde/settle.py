@@ -37,7 +37,7 @@ def _retry(what: str, write: Callable[[], None]) -> None:
             write()
         except errors.ServiceUnavailable:
             continue
-        except Exception:  # noqa: BLE001 - a background retry has nobody to raise to
+        except Exception:  # a background retry has nobody to raise to
             log.exception("%s failed after the database returned", what)
             return
         log.info("%s done after the database returned", what)

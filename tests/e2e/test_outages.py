@@ -56,8 +56,9 @@ def test_database_outage_answers_503_ends_streams_and_recovers(proxied_horde):
     waiting = {}
     thread = threading.Thread(target=lambda: waiting.setdefault("response", _post(horde, body, key)))
     thread.start()
-    queued = wait_until(lambda: len(_request_ids(horde, model)) == 2 and _request_ids(horde, model),
-                        what="both requests queued")
+    queued = wait_until(
+        lambda: len(_request_ids(horde, model)) == 2 and _request_ids(horde, model), what="both requests queued"
+    )
 
     proxy.cut()
 
@@ -82,12 +83,17 @@ def test_database_outage_answers_503_ends_streams_and_recovers(proxied_horde):
     assert refused.value.response.headers.get("x-should-retry") != "false"  # nothing was queued: retry is safe
     models = requests.get(horde.url + "/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=10)
     assert models.status_code == 503 and models.json()["error"]["code"] == "service_unavailable"
-    native = requests.post(horde.url + "/api/v2/generate/chat/async", headers={"apikey": key}, timeout=10,
-                           json={"models": [model], "messages": [{"role": "user", "content": "hello"}]})
+    native = requests.post(
+        horde.url + "/api/v2/generate/chat/async",
+        headers={"apikey": key},
+        timeout=10,
+        json={"models": [model], "messages": [{"role": "user", "content": "hello"}]},
+    )
     assert native.status_code == 503 and native.headers["Retry-After"] == "5"
     assert native.json()["rc"] == "service_unavailable" and native.json()["message"]
-    pop = requests.post(horde.url + "/api/v2/generate/chat/pop", headers={"apikey": key}, timeout=10,
-                        json=_pop_body(model))
+    pop = requests.post(
+        horde.url + "/api/v2/generate/chat/pop", headers={"apikey": key}, timeout=10, json=_pop_body(model)
+    )
     assert pop.status_code == 503 and pop.json()["rc"] == "service_unavailable"
     assert requests.get(horde.url + "/health", timeout=10).json() == {"status": "ok"}
     ready = requests.get(horde.url + "/ready", timeout=10)
@@ -96,12 +102,18 @@ def test_database_outage_answers_503_ends_streams_and_recovers(proxied_horde):
 
     proxy.resume()
 
-    wait_until(lambda: requests.get(horde.url + "/ready", timeout=10).status_code == 200,
-               OUTAGE_DEADLINE_S, "the server to reach the database again")
+    wait_until(
+        lambda: requests.get(horde.url + "/ready", timeout=10).status_code == 200,
+        OUTAGE_DEADLINE_S,
+        "the server to reach the database again",
+    )
     # The two callers got their 503: their holders are released once the database is back, and after the drop
     # grace the requests nobody holds any more are cancelled, as for a dropped connection.
-    wait_until(lambda: {_request(horde, request_id).state for request_id in queued} == {"cancelled"},
-               OUTAGE_DEADLINE_S, "the abandoned requests to be cancelled")
+    wait_until(
+        lambda: {_request(horde, request_id).state for request_id in queued} == {"cancelled"},
+        OUTAGE_DEADLINE_S,
+        "the abandoned requests to be cancelled",
+    )
     horde.worker([model])
     reply = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "after the outage"}])
     assert reply.choices[0].message.content == "You wrote: after the outage"
@@ -113,8 +125,11 @@ def redis_down_hordes(postgres_url):
     if not redis_server.available():
         pytest.skip("redis-server is not installed")
     redis = RedisServer()
-    harness = Harness(postgres_url, {"HORDE_REDIS_URL": redis.url,
-                                     "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"}, servers=2)
+    harness = Harness(
+        postgres_url,
+        {"HORDE_REDIS_URL": redis.url, "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"},
+        servers=2,
+    )
     yield harness, redis
     harness.close()
     redis.kill()
@@ -133,17 +148,25 @@ def test_without_redis_two_processes_serve_and_reconnect(redis_down_hordes):
     assert _ask(client, model, "no Redis at start") == "You wrote: no Redis at start"
 
     redis.start()
-    wait_until(lambda: all(_ready(server) == (200, "ok") for server in horde.servers), OUTAGE_DEADLINE_S,
-               "both processes to subscribe to Redis")
+    wait_until(
+        lambda: all(_ready(server) == (200, "ok") for server in horde.servers),
+        OUTAGE_DEADLINE_S,
+        "both processes to subscribe to Redis",
+    )
     assert _ask(client, model, "Redis is back") == "You wrote: Redis is back"
 
     redis.kill()
-    wait_until(lambda: all(_ready(server) == (200, "unreachable") for server in horde.servers), OUTAGE_DEADLINE_S,
-               "both processes to notice that Redis is gone")
-    streamed = client.chat.completions.create(model=model, stream=True,
-                                              messages=[{"role": "user", "content": "Redis is gone"}])
+    wait_until(
+        lambda: all(_ready(server) == (200, "unreachable") for server in horde.servers),
+        OUTAGE_DEADLINE_S,
+        "both processes to notice that Redis is gone",
+    )
+    streamed = client.chat.completions.create(
+        model=model, stream=True, messages=[{"role": "user", "content": "Redis is gone"}]
+    )
     assert "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices) == (
-        "You wrote: Redis is gone")
+        "You wrote: Redis is gone"
+    )
 
 
 def _ask(client, model: str, text: str) -> str:
@@ -160,8 +183,13 @@ def _ready(server) -> tuple[int, str]:
 
 
 def _post(horde, body, key, stream=False):
-    return requests.post(horde.url + "/v1/chat/completions", json=body, stream=stream,
-                         headers={"Authorization": f"Bearer {key}"}, timeout=OUTAGE_DEADLINE_S)
+    return requests.post(
+        horde.url + "/v1/chat/completions",
+        json=body,
+        stream=stream,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=OUTAGE_DEADLINE_S,
+    )
 
 
 def _rest_of_stream(lines) -> tuple[list[dict], bool]:
@@ -170,7 +198,7 @@ def _rest_of_stream(lines) -> tuple[list[dict], bool]:
         if line == "data: [DONE]":
             return payloads, True
         if line.startswith("data: "):
-            payloads.append(json.loads(line[len("data: "):]))
+            payloads.append(json.loads(line[len("data: ") :]))
     return payloads, False
 
 
@@ -180,8 +208,9 @@ def _pop_body(model: str) -> dict:
 
 def _declare_worker(horde, key: str, model: str) -> None:
     """An online worker for the model that takes no job: requests stay queued."""
-    response = requests.post(horde.url + "/api/v2/generate/chat/pop", headers={"apikey": key}, timeout=10,
-                             json=_pop_body(model))
+    response = requests.post(
+        horde.url + "/api/v2/generate/chat/pop", headers={"apikey": key}, timeout=10, json=_pop_body(model)
+    )
     assert response.status_code == 200 and response.json()["id"] is None, response.text
 
 

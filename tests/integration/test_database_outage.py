@@ -37,9 +37,8 @@ def test_a_lost_database_is_service_unavailable_wakes_waiters_once_and_comes_bac
 
     proxy.cut()
 
-    with pytest.raises(ServiceUnavailable) as lost:
-        with runtime.db.read() as session:
-            session.execute(text("SELECT 1"))
+    with pytest.raises(ServiceUnavailable) as lost, runtime.db.read() as session:
+        session.execute(text("SELECT 1"))
     assert lost.value.status == 503 and lost.value.headers["Retry-After"] == "5"
     assert subscription.wait(0), "every waiter is woken to read, and to meet the outage itself"
     assert not runtime.db.ping()
@@ -55,18 +54,16 @@ def test_a_lost_database_is_service_unavailable_wakes_waiters_once_and_comes_bac
 
 def test_a_commit_cut_off_may_have_been_stored_and_an_earlier_failure_was_not(proxied):
     runtime, proxy = proxied
-    with pytest.raises(ServiceUnavailable) as at_commit:
-        with runtime.db.transaction() as session:
-            accounts.create_user(session, "maybe-stored")
-            session.flush()
-            proxy.cut()
+    with pytest.raises(ServiceUnavailable) as at_commit, runtime.db.transaction() as session:
+        accounts.create_user(session, "maybe-stored")
+        session.flush()
+        proxy.cut()
     assert at_commit.value.maybe_committed
     proxy.resume()
-    with pytest.raises(ServiceUnavailable) as before_commit:
-        with runtime.db.transaction() as session:
-            proxy.cut()
-            accounts.create_user(session, "never-stored")
-            session.flush()
+    with pytest.raises(ServiceUnavailable) as before_commit, runtime.db.transaction() as session:
+        proxy.cut()
+        accounts.create_user(session, "never-stored")
+        session.flush()
     assert not before_commit.value.maybe_committed
     proxy.resume()
     with runtime.db.read() as session:
@@ -75,9 +72,8 @@ def test_a_commit_cut_off_may_have_been_stored_and_an_earlier_failure_was_not(pr
 
 def test_a_wrong_statement_is_not_an_outage(proxied):
     runtime, _ = proxied
-    with pytest.raises(ProgrammingError):
-        with runtime.db.read() as session:
-            session.execute(text("SELECT * FROM no_such_table"))
+    with pytest.raises(ProgrammingError), runtime.db.read() as session:
+        session.execute(text("SELECT * FROM no_such_table"))
     assert runtime.db.reachable
 
 
@@ -88,9 +84,8 @@ def test_a_locked_sqlite_database_is_busy_not_a_wrong_statement(tmp_path):
     with holder.connect() as held:
         held.exec_driver_sql("CREATE TABLE t (x INTEGER)")
         held.exec_driver_sql("BEGIN IMMEDIATE")
-        with pytest.raises(OperationalError) as locked:
-            with waiter.connect() as connection:
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError) as locked, waiter.connect() as connection:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
         held.exec_driver_sql("ROLLBACK")
     assert is_unavailable(locked.value) and is_busy(locked.value)
     holder.dispose()
@@ -108,8 +103,12 @@ def test_ready_and_the_503_of_both_apis_while_the_database_is_down(proxied):
 
     ready = client.get("/ready")
     assert ready.status_code == 503 and ready.headers["Retry-After"] == "5"
-    assert ready.json == {"status": "unavailable", "database": "unreachable", "redis": "not configured",
-                          "down": ["database"]}
+    assert ready.json == {
+        "status": "unavailable",
+        "database": "unreachable",
+        "redis": "not configured",
+        "down": ["database"],
+    }
     assert client.get("/health").status_code == 200
     front = client.get("/v1/models")
     assert front.status_code == 503 and front.headers["Retry-After"] == "5"

@@ -27,7 +27,9 @@ class RedisServer:
     def start(self) -> None:
         self._process = subprocess.Popen(
             [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_until(self._answers, what=f"redis-server on port {self.port}")
 
     def kill(self) -> None:
