@@ -59,6 +59,11 @@ def _user(runtime, trusted=False) -> str:
         return accounts.create_user(session, f"bench-{uuid.uuid4().hex[:8]}", kudos=1000, trusted=trusted)[1]
 
 
+def _scripted_worker(server, key: str, model: str, env: dict) -> Worker:
+    args = ["--backend", "scripted", "--rules", str(RULES), "--wait", "5"]
+    return Worker(server, key, f"bench-{uuid.uuid4().hex[:6]}", [model], *args, env=env)
+
+
 def _chat(url, key, text, model, stream=False, timeout=DEADLINE_S):
     return requests.post(
         url + "/v1/chat/completions",
@@ -181,19 +186,7 @@ def database_outage(admin_url: str, streams: int, calls: int) -> None:
         proxy.resume()
         wait_until(lambda: requests.get(server.url + "/ready", timeout=10).status_code == 200, DEADLINE_S, "/ready")
         ready_s = time.monotonic() - resumed_at
-        worker = Worker(
-            server,
-            key,
-            f"bench-{uuid.uuid4().hex[:6]}",
-            [model],
-            "--backend",
-            "scripted",
-            "--rules",
-            str(RULES),
-            "--wait",
-            "5",
-            env=env,
-        )
+        worker = _scripted_worker(server, key, model, env)
         reply = _chat(server.url, key, "after the outage", model)
         served_s = time.monotonic() - resumed_at
         print(
@@ -219,19 +212,7 @@ def redis_outage(admin_url: str, count: int) -> None:
     )
     front, back = Server(env), Server(env)
     model = f"bench/redis-{uuid.uuid4().hex[:6]}"
-    worker = Worker(
-        back,
-        _user(runtime, trusted=True),
-        f"bench-{uuid.uuid4().hex[:6]}",
-        [model],
-        "--backend",
-        "scripted",
-        "--rules",
-        str(RULES),
-        "--wait",
-        "30",
-        env=env,
-    )
+    worker = _scripted_worker(back, _user(runtime, trusted=True), model, env)
     key = _user(runtime)
     rows = []
     try:
