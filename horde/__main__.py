@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None =None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["worker"]:
         from horde.bridge.cli import main as worker_main

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from flask import Blueprint, current_app, request
 from flask_restx import Api
 
 from horde import errors, request_json
 
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
-def runtime():
+
+def runtime() -> Runtime:
     return current_app.extensions["horde"]
 
 
@@ -16,7 +21,7 @@ def api_key() -> str | None:
     return request.headers.get("apikey")
 
 
-def json_body():
+def json_body() -> Any:
     return request_json.parse(request.get_data())
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_SQLITE_PATH = Path("var") / "horde.db"
 
@@ -52,7 +54,7 @@ class Settings:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls, env=None, **overrides) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None =None, **overrides: Any) -> Settings:
         env = os.environ if env is None else env
         values = dict(
             database_url=env.get("HORDE_DATABASE_URL") or cls.database_url,
@@ -77,5 +79,5 @@ class Settings:
         values.update(overrides)
         return cls(**values)
 
-    def replace(self, **changes) -> Settings:
+    def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

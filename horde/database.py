@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, text
@@ -98,7 +98,7 @@ class Database:
         Base.metadata.create_all(self.engine)
 
     @contextlib.contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[Session]:
         """Yield a session; commit when the block ends, roll back when it raises.
 
         A lost or refused connection raises errors.ServiceUnavailable.
@@ -121,7 +121,7 @@ class Database:
         self._reached()
 
     @contextlib.contextmanager
-    def read(self):
+    def read(self) -> Iterator[Session]:
         """Yield a session for reading only; nothing it does is committed."""
         session: Session = self._read_sessions()
         try:

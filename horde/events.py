@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from horde.config import Settings
 
 #: While Redis is unreachable, waiters and long-polls read the database this often instead.
 POLL_WITHOUT_EVENTS_S = 1.0
@@ -28,13 +33,13 @@ def jobs_channel(model: str) -> str:
     return f"jobs:{model}"
 
 
-def announce_jobs(bus, models) -> None:
+def announce_jobs(bus: LocalEventBus, models: Iterable[str]) -> None:
     for model in dict.fromkeys(models):
         bus.publish(jobs_channel(model))
 
 
 class Subscription:
-    def __init__(self, bus: LocalEventBus, channels):
+    def __init__(self, bus: LocalEventBus, channels: Iterable[str]):
         self._bus = bus
         self.channels = tuple(channels)
         self._event = threading.Event()
@@ -120,7 +125,7 @@ class LocalEventBus:
         pass
 
 
-def make_event_bus(settings) -> LocalEventBus:
+def make_event_bus(settings: Settings) -> LocalEventBus:
     if settings.redis_url:
         from horde.redis_events import RedisEventBus
 

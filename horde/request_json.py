@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from horde import errors
 
 MAX_BODY_DEPTH = 64
 
 
-def parse(raw: bytes):
+def parse(raw: bytes) -> Any:
     """The parsed body, or None when it is empty."""
     if not raw:
         return None
@@ -28,7 +29,7 @@ def parse(raw: bytes):
     return body
 
 
-def depth(value) -> int:
+def depth(value: Any) -> int:
     """How deeply arrays and objects nest in `value`, without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:

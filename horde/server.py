@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import logging
 import socket
+from typing import TYPE_CHECKING
 
 import gevent
+from flask import Flask
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
 from horde.errors import ServiceUnavailable
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
@@ -21,7 +26,7 @@ KEY_PURGE_EVERY_SWEEPS = 60
 
 
 class HordeHandler(WSGIHandler):
-    def get_environ(self):
+    def get_environ(self) -> dict:
         environ = super().get_environ()
         environ[SOCKET_ENVIRON_KEY] = self.socket
         return environ
@@ -36,7 +41,7 @@ def listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def sweeper(runtime) -> None:
+def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys."""
     from horde.oai import idempotency
 
@@ -54,11 +59,11 @@ def sweeper(runtime) -> None:
             log.exception("sweeping expired jobs failed")
 
 
-def start_sweeper(runtime):
+def start_sweeper(runtime: Runtime) -> gevent.Greenlet:
     return gevent.spawn(sweeper, runtime)
 
 
-def serve(app, runtime, host: str, port: int) -> None:
+def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
     listener = listen(host, port)
     start_sweeper(runtime)
     server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Static checks with the venv's tools: lint, format, types of horde/, import layers. Fails on any finding.
+# Static checks with the venv's tools: lint, format, types of horde/ (and its public functions annotated),
+# import layers. Fails on any finding.
 # HORDE_CHECK_SKIP_FORMAT=1 skips only the format check (until the tree is formatted once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +17,6 @@ else
   echo "+ ruff format --check: skipped (HORDE_CHECK_SKIP_FORMAT=1)"
 fi
 run "$bin/mypy" horde
+run "$bin/python" scripts/public_annotations.py horde
 run "$bin/lint-imports"
 exit "$status"

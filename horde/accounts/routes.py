@@ -15,6 +15,6 @@ user_model = namespace.model("User", {
 class FindUser(Resource):
     @namespace.doc(params={"apikey": {"in": "header", "description": "API key"}})
     @namespace.marshal_with(user_model)
-    def get(self):
+    def get(self) -> dict:
         """The caller's account."""
         return authenticate(runtime(), api_key()).to_public()

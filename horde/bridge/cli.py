@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 
 from horde.bridge.backends import BACKEND_NAMES
 from horde.bridge.backends.openai_compat import OpenAICompatBackend
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def scripted_worker(args) -> tuple[ScriptedBackend, Declarations]:
+def scripted_worker(args: argparse.Namespace) -> tuple[ScriptedBackend, Declarations]:
     if not args.model:
         raise ValueError("--backend scripted needs at least one --model")
     rules = load_rules(args.rules) if args.rules else DEFAULT_RULES
@@ -92,7 +93,7 @@ def scripted_worker(args) -> tuple[ScriptedBackend, Declarations]:
     return ScriptedBackend(rules), declarations
 
 
-def openai_worker(args) -> tuple[OpenAICompatBackend, Declarations]:
+def openai_worker(args: argparse.Namespace) -> tuple[OpenAICompatBackend, Declarations]:
     if not args.backend_url:
         raise ValueError("--backend openai needs --backend-url")
     http = BackendHTTP(args.backend_url, args.backend_api_key)
@@ -122,7 +123,7 @@ def _limits(args) -> dict:
 
 
 @contextlib.contextmanager
-def stop_on_signals(loop: WorkerLoop):
+def stop_on_signals(loop: WorkerLoop) -> Iterator[None]:
     """SIGINT/SIGTERM stop the loop cleanly; a second one skips the grace period."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from horde.bridge.client import HordeClient
+    from horde.bridge.job import Job
 
 PROGRESS_INTERVAL_S = 1.0
 CANCELLED_BY_HORDE = "the request was cancelled"
 
 
 class JobContext:
-    def __init__(self, job, client, *, progress_enabled: bool,
+    def __init__(self, job: Job, client: HordeClient, *, progress_enabled: bool,
                  progress_interval_s: float = PROGRESS_INTERVAL_S):
         self.job = job
         self._client = client

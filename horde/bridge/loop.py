@@ -13,11 +13,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from horde.bridge.client import FatalHordeError, HordeClient
 from horde.bridge.context import PROGRESS_INTERVAL_S, JobContext
 from horde.bridge.declarations import Declarations
 from horde.bridge.job import Job, JobCancelled, JobFault
+
+if TYPE_CHECKING:
+    from horde.bridge.backends import Backend
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +35,7 @@ FAULT_REASON_MAX_CHARS = 1000
 
 
 class WorkerLoop:
-    def __init__(self, client: HordeClient, backend, declarations: Declarations, *,
+    def __init__(self, client: HordeClient, backend: Backend, declarations: Declarations, *,
                  wait_s: float = POP_WAIT_DEFAULT_S, max_jobs: int | None = None,
                  progress_interval_s: float = PROGRESS_INTERVAL_S,
                  shutdown_grace_s: float = SHUTDOWN_GRACE_S):

@@ -8,7 +8,9 @@ worker's start rather than silently never matching (examples/scripted_rules.json
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from horde.bridge.job import FINISH_REASONS, Job
 from horde.bridge.messages import count_images, last_user_text
@@ -45,7 +47,7 @@ def load_rules(path: str) -> list[Rule]:
     return parse_rules(document, source=path)
 
 
-def parse_rules(document, source: str = "rules") -> list[Rule]:
+def parse_rules(document: Any, source: str = "rules") -> list[Rule]:
     if not isinstance(document, dict) or not isinstance(document.get("rules"), list):
         raise RulesError(f'{source}: expected {{"rules": [...]}}')
     rules = []
@@ -105,7 +107,7 @@ def rule_matches(match: dict, job: Job) -> bool:
     return all(checks[key](want) for key, want in match.items())
 
 
-def find_rule(rules, job: Job) -> Rule | None:
+def find_rule(rules: Iterable[Rule], job: Job) -> Rule | None:
     return next((rule for rule in rules if rule_matches(rule.match, job)), None)
 
 

@@ -18,6 +18,7 @@ from horde.chat.eligibility import Need, breaks_limits, fits, missing_declaratio
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
 from horde.chat.tokens import count_images
+from horde.config import Settings
 from horde.workers import service as workers
 
 DEFAULT_MAX_TOKENS = 512
@@ -34,7 +35,7 @@ def models_of(native: dict) -> list[str]:
     return list(native.get("models") or [native["model"]])
 
 
-def admit(session: Session, settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+def admit(session: Session, settings: Settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
           model_param: str | None = None) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError."""
     models = models_of(native)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from horde.chat import queue
+from horde.config import Settings
 from horde.workers import service as workers
 from horde.workers.declarations import feature_names, guarantee_names
 
 
-def model_stats(session: Session, settings, model: str | None = None) -> list[dict]:
+def model_stats(session: Session, settings: Settings, model: str | None = None) -> list[dict]:
     online = workers.online_workers(session, settings.worker_online_window_s)
     by_model: dict[str, list] = {}
     for worker in online:

@@ -23,7 +23,7 @@ class FittedContext:
     adjustments: list[dict] = field(default_factory=list)
 
 
-def fit(messages: list[dict], tools, *, max_tokens: int, mode: str, default_context: int,
+def fit(messages: list[dict], tools: list[dict] | None, *, max_tokens: int, mode: str, default_context: int,
         largest_context: int) -> FittedContext:
     context = min(default_context, largest_context)
     prompt = prompt_tokens(messages, tools)

@@ -17,13 +17,14 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from horde import errors
+from horde.config import Settings
 
 MAX_REDIRECTS = 3
 ALLOWED_MIME_PREFIX = "image/"
 FETCH_CHUNK_BYTES = 64 * 1024
 
 
-def inline_images(messages: list[dict], settings) -> int:
+def inline_images(messages: list[dict], settings: Settings) -> int:
     """Replace every image URL by a data: URL in place; return how many images there are."""
     count = 0
     for index, message in enumerate(messages):
@@ -65,7 +66,7 @@ def decode_data_url(url: str, param: str, max_bytes: int) -> tuple[str, bytes]:
     return mime, data
 
 
-def fetch(url: str, param: str, settings) -> tuple[str, bytes]:
+def fetch(url: str, param: str, settings: Settings) -> tuple[str, bytes]:
     for _ in range(MAX_REDIRECTS + 1):
         check_address(url, param, settings.image_fetch_allow)
         try:

@@ -33,6 +33,7 @@ from horde.chat.models import (
     ChatRequest,
 )
 from horde.chat.tokens import text_tokens
+from horde.config import Settings
 from horde.timeutil import utcnow
 from horde.workers.declarations import FEATURE_BITS
 from horde.workers.models import Worker
@@ -40,7 +41,7 @@ from horde.workers.models import Worker
 DEFAULT_REASONING_EFFORT = "medium"
 
 
-def claim(session: Session, settings, worker: Worker, trusted: bool, *,
+def claim(session: Session, settings: Settings, worker: Worker, trusted: bool, *,
           skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
     if not queue.any_waiting_for(session, worker.models):
@@ -110,7 +111,7 @@ def progress(session: Session, owner: User, body: dict) -> tuple[bool, ChatReque
     return False, request
 
 
-def submit(session: Session, settings, owner: User, body: dict) -> tuple[int | None, str | None, ChatRequest]:
+def submit(session: Session, settings: Settings, owner: User, body: dict) -> tuple[int | None, str | None, ChatRequest]:
     """(reward, None, request) when accepted; (None, violation, request) when refused."""
     job, request, worker = owned_job(session, owner, body["id"])
     _require_running(job)
@@ -139,7 +140,7 @@ def submit(session: Session, settings, owner: User, body: dict) -> tuple[int | N
     return kudos, None, request
 
 
-def fault(session: Session, settings, owner: User, body: dict) -> ChatRequest:
+def fault(session: Session, settings: Settings, owner: User, body: dict) -> ChatRequest:
     job, request, _ = owned_job(session, owner, body["id"])
     _require_running(job)
     _end_job(job, JOB_FAULTED, body["reason"])
@@ -147,7 +148,7 @@ def fault(session: Session, settings, owner: User, body: dict) -> ChatRequest:
     return request
 
 
-def expire_jobs(session: Session, settings) -> list[ChatRequest]:
+def expire_jobs(session: Session, settings: Settings) -> list[ChatRequest]:
     """Abort every job past its ttl and restart (or fault) its request."""
     expired = session.scalars(select(ChatJob).where(ChatJob.state == JOB_PROCESSING,
                                                     ChatJob.deadline_at < utcnow())).all()
@@ -162,7 +163,7 @@ def expire_jobs(session: Session, settings) -> list[ChatRequest]:
     return changed
 
 
-def cancel(session: Session, settings, request: ChatRequest, *, streamed_chars: int = 0,
+def cancel(session: Session, settings: Settings, request: ChatRequest, *, streamed_chars: int = 0,
            rc: str | None = None, message: str | None = None) -> bool:
     """Cancel a request; charge what was streamed before the cancel. False when it had already ended.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
+from collections.abc import Iterable
 
 from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.orm import Session
@@ -30,7 +31,7 @@ def _accepts_any(models):
                                     ChatRequestModel.model.in_(list(models))).exists()
 
 
-def any_waiting_for(session: Session, models) -> bool:
+def any_waiting_for(session: Session, models: Iterable[str]) -> bool:
     """Cheap (index on the model) and decisive for a worker whose models have no queue at all."""
     waiting = select(literal(1)).where(ChatRequest.id == ChatRequestModel.request_id, ChatRequest.state == WAITING)
     return bool(session.scalar(select(literal(True)).where(
@@ -38,7 +39,7 @@ def any_waiting_for(session: Session, models) -> bool:
         .exists())))
 
 
-def waiting_for_models(session: Session, models) -> int:
+def waiting_for_models(session: Session, models: Iterable[str]) -> int:
     return session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING,
                                                                    _accepts_any(models))) or 0
 

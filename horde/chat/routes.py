@@ -14,7 +14,7 @@ APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 
 @namespace.route("/async")
 class Async(Resource):
     @namespace.doc(params=APIKEY_HEADER)
-    def post(self):
+    def post(self) -> tuple[dict, int]:
         """Queue a chat request; answers 202 with its id and kudos estimate."""
         hub = runtime()
         user = service.authenticate(hub, api_key())
@@ -26,13 +26,13 @@ class Async(Resource):
 @namespace.route("/status/<string:request_id>")
 class Status(Resource):
     @namespace.doc(params=APIKEY_HEADER)
-    def get(self, request_id):
+    def get(self, request_id: str) -> dict:
         """State, queue position, wait estimate, worker, reply, progress, kudos and adjustments."""
         hub = runtime()
         return service.status(hub, service.authenticate(hub, api_key()), request_id)
 
     @namespace.doc(params=APIKEY_HEADER)
-    def delete(self, request_id):
+    def delete(self, request_id: str) -> dict:
         """Cancel the request."""
         hub = runtime()
         user = service.authenticate(hub, api_key())
@@ -46,7 +46,7 @@ status_namespace = Namespace("status", description="Horde status")
 @status_namespace.route("/models")
 class Models(Resource):
     @status_namespace.doc(params={"type": {"in": "query", "description": "Only 'chat' is served"}})
-    def get(self):
+    def get(self) -> list[dict]:
         """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
         hub = runtime()
         with hub.db.read() as session:

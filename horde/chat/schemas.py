@@ -6,6 +6,8 @@ result to the same `ChatRequestSchema` that the native async route uses.
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from horde import errors
@@ -166,7 +168,7 @@ class FaultSchema(Schema):
                            validate=validate.Length(max=2000))
 
 
-def load(schema: Schema, data) -> dict:
+def load(schema: Schema, data: Any) -> dict:
     """Validate `data`; a failure is 400 BadRequest naming the first failing key."""
     if not isinstance(data, dict):
         raise errors.BadRequest("The request body must be a JSON object.")

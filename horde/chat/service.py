@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.chat import admission, images, lifecycle, queue
 from horde.chat.models import PROCESSING, WAITING, ChatRequest
+from horde.config import Settings
 from horde.events import announce_jobs, request_channel
 from horde.workers import service as workers
 
+if TYPE_CHECKING:
+    from horde.chat.snapshots import Snapshots
+    from horde.runtime import Runtime
 
-def authenticate(runtime, api_key: str | None) -> User:
+
+def authenticate(runtime: Runtime, api_key: str | None) -> User:
     with runtime.db.read() as session:
         user = accounts.find_user(session, api_key)
     if user is not None:
@@ -22,14 +30,14 @@ def authenticate(runtime, api_key: str | None) -> User:
         return accounts.authenticate(session, api_key)
 
 
-def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+def create(runtime: Runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
            model_param: str | None = None, body_hash: str | None = None, holders: int = 0) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
     native = admission.validate(native)
     native["messages"] = copy.deepcopy(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
-        user = session.get(User, user.id)
+        user = session.get_one(User, user.id)
         request = admission.admit(session, runtime.settings, user, native, client_agent=client_agent,
                                   model_param=model_param)
         request.body_hash, request.holders = body_hash, holders
@@ -37,24 +45,24 @@ def create(runtime, user: User, native: dict, *, client_agent: str = "unknown:0:
     return request
 
 
-def load_owned(session, user: User, request_id: str) -> ChatRequest:
+def load_owned(session: Session, user: User, request_id: str) -> ChatRequest:
     request = session.get(ChatRequest, request_id)
     if request is None or request.user_id != user.id:
         raise errors.RequestNotFound(f"No chat request '{request_id}' of this API key.")
     return request
 
 
-def status(runtime, user: User, request_id: str) -> dict:
+def status(runtime: Runtime, user: User, request_id: str) -> dict:
     with runtime.db.read() as session:
         return status_view(session, runtime.settings, load_owned(session, user, request_id))
 
 
-def read(runtime, request_id: str) -> ChatRequest | None:
+def read(runtime: Runtime, request_id: str) -> ChatRequest | None:
     with runtime.db.read() as session:
         return session.get(ChatRequest, request_id)
 
 
-def cancel(runtime, user: User | None, request_id: str, *, streamed_chars: int = 0,
+def cancel(runtime: Runtime, user: User | None, request_id: str, *, streamed_chars: int = 0,
            reason: errors.HordeError | None = None) -> ChatRequest:
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id) if user is None else load_owned(session, user, request_id)
@@ -66,7 +74,7 @@ def cancel(runtime, user: User | None, request_id: str, *, streamed_chars: int =
     return request
 
 
-def sweep(runtime) -> int:
+def sweep(runtime: Runtime) -> int:
     """Expire stale jobs; the serve loop calls it every HORDE_SWEEP_INTERVAL_S."""
     with runtime.db.transaction() as session:
         changed = lifecycle.expire_jobs(session, runtime.settings)
@@ -77,7 +85,7 @@ def sweep(runtime) -> int:
     return len(changed)
 
 
-def pool(session, settings, request: ChatRequest, snapshots=None) -> dict:
+def pool(session: Session, settings: Settings, request: ChatRequest, snapshots: Snapshots | None =None) -> dict:
     """Online workers and threads for the request's models, and the wait ahead of it.
 
     With `snapshots` (a waiter's path) the answer may be up to a second old.
@@ -97,7 +105,7 @@ def pool(session, settings, request: ChatRequest, snapshots=None) -> dict:
             "wait_time": wait if request.state == WAITING else 0}
 
 
-def status_view(session, settings, request: ChatRequest) -> dict:
+def status_view(session: Session, settings: Settings, request: ChatRequest) -> dict:
     view = {
         "id": request.id, "state": request.state, "model": request.served_model,
         "models": request.models, "worker_id": request.worker_id, "worker_name": request.worker_name,

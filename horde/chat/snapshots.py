@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from horde.chat import queue
 from horde.chat.eligibility import (
@@ -24,6 +25,7 @@ from horde.chat.eligibility import (
 )
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.workers import service as workers
+from horde.workers.models import Worker
 
 SNAPSHOT_MAX_AGE_S = 1.0
 
@@ -50,23 +52,23 @@ class Snapshots:
             self._entries[key] = _Entry(now, value)
         return value
 
-    def online(self, session, window_s: float):
+    def online(self, session: Session, window_s: float) -> tuple[list[Worker], dict[int, bool]]:
         """(online workers, owner trust by owner id), detached from the session."""
         def compute():
             online = workers.online_workers(session, window_s)
             return online, workers.owners_trust(session, online)
         return self._cached(("online", window_s), compute)
 
-    def eligible(self, session, window_s: float, request: ChatRequest) -> list:
+    def eligible(self, session: Session, window_s: float, request: ChatRequest) -> list:
         online, trust = self.online(session, window_s)
         wanted, need = set(request.models), need_of(request)
         return [worker for worker in online if wanted.intersection(worker.models)
                 and is_eligible(worker, need, trust.get(worker.owner_id, False))]
 
-    def typical_job_s(self, session, default_s: float) -> float:
+    def typical_job_s(self, session: Session, default_s: float) -> float:
         return self._cached(("typical_job_s", default_s), lambda: queue.typical_job_s(session, default_s))
 
-    def limit_blocker(self, session, window_s: float, request: ChatRequest) -> str | None:
+    def limit_blocker(self, session: Session, window_s: float, request: ChatRequest) -> str | None:
         """When online workers would serve the request but for their lengths: the param that no longer fits."""
         online, trust = self.online(session, window_s)
         wanted, need = set(request.models), need_of(request)
@@ -79,7 +81,7 @@ class Snapshots:
             return "max_tokens"
         return "messages"
 
-    def position(self, session, request: ChatRequest) -> int:
+    def position(self, session: Session, request: ChatRequest) -> int:
         """Waiting requests for the same models served before this one (0 = next)."""
         if request.state != WAITING:
             return 0

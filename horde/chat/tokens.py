@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -18,7 +19,7 @@ def text_tokens(text: str | None) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
 
 
-def content_text(content) -> str:
+def content_text(content: Any) -> str:
     """The text of a message content: a string or the text parts of a list."""
     if isinstance(content, str):
         return content
@@ -28,7 +29,7 @@ def content_text(content) -> str:
     return ""
 
 
-def count_images(content) -> int:
+def count_images(content: Any) -> int:
     if not isinstance(content, list):
         return 0
     return sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image_url")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request
+from typing import TYPE_CHECKING
+
+from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
@@ -13,8 +15,11 @@ from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
 from horde.oai.schema import ScreeningError
 
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
-def runtime():
+
+def runtime() -> Runtime:
     return current_app.extensions["horde"]
 
 
@@ -33,14 +38,14 @@ def _authenticated_user():
     return service.authenticate(runtime(), auth.bearer_key(request.headers))
 
 
-def list_models():
+def list_models() -> Response:
     _authenticated_user()
     hub = runtime()
     with hub.db.read() as session:
         return jsonify(cards.model_list(model_stats(session, hub.settings)))
 
 
-def get_model(model_id: str):
+def get_model(model_id: str) -> Response:
     _authenticated_user()
     hub = runtime()
     with hub.db.read() as session:
@@ -51,7 +56,7 @@ def get_model(model_id: str):
     return jsonify(cards.card(stats[0]))
 
 
-def chat_completions():
+def chat_completions() -> Response:
     hub = runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
     call = ChatCall.screen(hub, request_json.parse(request.get_data()))

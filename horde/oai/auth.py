@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from werkzeug.datastructures import Headers
+
 from horde import errors
 from horde.accounts.keys import ANONYMOUS_API_KEY
 
@@ -12,7 +14,7 @@ UNKNOWN = "unknown"
 MAX_PART_CHARS = 100
 
 
-def bearer_key(headers) -> str:
+def bearer_key(headers: Headers) -> str:
     """The API key of `Authorization: Bearer <key>`; none is anonymous; any other shape is 401."""
     value = headers.get("Authorization")
     if value is None:
@@ -24,7 +26,7 @@ def bearer_key(headers) -> str:
     return key
 
 
-def client_agent(headers) -> str:
+def client_agent(headers: Headers) -> str:
     """<application>:<version>:<user agent> via horde-oai-front, from the caller's headers."""
     application = headers.get("X-Title") or headers.get("X-OpenRouter-Title") or _host(
         headers.get("HTTP-Referer")) or _host(headers.get("Referer")) or UNKNOWN

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 BASE_PARAMETERS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "n", "stream",
                    "stream_options", "user")
 PARAMETERS_BY_DECLARATION = {
@@ -18,7 +20,7 @@ CREATED_EPOCH = 0
 OWNER = "horde"
 
 
-def supported_parameters(features, guarantees) -> list[str]:
+def supported_parameters(features: Iterable[str], guarantees: Iterable[str]) -> list[str]:
     names = list(BASE_PARAMETERS)
     for declaration in list(features) + list(guarantees):
         for name in PARAMETERS_BY_DECLARATION.get(declaration, ()):

@@ -5,17 +5,23 @@ from __future__ import annotations
 import itertools
 import select
 import socket
+from typing import TYPE_CHECKING, Any
 
 from flask import Response, stream_with_context
+from werkzeug.datastructures import Headers
 
 from horde import errors
+from horde.accounts.models import User
 from horde.chat import service
 from horde.chat.models import DONE
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
-from horde.oai.schema import screen_chat_request
+from horde.oai.schema import ScreenedRequest, screen_chat_request
 from horde.oai.waiter import Failed, Finished, FirstRead, watch
 from horde.settle import settle
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket")
 JSON_WAIT_TICK_S = 1.0
@@ -23,17 +29,17 @@ STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
 
 
 class ChatCall:
-    def __init__(self, runtime, body: dict, screened):
+    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest):
         self.runtime = runtime
         self.body = body
         self.screened = screened
         self.digest = idempotency.body_hash(body)
 
     @classmethod
-    def screen(cls, runtime, body) -> ChatCall:
+    def screen(cls, runtime: Runtime, body: Any) -> ChatCall:
         return cls(runtime, body, screen_chat_request(body))
 
-    def answer(self, user, headers, environ) -> Response:
+    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
             address = environ.get("REMOTE_ADDR", "")
@@ -140,6 +146,7 @@ class ChatCall:
                 return _error(first.error, request_id, headers)
             return self._final_json(first.request, headers)
         request = service.read(self.runtime, request_id)
+        assert request is not None, "the stream holds its request"
         state = stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         opening = stream.opening_comment(runtime, request)

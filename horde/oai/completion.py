@@ -5,16 +5,17 @@ from __future__ import annotations
 import calendar
 import hashlib
 
+from horde.chat.models import ChatRequest
 from horde.chat.tokens import text_tokens
 
 FINGERPRINT_HEX_CHARS = 12
 
 
-def completion_id(request) -> str:
+def completion_id(request: ChatRequest) -> str:
     return "chatcmpl-" + request.id.replace("-", "")
 
 
-def created_epoch(request) -> int:
+def created_epoch(request: ChatRequest) -> int:
     return calendar.timegm(request.created_at.timetuple())
 
 
@@ -26,7 +27,7 @@ def system_fingerprint(worker_id: str | None, model: str | None) -> str | None:
     return "fp_" + digest[:FINGERPRINT_HEX_CHARS]
 
 
-def finish_reason(request) -> str:
+def finish_reason(request: ChatRequest) -> str:
     reply = request.reply or {}
     if reply.get("tool_calls"):
         forced = isinstance(request.payload.get("tool_choice"), dict)
@@ -43,7 +44,7 @@ def tool_calls(reply: dict) -> list[dict] | None:
             for call in calls]
 
 
-def usage(request) -> dict:
+def usage(request: ChatRequest) -> dict:
     reply = request.reply or {}
     counted = reply.get("usage") or {}
     prompt = counted.get("prompt_tokens", request.prompt_tokens)
@@ -55,13 +56,13 @@ def usage(request) -> dict:
             "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
 
-def x_horde(request) -> dict:
+def x_horde(request: ChatRequest) -> dict:
     return {"request_id": request.id, "worker_id": request.worker_id, "worker_name": request.worker_name,
             "model": request.served_model, "kudos": request.kudos_charged,
             "context_adjustments": request.context_adjustments or None}
 
 
-def message(request, include_reasoning: bool) -> dict:
+def message(request: ChatRequest, include_reasoning: bool) -> dict:
     reply = request.reply or {}
     calls = tool_calls(reply)
     result = {"role": "assistant", "content": reply.get("content") if reply.get("content") or not calls else None,
@@ -75,7 +76,7 @@ def message(request, include_reasoning: bool) -> dict:
     return result
 
 
-def chat_completion(request, include_reasoning: bool = True) -> dict:
+def chat_completion(request: ChatRequest, include_reasoning: bool = True) -> dict:
     body = {
         "id": completion_id(request), "object": "chat.completion", "created": created_epoch(request),
         "model": request.served_model,

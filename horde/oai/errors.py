@@ -12,6 +12,7 @@ import json
 from flask import Response
 
 from horde import errors
+from horde.chat.models import ChatRequest
 
 ERROR_TYPES_BY_STATUS = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
 
@@ -50,7 +51,7 @@ def horde_error_response(error: errors.HordeError, request_id: str | None = None
     return response(from_horde_error(error, request_id), error.status, error.headers, held=held)
 
 
-def faulted_error(request) -> errors.HordeError:
+def faulted_error(request: ChatRequest) -> errors.HordeError:
     """ChatRequestFaulted with the last refusal or worker fault, worded as the guide shows."""
     rc, reason = request.fault_rc or "ChatWorkerFault", request.fault_message or "no reason given"
     if rc == errors.ChatSubmitNonconformant.rc:
@@ -65,7 +66,7 @@ def faulted_error(request) -> errors.HordeError:
     return error
 
 
-def cancelled_error(request) -> errors.HordeError:
+def cancelled_error(request: ChatRequest) -> errors.HordeError:
     """The error that ended a cancelled request: the Horde's own reason (a worker gap) when it had one."""
     error_class = _classes_by_rc().get(request.fault_rc) if request.fault_rc else None
     if error_class is not None:

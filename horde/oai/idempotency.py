@@ -17,8 +17,9 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from horde import errors
@@ -27,6 +28,9 @@ from horde.chat.models import FINAL_STATES, ChatRequest
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.settle import settle
 from horde.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 KEY_MAX_CHARS = 255
 PENDING_POLL_S = 0.05
@@ -65,7 +69,7 @@ class Claim:
     request_id: str | None = None
 
 
-def claim(runtime, user_id: int, key: str, digest: str) -> Claim:
+def claim(runtime: Runtime, user_id: int, key: str, digest: str) -> Claim:
     deadline = time.monotonic() + PENDING_WAIT_MAX_S
     while True:
         try:
@@ -94,21 +98,21 @@ def claim(runtime, user_id: int, key: str, digest: str) -> Claim:
         time.sleep(PENDING_POLL_S)
 
 
-def bind(runtime, user_id: int, key: str, request_id: str) -> None:
+def bind(runtime: Runtime, user_id: int, key: str, request_id: str) -> None:
     with runtime.db.transaction() as session:
         row = session.scalar(select(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key))
         if row is not None:
             row.request_id = request_id
 
 
-def release(runtime, user_id: int, key: str) -> None:
+def release(runtime: Runtime, user_id: int, key: str) -> None:
     """A refusal before queueing stores nothing: the corrected request may reuse the key."""
     with runtime.db.transaction() as session:
         session.execute(delete(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key,
                                                      IdempotencyKey.request_id.is_(None)))
 
 
-def retried_request(runtime, user_id: int, digest: str) -> str | None:
+def retried_request(runtime: Runtime, user_id: int, digest: str) -> str | None:
     """For an SDK retry without a key: the same user's latest request of the same body whose answer no
     client received yet (still running, or ended after its caller had gone)."""
     since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
@@ -119,27 +123,28 @@ def retried_request(runtime, user_id: int, digest: str) -> str | None:
             .order_by(ChatRequest.created_at.desc()).limit(1))
 
 
-def mark_delivered(runtime, request_id: str) -> None:
+def mark_delivered(runtime: Runtime, request_id: str) -> None:
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id)
         if request is not None:
             request.delivered = True
 
 
-def purge_expired(runtime) -> int:
+def purge_expired(runtime: Runtime) -> int:
     """Delete keys past their retention window; the serve loop calls it with the job sweep."""
     with runtime.db.transaction() as session:
-        return session.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < utcnow())).rowcount or 0
+        deleted = session.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < utcnow()))
+        return cast(CursorResult, deleted).rowcount or 0
 
 
-def hold(runtime, request_id: str, delta: int) -> None:
+def hold(runtime: Runtime, request_id: str, delta: int) -> None:
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id, with_for_update=runtime.db.is_postgresql)
         if request is not None:
             request.holders = max(0, (request.holders or 0) + delta)
 
 
-def abandon(runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
+def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
     """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
 
     Raises errors.ServiceUnavailable only before the holder is released, so that a caller may retry it whole.

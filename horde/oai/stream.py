@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from horde import errors
 from horde.chat import service
+from horde.chat.models import ChatRequest
 from horde.oai import completion
 from horde.oai.errors import cancelled_error, faulted_error, from_horde_error
 from horde.oai.waiter import Failed, Finished, Keepalive, Progress, Restarted
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 PACED_PIECES = 4
 PACE_INTERVAL_S = 0.05
@@ -31,7 +37,7 @@ def keepalive_comment(event: Keepalive) -> bytes:
     return f": horde queue_position={event.queue_position} wait_time={event.wait_time}\n\n".encode()
 
 
-def opening_comment(runtime, request) -> bytes:
+def opening_comment(runtime: Runtime, request: ChatRequest) -> bytes:
     """The first keepalive, at once: the headers go out after the first status read, not a keepalive later."""
     if request.state != "waiting":
         return keepalive_comment(Keepalive(0, 0))
@@ -59,7 +65,7 @@ def paced(text: str) -> list[str]:
 class StreamState:
     """What has been sent on one stream, to continue (or refuse to) from the final reply."""
 
-    def __init__(self, request, include_reasoning: bool, include_usage: bool):
+    def __init__(self, request: ChatRequest, include_reasoning: bool, include_usage: bool):
         self.request_id = request.id
         self.id = completion.completion_id(request)
         self.created = completion.created_epoch(request)
@@ -79,7 +85,7 @@ class StreamState:
     def streamed_chars(self) -> int:
         return len(self.content) + len(self.reasoning)
 
-    def chunk(self, delta: dict, finish_reason=None, **extra) -> dict:
+    def chunk(self, delta: dict, finish_reason: str | None =None, **extra: Any) -> dict:
         body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
         if self.fingerprint is not None:
@@ -94,13 +100,13 @@ class StreamState:
         self.role_sent = True
         return [data_event(self.chunk({"role": "assistant"}))]
 
-    def served_by(self, worker_id, model) -> None:
+    def served_by(self, worker_id: str | None, model: str | None) -> None:
         if worker_id and self.fingerprint is None:
             self.fingerprint = completion.system_fingerprint(worker_id, model)
             self.model = model or self.model
 
 
-def relay(state: StreamState, event: Progress):
+def relay(state: StreamState, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
     """Events for a progress post: the new reasoning, then the new content; None if it diverged."""
     if not state.live:
         return [], []
@@ -127,7 +133,7 @@ def diverged(request_id: str, why: str) -> errors.HordeError:
         "on this stream.", metadata={"request_id": request_id})
 
 
-def finish(state: StreamState, request) -> list[bytes]:
+def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
     """The rest of the reply, then the finish chunk, the usage chunk and [DONE]."""
     if request.state == "faulted":
         return error_event(faulted_error(request), request.id)
@@ -164,7 +170,7 @@ def finish(state: StreamState, request) -> list[bytes]:
     return out
 
 
-def events(state: StreamState, watcher):
+def events(state: StreamState, watcher: Iterable[object]) -> Iterator[bytes]:
     """Translate waiter events into SSE bytes until the request ends, or the database goes away."""
     try:
         yield from _translate(state, watcher)
@@ -174,7 +180,7 @@ def events(state: StreamState, watcher):
         yield from error_event(error, state.request_id)
 
 
-def _translate(state: StreamState, watcher):
+def _translate(state: StreamState, watcher: Iterable[object]) -> Iterator[bytes]:
     for event in watcher:
         if isinstance(event, Keepalive):
             yield keepalive_comment(event)

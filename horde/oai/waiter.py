@@ -10,13 +10,18 @@ availability_mode "wait" outlives its budget.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.events import request_channel
 from horde.timeutil import seconds_since
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 GAP_CHECKS_PER_GRACE = 4
 #: The longest a lost event can delay a waiter.
@@ -37,7 +42,7 @@ class Keepalive:
 
 @dataclass
 class Progress:
-    job_id: str
+    job_id: str | None
     content: str
     reasoning: str
     worker_id: str | None = None
@@ -64,8 +69,8 @@ class Failed:
     error: errors.HordeError
 
 
-def watch(runtime, request_id: str, *, availability_mode: str = "fail_fast", keepalive_s: float | None = None,
-          tick_s: float | None = None):
+def watch(runtime: Runtime, request_id: str, *, availability_mode: str = "fail_fast", keepalive_s: float | None = None,
+          tick_s: float | None = None) -> Iterator[object]:
     """Events of one request.
 
     The request row is read when an event arrives (every change publishes one) and, as a safety net

@@ -6,6 +6,8 @@ a request is eligible when `required & ~declared == 0`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 FEATURES = (
     "tools", "json_object", "json_schema", "tools_with_response_format", "vision", "seed",
     "frequency_penalty", "presence_penalty", "reasoning_effort", "progress",
@@ -18,11 +20,11 @@ ALL_FEATURES_MASK = (1 << len(FEATURES)) - 1
 ALL_GUARANTEES_MASK = (1 << len(GUARANTEES)) - 1
 
 
-def features_mask(names) -> int:
+def features_mask(names: Iterable[str]) -> int:
     return _mask(names, FEATURE_BITS)
 
 
-def guarantees_mask(names) -> int:
+def guarantees_mask(names: Iterable[str]) -> int:
     return _mask(names, GUARANTEE_BITS)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import Session
@@ -17,10 +18,13 @@ from horde.workers import service as workers
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.models import Worker
 
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
+
 LONG_POLL_RECHECK_S = 5.0
 
 
-def pop(runtime, api_key: str | None, body) -> dict:
+def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
     request = load(POP_SCHEMA, body)
     deadline = time.monotonic() + request["wait"]
     with runtime.bus.subscribe(*[jobs_channel(model) for model in request["models"]]) as subscription:
@@ -32,7 +36,7 @@ def pop(runtime, api_key: str | None, body) -> dict:
             subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
 
 
-def pop_once(runtime, api_key: str | None, request: dict, *, explain: bool = True) -> dict:
+def pop_once(runtime: Runtime, api_key: str | None, request: dict, *, explain: bool = True) -> dict:
     """One check-in and claim. `explain` computes the skipped counts of an empty pop, which scan
     the queue; a long-poll asks for them only on its last try."""
     settings = runtime.settings

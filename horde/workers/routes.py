@@ -17,7 +17,7 @@ APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker owner's A
 @namespace.route("/pop")
 class Pop(Resource):
     @namespace.doc(params=APIKEY_HEADER)
-    def post(self):
+    def post(self) -> dict:
         """Check in and take the best eligible job, long-polling up to `wait` seconds."""
         return pop_service.pop(runtime(), api_key(), json_body())
 
@@ -25,7 +25,7 @@ class Pop(Resource):
 @namespace.route("/progress")
 class Progress(Resource):
     @namespace.doc(params=APIKEY_HEADER)
-    def post(self):
+    def post(self) -> dict:
         """Post the whole text generated so far; the answer says whether to stop."""
         body = load(PROGRESS_SCHEMA, json_body())
         hub = runtime()
@@ -39,7 +39,7 @@ class Progress(Resource):
 @namespace.route("/submit")
 class Submit(Resource):
     @namespace.doc(params=APIKEY_HEADER)
-    def post(self):
+    def post(self) -> dict:
         """Submit the reply; a reply that breaks the request's contract is refused."""
         body = load(SUBMIT_SCHEMA, json_body())
         hub = runtime()
@@ -54,7 +54,7 @@ class Submit(Resource):
 @namespace.route("/fault")
 class Fault(Resource):
     @namespace.doc(params=APIKEY_HEADER)
-    def post(self):
+    def post(self) -> dict:
         """Report that the job cannot be done; it restarts elsewhere while attempts remain."""
         body = load(FAULT_SCHEMA, json_body())
         hub = runtime()

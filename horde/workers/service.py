@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -41,13 +42,13 @@ def online_cutoff(window_s: float) -> dt.datetime:
     return utcnow() - dt.timedelta(seconds=window_s)
 
 
-def online_workers(session: Session, window_s: float, models=None) -> list[Worker]:
+def online_workers(session: Session, window_s: float, models: Iterable[str] | None =None) -> list[Worker]:
     """Workers that popped within the window; serving any of `models` when given."""
     workers = session.scalars(select(Worker).where(Worker.last_pop_at >= online_cutoff(window_s))).all()
     return online_among(workers, window_s, models)
 
 
-def online_among(workers, window_s: float, models=None) -> list[Worker]:
+def online_among(workers: Iterable[Worker], window_s: float, models: Iterable[str] | None =None) -> list[Worker]:
     cutoff, wanted = online_cutoff(window_s), set(models or ())
     return [worker for worker in workers
             if worker.last_pop_at >= cutoff and (models is None or wanted.intersection(worker.models))]
@@ -57,7 +58,7 @@ def all_workers(session: Session) -> list[Worker]:
     return list(session.scalars(select(Worker)))
 
 
-def known_models(workers) -> set[str]:
+def known_models(workers: Iterable[Worker]) -> set[str]:
     """Every model any of `workers` ever declared: the models the Horde has heard of."""
     names: set[str] = set()
     for worker in workers:

@@ -7,6 +7,7 @@ carries the backend's own message ("backend error: HTTP 400: ...").
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import requests
 
@@ -64,7 +65,7 @@ class BackendHTTP:
             self._local.session = session
         return session
 
-    def get_json(self, path: str, timeout_s: float):
+    def get_json(self, path: str, timeout_s: float) -> Any:
         """The JSON at `path`, or None when the server has no such endpoint (detection only)."""
         try:
             response = self.session().get(self.root + path, timeout=timeout_s)
@@ -72,7 +73,7 @@ class BackendHTTP:
         except (requests.RequestException, ValueError):
             return None
 
-    def post_json(self, path: str, body: dict, timeout) -> dict:
+    def post_json(self, path: str, body: dict, timeout: float | tuple[float, float]) -> dict:
         response = self.session().post(self.root + path, json=body, timeout=timeout)
         if not response.ok:
             raise BackendHTTPError(response.status_code, error_message(response))
@@ -81,7 +82,7 @@ class BackendHTTP:
         except ValueError:
             raise BackendHTTPError(response.status_code, "the answer is not JSON") from None
 
-    def open_stream(self, path: str, body: dict, timeout) -> requests.Response:
+    def open_stream(self, path: str, body: dict, timeout: float | tuple[float, float]) -> requests.Response:
         """A streaming POST; the caller reads `iter_lines()` and must `close()` it.
 
         `Connection: close`: llama.cpp's server closes the connection after a stream, and a pooled

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import jsonschema
 import requests
@@ -75,13 +76,13 @@ class Prober:
         self.http, self.info = http, info
         self.model = info.model_ids[0]
 
-    def chat(self, timeout_s: float = PROBE_REQUEST_TIMEOUT_S, **body) -> ChatStreamAccumulator:
+    def chat(self, timeout_s: float = PROBE_REQUEST_TIMEOUT_S, **body: Any) -> ChatStreamAccumulator:
         request = {"model": self.model, "messages": PROBE_MESSAGES, "max_tokens": PROBE_MAX_TOKENS, **body}
         acc = ChatStreamAccumulator()
         acc.feed(self.http.post_json(CHAT_PATH, request, timeout_s))
         return acc
 
-    def try_chat(self, **body) -> tuple[ChatStreamAccumulator | None, str]:
+    def try_chat(self, **body: Any) -> tuple[ChatStreamAccumulator | None, str]:
         """The reply, or None and the server's refusal."""
         try:
             return self.chat(**body), ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from typing import Any
 
 from horde.bridge.context import JobContext
 from horde.bridge.job import Job, JobCancelled, JobFault, Reply, tool_call
@@ -58,7 +59,7 @@ def build_reply(spec: dict, job: Job) -> Reply:
                  usage=usage)
 
 
-def json_content(value, job: Job) -> str:
+def json_content(value: Any, job: Job) -> str:
     """`auto`: a document that validates against the request's json_schema, `{}` otherwise."""
     if value == "auto":
         schema = job.json_schema
@@ -66,7 +67,7 @@ def json_content(value, job: Job) -> str:
     return json.dumps(value)
 
 
-def tool_calls_for(value, job: Job) -> list[dict]:
+def tool_calls_for(value: Any, job: Job) -> list[dict]:
     if value is None:
         return []
     if value == "auto":
