@@ -121,9 +121,9 @@ class ServiceUnavailable(HordeError):
     rc = "service_unavailable"
     RETRY_AFTER_S = 5
 
-    def __init__(self, message: str | None = None, **kwargs):
+    def __init__(self, message: str | None = None, *, metadata: dict | None = None) -> None:
         super().__init__(message or f"The Horde cannot reach its database right now. Retry after "
-                                    f"{self.RETRY_AFTER_S} s.", **kwargs)
+                                    f"{self.RETRY_AFTER_S} s.", metadata=metadata)
         self.headers.setdefault("Retry-After", str(self.RETRY_AFTER_S))
         self.maybe_committed = False
 

@@ -6,13 +6,18 @@ only speeds up wake-ups, so without it the process stays ready and says so.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from horde.errors import ServiceUnavailable
 from horde.events import POLL_WITHOUT_EVENTS_S
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
 
 UNREACHABLE = "unreachable"
 
 
-def readiness(runtime) -> tuple[dict, int, dict]:
+def readiness(runtime: Runtime) -> tuple[dict, int, dict]:
     """The probe's body, status and headers; `down` names what cannot be reached."""
     database = "ok" if runtime.db.ping() else UNREACHABLE
     redis = runtime.bus.status()

@@ -170,7 +170,7 @@ class ChatCall:
         return response
 
 
-def _end_stream(runtime, state: stream.StreamState, finished: bool) -> None:
+def _end_stream(runtime: Runtime, state: stream.StreamState, finished: bool) -> None:
     """Release the stream's holder: delivered when it ran to its end, abandoned otherwise."""
     request_id = state.request_id
     release = f"releasing the streamed request {request_id}"
