@@ -1,6 +1,6 @@
 """Native chat payloads: one marshmallow schema per payload.
 
-The OpenAI front screens its own body (horde/oai/schema.py) and hands the
+The OpenAI front screens its own body (horde/oai/screening/) and hands the
 result to the same `ChatRequestSchema` that the native async route uses.
 """
 

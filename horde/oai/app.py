@@ -13,7 +13,7 @@ from horde.chat.cards import model_stats
 from horde.oai import auth, cards
 from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
-from horde.oai.schema import ScreeningError
+from horde.oai.screening import ScreeningError
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime

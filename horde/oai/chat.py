@@ -16,7 +16,7 @@ from horde.chat import service
 from horde.chat.models import DONE
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
-from horde.oai.schema import ScreenedRequest, screen_chat_request
+from horde.oai.screening import ScreenedRequest, screen_chat_request
 from horde.oai.waiter import Failed, Finished, FirstRead, watch
 from horde.settle import settle
 

@@ -1,1 +1,1 @@
-"""Test support: databases, real server and worker processes."""
+"""Test support shared by the test modules: OpenAPI validation, screening helpers."""

@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import pytest
 
-from horde.oai.schema import (
+from horde.oai.screening import (
     DEFAULT_NO_OP_PARAMETERS,
     REQUEST_FIELDS,
     ScreenedRequest,

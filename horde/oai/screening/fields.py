@@ -14,7 +14,7 @@ from typing import Any
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields
 
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     BAD_REQUEST,
     ScreeningError,
     check_name,

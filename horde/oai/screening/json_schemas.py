@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from horde.oai.screening_base import UNSUPPORTED, ScreeningError, same_json_value
+from horde.oai.screening.base import UNSUPPORTED, ScreeningError, same_json_value
 
 MAX_SCHEMA_DEPTH = 10
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     UNSUPPORTED,
     invalid_choice,
     missing,
@@ -17,7 +17,7 @@ from horde.oai.screening_base import (
     require_string,
     unknown_parameter,
 )
-from horde.oai.screening_fields import (
+from horde.oai.screening.fields import (
     FixedSchema,
     FunctionName,
     JsonObject,
@@ -25,7 +25,7 @@ from horde.oai.screening_fields import (
     StrictString,
     load_fixed_object,
 )
-from horde.oai.screening_schemas import check_schema
+from horde.oai.screening.json_schemas import check_schema
 
 RESPONSE_FORMAT_KEYS = {
     "text": ("type",),

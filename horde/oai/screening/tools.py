@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
     UNSUPPORTED,
@@ -25,7 +25,7 @@ from horde.oai.screening_base import (
     require_object,
     require_string,
 )
-from horde.oai.screening_fields import (
+from horde.oai.screening.fields import (
     EXCLUDE,
     FixedSchema,
     FunctionName,
@@ -34,7 +34,7 @@ from horde.oai.screening_fields import (
     StrictString,
     load_fixed_object,
 )
-from horde.oai.screening_schemas import check_schema
+from horde.oai.screening.json_schemas import check_schema
 
 TOOLS_MAX_COUNT = 128
 TOOLS_PAYLOAD_MAX_BYTES = 262_144

@@ -9,7 +9,7 @@ issue.
 
 from __future__ import annotations
 
-from horde.oai.screening_base import UNSUPPORTED, ScreeningError
+from horde.oai.screening.base import UNSUPPORTED, ScreeningError
 
 NO_OPEN_CALLS_MESSAGE = (
     "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     CONFLICT,
     UNSUPPORTED,
     ScreeningError,
@@ -26,7 +26,7 @@ from horde.oai.screening_base import (
     require_object,
     require_string,
 )
-from horde.oai.screening_fields import FixedSchema, StrictBool, load_fixed_object
+from horde.oai.screening.fields import FixedSchema, StrictBool, load_fixed_object
 
 TOKEN_FLOOR = 16
 TOKEN_CEILING = 16384

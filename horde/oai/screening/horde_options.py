@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde.oai.screening_base import require_object
-from horde.oai.screening_fields import (
+from horde.oai.screening.base import require_object
+from horde.oai.screening.fields import (
     Choice,
     FixedSchema,
     NonEmptyStringList,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     BAD_REQUEST,
     UNSUPPORTED,
     ScreeningError,
@@ -28,7 +28,7 @@ from horde.oai.screening_base import (
     require_object,
     require_string,
 )
-from horde.oai.screening_history import check_tool_history
+from horde.oai.screening.history import check_tool_history
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 IMAGE_DETAILS = ("auto", "low", "high")

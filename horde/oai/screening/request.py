@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from horde.oai.screening_base import (
+from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
     MODEL_NOT_FOUND,
@@ -45,10 +45,10 @@ from horde.oai.screening_base import (
     same_json_value,
     unknown_parameter,
 )
-from horde.oai.screening_formats import screen_response_format
-from horde.oai.screening_horde import SCREENING_ONLY_OPTIONS, screen_horde_options
-from horde.oai.screening_messages import mentions_word, screen_messages
-from horde.oai.screening_sampling import (
+from horde.oai.screening.formats import screen_response_format
+from horde.oai.screening.horde_options import SCREENING_ONLY_OPTIONS, screen_horde_options
+from horde.oai.screening.messages import mentions_word, screen_messages
+from horde.oai.screening.sampling import (
     SAMPLING_RANGES,
     screen_max_tokens,
     screen_n,
@@ -59,7 +59,7 @@ from horde.oai.screening_sampling import (
     screen_stream,
     screen_user,
 )
-from horde.oai.screening_tools import (
+from horde.oai.screening.tools import (
     check_tool_options,
     check_tools_payload_size,
     native_tool_keys,
@@ -67,15 +67,6 @@ from horde.oai.screening_tools import (
     screen_tool_choice,
     screen_tools,
 )
-
-__all__ = [
-    "DEFAULT_NO_OP_PARAMETERS",
-    "MODELS_MAX_COUNT",
-    "REQUEST_FIELDS",
-    "ScreenedRequest",
-    "ScreeningError",
-    "screen_chat_request",
-]
 
 REQUEST_FIELDS = frozenset({
     "model", "models", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
