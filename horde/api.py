@@ -22,7 +22,7 @@ def api_key() -> str | None:
 
 
 def json_body() -> Any:
-    return request_json.parse(request.get_data())
+    return request_json.read_json(request, runtime().settings.max_body_bytes)
 
 
 def make_blueprint() -> Blueprint:
@@ -32,6 +32,14 @@ def make_blueprint() -> Blueprint:
     from horde.workers.routes import namespace as workers_namespace
 
     blueprint = Blueprint("native", __name__, url_prefix="/api/v2")
+
+    @blueprint.before_request
+    def _storable_path():
+        """A request or job id in the path with NUL is refused like one in a body (PostgreSQL cannot hold it)."""
+        for name, value in (request.view_args or {}).items():
+            if isinstance(value, str) and not request_json.is_storable(value):
+                raise errors.BadRequest(f"The '{name}' in the path holds a NUL character or a lone surrogate.",
+                                        param=name)
     api = Api(blueprint, title="Horde native API", version="2", doc="/doc",
               description="Chat requests, workers and accounts. Errors are {message, rc}; see README_return_codes.md.")
     api.add_namespace(accounts_namespace, path="/find_user")
@@ -49,6 +57,9 @@ def make_blueprint() -> Blueprint:
         from werkzeug.exceptions import HTTPException
 
         if isinstance(error, HTTPException):
+            if error.code == errors.RequestTooLarge.status:  # werkzeug's own limit (MAX_CONTENT_LENGTH)
+                refusal = request_json.too_large(runtime().settings.max_body_bytes)
+                return refusal.to_native(), refusal.status, refusal.headers
             code = error.code or 500
             return {"message": error.description, "rc": "BadRequest" if code < 500 else "InternalError"}, code
         current_app.logger.exception("unexpected error on %s", request.path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Flask, jsonify
 
 from horde.config import Settings
+from horde.errors import HordeError
 from horde.runtime import Runtime
 
 
@@ -19,9 +20,19 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.config["RESTX_MASK_SWAGGER"] = False
     app.config["ERROR_404_HELP"] = False  # flask-restx would append URL guesses to every 404 message
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's default provider has it
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes  # werkzeug's backstop for any body reader
     app.extensions["horde"] = runtime
     app.register_blueprint(make_blueprint())
     app.register_blueprint(make_oai_blueprint(), url_prefix=settings.oai_prefix)
+
+    @app.before_request
+    def refuse_large_bodies():
+        """A declared body above HORDE_MAX_BODY_BYTES is refused on every route, before any work."""
+        from flask import request
+
+        from horde import request_json
+
+        request_json.check_declared_length(request, runtime.settings.max_body_bytes)
 
     @app.get("/health")
     def health():
@@ -34,6 +45,17 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
         body, status, headers = readiness(runtime)
         return jsonify(body), status, headers
+
+    @app.errorhandler(HordeError)
+    def horde_error(error: HordeError):
+        """A refusal outside both blueprints (a large body on an unknown path): the shape of the path's API."""
+        from flask import request
+
+        from horde.oai.errors import horde_error_response
+
+        if request.path.startswith(settings.oai_prefix.rstrip("/") + "/"):
+            return horde_error_response(error)
+        return jsonify(error.to_native()), error.status, error.headers
 
     @app.errorhandler(404)
     @app.errorhandler(405)

@@ -51,6 +51,12 @@ class Settings:
     image_fetch_timeout_s: float = 2.0
     sweep_interval_s: float = 1.0
     model_reference_path: str | None = None
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_messages: int = 2048
+    max_image_bytes_total: int = 32 * 1024 * 1024
+    trusted_proxy_hops: int = 0
+    http_idle_timeout_s: float = 75.0
+    http_header_timeout_s: float = 10.0
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -75,6 +81,12 @@ class Settings:
             image_max_bytes=_int(env, "HORDE_IMAGE_MAX_BYTES", cls.image_max_bytes),
             sweep_interval_s=_float(env, "HORDE_SWEEP_INTERVAL_S", cls.sweep_interval_s),
             model_reference_path=env.get("HORDE_MODEL_REFERENCE") or None,
+            max_body_bytes=_int(env, "HORDE_MAX_BODY_BYTES", cls.max_body_bytes),
+            max_messages=_int(env, "HORDE_MAX_MESSAGES", cls.max_messages),
+            max_image_bytes_total=_int(env, "HORDE_MAX_IMAGE_BYTES_TOTAL", cls.max_image_bytes_total),
+            trusted_proxy_hops=_int(env, "HORDE_TRUSTED_PROXY_HOPS", cls.trusted_proxy_hops),
+            http_idle_timeout_s=_float(env, "HORDE_HTTP_IDLE_TIMEOUT_S", cls.http_idle_timeout_s),
+            http_header_timeout_s=_float(env, "HORDE_HTTP_HEADER_TIMEOUT_S", cls.http_header_timeout_s),
         )
         values.update(overrides)
         return cls(**values)

@@ -37,6 +37,13 @@ class BadRequest(HordeError):
     """A native payload that fails validation; `param` names the failing key."""
 
 
+class RequestTooLarge(HordeError):
+    """A body above HORDE_MAX_BODY_BYTES; the connection closes without reading the rest."""
+
+    status = 413
+    rc = "request_too_large"
+
+
 class UnsupportedChatParameter(HordeError):
     rc = "UnsupportedChatParameter"
 

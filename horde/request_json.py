@@ -3,17 +3,70 @@
 Flask's parser recurses: a body nested a few thousand levels deep raises
 RecursionError (a 500). Bodies are parsed here instead and refused with 400
 BadRequest when they are not JSON or nest deeper than any valid request does.
+
+A body larger than HORDE_MAX_BODY_BYTES is refused with 413 from its
+Content-Length before a byte of it is read, and a chunked body is counted while
+it is read, so no request holds more than the limit in memory.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
 from typing import Any
 
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
 from horde import errors
+from horde.cooperative import pause_every
 
 MAX_BODY_DEPTH = 64
+READ_CHUNK_BYTES = 64 * 1024
+# NUL cannot be stored in PostgreSQL text, and a lone surrogate is not Unicode at all (it cannot be encoded).
+_UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
+# In UTF-8 JSON text these come only as escapes (\u0000, \ud800...) or as raw surrogate bytes, which
+# json.loads lets through; a UTF-16 or UTF-32 body always holds NUL bytes. A body with none of these
+# needs no look at its strings.
+_MAYBE_UNSTORABLE_RE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]|\x00")
+
+
+
+
+def too_large(max_bytes: int) -> errors.RequestTooLarge:
+    return errors.RequestTooLarge(f"The request body is larger than the limit of {max_bytes} bytes.",
+                                  headers={"Connection": "close"})
+
+
+def check_declared_length(request, max_bytes: int) -> None:
+    """Refuse from the Content-Length header alone, before reading."""
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise too_large(max_bytes)
+
+
+def read(request, max_bytes: int) -> bytes:
+    """The raw body, at most `max_bytes` of it; a malformed chunked body is 400 BadRequest."""
+    check_declared_length(request, max_bytes)
+    chunks, size = [], 0
+    try:
+        while True:
+            chunk = request.stream.read(READ_CHUNK_BYTES)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                raise too_large(max_bytes)
+            chunks.append(chunk)
+    except RequestEntityTooLarge:
+        raise too_large(max_bytes) from None
+    except (ValueError, OSError, HTTPException):  # gevent's chunked parser, a cut connection
+        raise errors.BadRequest("We could not read the body of your request: the connection closed early or "
+                                "its chunked encoding is malformed.", headers={"Connection": "close"}) from None
+    return b"".join(chunks)
+
+
+def read_json(request, max_bytes: int):
+    """The parsed body of `request` (None when empty), within the size limit."""
+    return parse(read(request, max_bytes))
 
 
 def parse(raw: bytes) -> Any:
@@ -26,21 +79,48 @@ def parse(raw: bytes) -> Any:
         raise errors.BadRequest("We could not parse the JSON body of your request. The body must be JSON.") from None
     if depth(body) > MAX_BODY_DEPTH:
         raise errors.BadRequest(f"The JSON body nests deeper than {MAX_BODY_DEPTH} levels.")
+    if _MAYBE_UNSTORABLE_RE.search(raw):  # only then look at every string: most bodies have no such escape
+        param = unstorable_path(body)
+        if param is not None:
+            raise errors.BadRequest(f"The string at '{param}' holds a NUL character or a lone surrogate, which the "
+                                    "Horde does not accept in any string.", param=param or None)
     return body
 
 
 def depth(value: Any) -> int:
-    """How deeply arrays and objects nest in `value`, without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        children: Iterable
-        if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in children)
+    """How deeply arrays and objects nest in `value`, level by level, without recursion.
+
+    It stops counting past MAX_BODY_DEPTH: the caller refuses anything deeper.
+    """
+    deepest, level = 0, [value] if isinstance(value, (dict, list)) else []
+    while level and deepest <= MAX_BODY_DEPTH:
+        deepest += 1
+        below: list = []
+        for node in pause_every(level):
+            below.extend(child for child in (node.values() if isinstance(node, dict) else node)
+                         if isinstance(child, (dict, list)))
+        level = below
     return deepest
+
+
+def is_storable(text: str) -> bool:
+    return _UNSTORABLE_RE.search(text) is None
+
+
+def unstorable_path(value) -> str | None:
+    """The path (messages[0].content) of an unstorable string or key, for the refusal's param; None if none."""
+    stack = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if not is_storable(node):
+                return path
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                child_path = f"{path}.{key}" if path else key
+                if not is_storable(key):
+                    return child_path.encode("utf-8", "backslashreplace").decode()
+                stack.append((child, child_path))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(node))
+    return None

@@ -2,13 +2,20 @@
 
 The front reads `horde.socket` to notice a client that closed its connection
 while its non-streamed request waits, and cancels the request on the Horde.
+
+Connections are bounded in time as well: a kept-alive connection that sends no
+new request within HORDE_HTTP_IDLE_TIMEOUT_S is closed, and a request's line
+and headers must arrive within HORDE_HTTP_HEADER_TIMEOUT_S (counted from the
+accept on a new connection, from the first byte on a kept-alive one). A
+response being written (a stream, a long-poll) is never idle.
 """
 
 from __future__ import annotations
 
 import logging
+import resource
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from flask import Flask
@@ -18,6 +25,7 @@ from horde.chat import service
 from horde.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
+    from horde.config import Settings
     from horde.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -25,11 +33,73 @@ SOCKET_ENVIRON_KEY = "horde.socket"
 KEY_PURGE_EVERY_SWEEPS = 60
 
 
+class ConnectionTimedOut(socket.timeout):
+    """Raised into a connection's greenlet by its idle or header timer; gevent then closes it quietly."""
+
+
+class _Unread:
+    """Stands in for a request body the server will not read: the connection closes instead."""
+
+    def _discard(self) -> None:
+        return None
+
+
 class HordeHandler(WSGIHandler):
+    idle_timeout_s: float = 75.0
+    header_timeout_s: float = 10.0
+
+    def __init__(self, sock: socket.socket, address: tuple, server: WSGIServer, rfile: Any = None) -> None:
+        super().__init__(sock, address, server, rfile)
+        self._requests_read = 0
+        self._header_timer: gevent.Timeout | None = None
+
+    def handle_one_request(self) -> Any:
+        try:
+            return super().handle_one_request()
+        finally:
+            self._cancel_header_timer()
+
+    def read_requestline(self) -> str:
+        if self._requests_read:  # kept alive: wait for the next request's first byte
+            with gevent.Timeout(self.idle_timeout_s, ConnectionTimedOut("idle")):
+                self.rfile.peek(1)
+        self._header_timer = gevent.Timeout.start_new(self.header_timeout_s, ConnectionTimedOut("headers"))
+        self._requests_read += 1
+        return super().read_requestline()
+
+    def read_request(self, raw_requestline: str) -> Any:
+        try:
+            return super().read_request(raw_requestline)
+        finally:
+            self._cancel_header_timer()
+
+    def _handle_client_error(self, ex: Exception) -> Any:
+        if isinstance(ex, ConnectionTimedOut):
+            return None  # close without an answer, as for a client that went away
+        return super()._handle_client_error(ex)
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.close()
+            self._header_timer = None
+
     def get_environ(self) -> dict:
         environ = super().get_environ()
         environ[SOCKET_ENVIRON_KEY] = self.socket
         return environ
+
+    def run_application(self) -> None:
+        try:
+            super().run_application()
+        finally:
+            if self.close_connection:  # e.g. a body refused as too large: do not read it to keep the connection
+                self.wsgi_input = _Unread()
+
+
+def handler_class(settings: Settings) -> type[HordeHandler]:
+    """HordeHandler with the settings' connection timeouts."""
+    return type("ConfiguredHordeHandler", (HordeHandler,), {
+        "idle_timeout_s": settings.http_idle_timeout_s, "header_timeout_s": settings.http_header_timeout_s})
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -63,9 +133,23 @@ def start_sweeper(runtime: Runtime) -> gevent.Greenlet:
     return gevent.spawn(sweeper, runtime)
 
 
+def raise_descriptor_limit() -> int:
+    """Lift the soft limit on open files to the hard one: each kept-alive client holds a descriptor."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            log.warning("could not raise the open files limit from %s to %s", soft, hard)
+    return soft
+
+
 def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
+    raise_descriptor_limit()
     listener = listen(host, port)
     start_sweeper(runtime)
-    server = WSGIServer(listener, app, handler_class=HordeHandler, log=None, error_log=logging.getLogger("horde.wsgi"))
+    server = WSGIServer(listener, app, handler_class=handler_class(runtime.settings), log=None,
+                        error_log=logging.getLogger("horde.wsgi"))
     print(f"Horde serving on http://{host}:{listener.getsockname()[1]}", flush=True)
     server.serve_forever()

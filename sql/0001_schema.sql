@@ -35,6 +35,7 @@ CREATE TABLE chat_requests (
 	kudos_charged INTEGER NOT NULL, 
 	context_adjustments JSON, 
 	client_agent VARCHAR(300) NOT NULL, 
+	client_address VARCHAR(64), 
 	body_hash VARCHAR(64), 
 	holders INTEGER NOT NULL, 
 	delivered BOOLEAN NOT NULL, 
@@ -53,6 +54,7 @@ CREATE TABLE chat_requests (
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
 
+CREATE INDEX ix_chat_requests_address_created ON chat_requests (client_address, created_at);
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);

@@ -7,8 +7,6 @@ worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
 
 from __future__ import annotations
 
-import copy
-
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -19,16 +17,27 @@ from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatR
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
 from horde.chat.tokens import count_images
 from horde.config import Settings
+from horde.cooperative import pause_every
 from horde.workers import service as workers
 
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "frequency_penalty": 0, "presence_penalty": 0}
 FORWARDED_KEYS = ("tool_choice", "parallel_tool_calls", "response_format", "seed", "stop", "reasoning_effort")
 RATE_WINDOW_S = 60
+MAX_CLIENT_AGENT_CHARS = 300
 
 
 def validate(native: dict) -> dict:
     return load(CHAT_REQUEST_SCHEMA, native)
+
+
+def check_message_count(messages, settings) -> None:
+    """At most HORDE_MAX_MESSAGES messages, refused before any other look at them."""
+    if isinstance(messages, list) and len(messages) > settings.max_messages:
+        raise errors.UnsupportedChatParameter(
+            f"Invalid 'messages': array too long. Expected an array with maximum length {settings.max_messages}, "
+            f"but got an array with length {len(messages)} instead.", param="messages",
+            metadata={"max_messages": settings.max_messages})
 
 
 def models_of(native: dict) -> list[str]:
@@ -36,11 +45,11 @@ def models_of(native: dict) -> list[str]:
 
 
 def admit(session: Session, settings: Settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
-          model_param: str | None = None) -> ChatRequest:
+          model_param: str | None = None, client_address: str | None = None) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError."""
     models = models_of(native)
     model_param = model_param or ("model" if "model" in native else "models")
-    _check_rate(session, settings, user)
+    _check_rate(session, settings, user, client_address)
     roster = workers.all_workers(session)
     _check_known(roster, models, model_param, settings.model_reference_path)
     online = workers.online_among(roster, settings.worker_online_window_s, models)
@@ -87,7 +96,8 @@ def admit(session: Session, settings: Settings, user: User, native: dict, *, cli
         tools_temperature=need.tools_temperature, trusted_only=need.trusted_only,
         only_workers=("|" + "|".join(need.only) + "|") if need.only else None,
         payload=_payload(native, fitted.messages, tools, need.max_tokens), n_images=n_images,
-        kudos_estimate=estimate, context_adjustments=adjustments or None, client_agent=client_agent[:300],
+        kudos_estimate=estimate, context_adjustments=adjustments or None, client_agent=_storable_agent(client_agent),
+        client_address=client_address,
         priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
         priority=max(user.kudos, 0))
     session.add(request)
@@ -107,7 +117,7 @@ def _need(native: dict, models: list[str]) -> Need:
 
 
 def _payload(native: dict, messages: list[dict], tools, max_tokens: int) -> dict:
-    payload = {"messages": copy.deepcopy(messages), "max_tokens": max_tokens}
+    payload = {"messages": [dict(message) for message in pause_every(messages)], "max_tokens": max_tokens}
     for key, default in DEFAULT_SAMPLING.items():
         payload[key] = native.get(key, default)
     for key in FORWARDED_KEYS:
@@ -121,16 +131,23 @@ def _payload(native: dict, messages: list[dict], tools, max_tokens: int) -> dict
     return payload
 
 
+def _storable_agent(client_agent: str) -> str:
+    """The Client-Agent header as stored: a header may carry NUL, which PostgreSQL text cannot."""
+    return client_agent.replace("\x00", "")[:MAX_CLIENT_AGENT_CHARS]
+
+
 def _names(models: list[str]) -> str:
     return ", ".join(models)
 
 
-def _check_rate(session, settings, user: User) -> None:
+def _check_rate(session, settings, user: User, client_address: str | None) -> None:
+    """Per user; the anonymous user is shared by everyone, so its limit is per client address instead."""
     limit = settings.rate_limit_per_minute
-    used = queue.created_since(session, user.id, RATE_WINDOW_S)
+    per_address = user.anonymous and client_address is not None
+    used = queue.created_since(session, user.id, RATE_WINDOW_S, client_address if per_address else None)
     if used >= limit:
         raise errors.TooManyRequests(
-            f"Too many chat requests: at most {limit} a minute per user.",
+            f"Too many chat requests: at most {limit} a minute per {'client address' if per_address else 'user'}.",
             headers={"Retry-After": str(RATE_WINDOW_S), "X-RateLimit-Limit": str(limit),
                      "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_WINDOW_S)})
 

@@ -4,6 +4,10 @@
 - grow: raise the context up to the largest one an eligible worker declares.
 - truncate_oldest (default): grow, then drop whole turns from the oldest forward,
   keeping every system message and the latest user message with what follows it.
+
+Each message is estimated once and dropping subtracts from the total, so the
+work is linear in the number of messages (a body of thousands of short turns
+must not stall the process).
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import itertools
 from dataclasses import dataclass, field
 
 from horde import errors
-from horde.chat.tokens import prompt_tokens
+from horde.chat import tokens
+from horde.cooperative import pause_every
 
 
 @dataclass
@@ -26,7 +31,9 @@ class FittedContext:
 def fit(messages: list[dict], tools: list[dict] | None, *, max_tokens: int, mode: str, default_context: int,
         largest_context: int) -> FittedContext:
     context = min(default_context, largest_context)
-    prompt = prompt_tokens(messages, tools)
+    message_costs = [tokens.message_tokens(message) for message in pause_every(messages)]
+    tools_cost = tokens.tools_tokens(tools)
+    prompt = sum(message_costs) + tools_cost
     if prompt + max_tokens <= context:
         return FittedContext(messages, context, prompt)
     if mode == "reject":
@@ -40,10 +47,10 @@ def fit(messages: list[dict], tools: list[dict] | None, *, max_tokens: int, mode
         return FittedContext(messages, context, prompt, adjustments)
     if mode == "grow":
         raise _does_not_fit(prompt, max_tokens, context)
-    kept, dropped = _drop_oldest_turns(messages, tools, context - max_tokens)
-    new_prompt = prompt_tokens(kept, tools)
+    kept, new_prompt = _drop_oldest_turns(messages, message_costs, prompt, context - max_tokens)
     if new_prompt + max_tokens > context:
         raise _does_not_fit(new_prompt, max_tokens, context, after_truncation=True)
+    dropped = len(messages) - len(kept)
     adjustments.append({"from": prompt, "to": new_prompt, "reason": "truncate_oldest", "dropped_messages": dropped})
     return FittedContext(kept, context, new_prompt, adjustments)
 
@@ -57,18 +64,22 @@ def _turn_starts(messages: list[dict], last_user: int) -> list[int]:
     return starts
 
 
-def _drop_oldest_turns(messages: list[dict], tools, prompt_budget: int) -> tuple[list[dict], int]:
+def _drop_oldest_turns(messages: list[dict], message_costs: list[int], prompt: int,
+                       prompt_budget: int) -> tuple[list[dict], int]:
+    """The messages left after dropping the oldest turns until the prompt fits, and their estimate."""
     user_indices = [index for index, message in enumerate(messages) if message["role"] == "user"]
     last_user = user_indices[-1] if user_indices else len(messages) - 1
     starts = _turn_starts(messages, last_user) + [last_user]
-    dropped: set[int] = set()
+    dropped = [False] * len(messages)
     for start, end in itertools.pairwise(starts):
-        kept = [m for i, m in enumerate(messages) if i not in dropped]
-        if prompt_tokens(kept, tools) <= prompt_budget:
+        if prompt <= prompt_budget:
             break
-        dropped.update(i for i in range(start, end) if messages[i]["role"] != "system")
-    kept = [m for i, m in enumerate(messages) if i not in dropped]
-    return kept, len(dropped)
+        for index in range(start, end):
+            if messages[index]["role"] != "system":
+                dropped[index] = True
+                prompt -= message_costs[index]
+    kept = [message for index, message in enumerate(messages) if not dropped[index]]
+    return kept, prompt
 
 
 def _does_not_fit(prompt: int, max_tokens: int, context: int, after_truncation: bool = False):

@@ -1,32 +1,46 @@
 """Images in user messages: decode data: URLs, fetch http(s) URLs once, store them inline.
 
-Fetching refuses loopback, private, link-local and other non-public addresses
-unless HORDE_IMAGE_FETCH_ALLOW names the host or network (tests use it).
-Each hop of a redirect is checked again, at most 3 redirects, 2 s timeouts,
-and a size cap.
+Fetching (horde/chat/image_fetch.py) refuses loopback, private, link-local and
+other non-public addresses unless HORDE_IMAGE_FETCH_ALLOW names the host or
+network (tests use it); each redirect hop is checked again, at most 3, all
+within one deadline. Each image is capped at HORDE_IMAGE_MAX_BYTES, and the
+images of one request together at HORDE_IMAGE_MAX_BYTES_TOTAL: the part that
+crosses it is refused with 400 before anything is queued.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
-import socket
-from urllib.parse import urljoin, urlsplit
-
-import requests
 
 from horde import errors
+from horde.chat.image_fetch import ALLOWED_MIME_PREFIX, FetchLimits
+from horde.chat.image_fetch import fetch as fetch_image
 from horde.config import Settings
+from horde.cooperative import pause_every
 
-MAX_REDIRECTS = 3
-ALLOWED_MIME_PREFIX = "image/"
-FETCH_CHUNK_BYTES = 64 * 1024
+
+def copy_for_inlining(messages: list[dict]) -> list[dict]:
+    """The messages, with a copy of each one that has image parts: inlining rewrites those in place.
+
+    The caller's messages stay untouched, and the others are shared rather than copied.
+    """
+    return [_copy_with_parts(message) if _has_image_part(message) else message for message in pause_every(messages)]
+
+
+def _has_image_part(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(part, dict) and part.get("type") == "image_url"
+                                             for part in content)
+
+
+def _copy_with_parts(message: dict) -> dict:
+    return dict(message, content=[dict(part) if isinstance(part, dict) else part for part in message["content"]])
 
 
 def inline_images(messages: list[dict], settings: Settings) -> int:
     """Replace every image URL by a data: URL in place; return how many images there are."""
-    count = 0
+    count, total_bytes = 0, 0
     for index, message in enumerate(messages):
         content = message.get("content")
         if not isinstance(content, list):
@@ -34,21 +48,42 @@ def inline_images(messages: list[dict], settings: Settings) -> int:
         for part_index, part in enumerate(content):
             if not isinstance(part, dict) or part.get("type") != "image_url":
                 continue
-            param = f"messages[{index}].content[{part_index}].image_url.url"
-            url = (part.get("image_url") or {}).get("url", "")
-            part["image_url"] = dict(part["image_url"], url=_to_data_url(url, param, settings))
+            part_param = f"messages[{index}].content[{part_index}]"
+            url = _image_url(part, part_param)
+            left = settings.max_image_bytes_total - total_bytes
+            mime, data = _load(url, f"{part_param}.image_url.url", settings, left, part_param)
+            total_bytes += len(data)
+            part["image_url"] = dict(part["image_url"], url=f"data:{mime};base64,{base64.b64encode(data).decode()}")
             count += 1
     return count
 
 
-def _to_data_url(url: str, param: str, settings) -> str:
+def _image_url(part: dict, part_param: str) -> str:
+    image = part.get("image_url")
+    if not isinstance(image, dict):
+        raise errors.BadRequest("'image_url' must be an object with a string 'url'.", param=f"{part_param}.image_url")
+    url = image.get("url")
+    if not isinstance(url, str) or not url:
+        raise errors.BadRequest("'image_url.url' must be a non-empty string.", param=f"{part_param}.image_url.url")
+    return url
+
+
+def _load(url: str, param: str, settings, left_bytes: int, part_param: str) -> tuple[str, bytes]:
+    """The image's type and bytes, refused where it would take the request's images over their total."""
     scheme = url.split(":", 1)[0].lower()
-    if scheme == "data":
-        mime, data = decode_data_url(url, param, settings.image_max_bytes)
-        return f"data:{mime};base64,{base64.b64encode(data).decode()}"
-    if scheme in ("http", "https"):
-        mime, data = fetch(url, param, settings)
-        return f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    cap = min(settings.image_max_bytes, left_bytes)
+    try:
+        if scheme == "data":
+            return decode_data_url(url, param, cap)
+        if scheme in ("http", "https"):
+            return fetch_image(url, param, FetchLimits(settings.image_fetch_timeout_s, cap, settings.image_fetch_allow))
+    except errors.ImageTooLarge:
+        if cap < settings.image_max_bytes:
+            raise errors.UnsupportedChatParameter(
+                f"The images of the request together are larger than {settings.max_image_bytes_total} bytes; this "
+                "image crosses the limit.", param=part_param,
+                metadata={"max_image_bytes_total": settings.max_image_bytes_total}) from None
+        raise
     raise errors.BadRequest("An image URL must be a data: URL or an http(s) URL.", param=param)
 
 
@@ -57,6 +92,8 @@ def decode_data_url(url: str, param: str, max_bytes: int) -> tuple[str, bytes]:
     mime, _, encoding = header.lower().partition(";")
     if not mime.startswith(ALLOWED_MIME_PREFIX) or encoding != "base64":
         raise errors.BadRequest("A data: image URL must be data:image/<type>;base64,<data>.", param=param)
+    if len(payload) * 3 // 4 > max_bytes + 2:  # refused before decoding
+        raise errors.ImageTooLarge(f"The image is larger than {max_bytes} bytes.", param=param)
     try:
         data = base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
@@ -64,68 +101,3 @@ def decode_data_url(url: str, param: str, max_bytes: int) -> tuple[str, bytes]:
     if len(data) > max_bytes:
         raise errors.ImageTooLarge(f"The image is larger than {max_bytes} bytes.", param=param)
     return mime, data
-
-
-def fetch(url: str, param: str, settings: Settings) -> tuple[str, bytes]:
-    for _ in range(MAX_REDIRECTS + 1):
-        check_address(url, param, settings.image_fetch_allow)
-        try:
-            response = requests.get(url, timeout=(settings.image_fetch_timeout_s, settings.image_fetch_timeout_s),
-                                    allow_redirects=False, stream=True)
-        except requests.RequestException as error:
-            raise errors.ImageFetchFailed(f"Fetching the image failed: {type(error).__name__}.", param=param) from None
-        with response:
-            if response.is_redirect:
-                url = urljoin(url, response.headers.get("Location", ""))
-                continue
-            if response.status_code != 200:
-                raise errors.ImageFetchFailed(f"Fetching the image answered HTTP {response.status_code}.", param=param)
-            mime = response.headers.get("Content-Type", "").split(";")[0].strip()
-            if not mime.startswith(ALLOWED_MIME_PREFIX):
-                raise errors.ImageFetchFailed(f"The URL did not answer an image (Content-Type '{mime}').", param=param)
-            return mime, _read_capped(response, param, settings.image_max_bytes)
-    raise errors.ImageFetchFailed(f"The image URL redirected more than {MAX_REDIRECTS} times.", param=param)
-
-
-def _read_capped(response, param: str, max_bytes: int) -> bytes:
-    chunks, size = [], 0
-    for chunk in response.iter_content(FETCH_CHUNK_BYTES):
-        size += len(chunk)
-        if size > max_bytes:
-            raise errors.ImageTooLarge(f"The image is larger than {max_bytes} bytes.", param=param)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def check_address(url: str, param: str, allow: tuple[str, ...]) -> None:
-    """Refuse URLs whose host resolves to a non-public address, unless allowed."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if not host:
-        raise errors.BadRequest("The image URL has no host.", param=param)
-    if host in allow:
-        return
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise errors.ImageFetchFailed(f"The image host '{host}' does not resolve.", param=param) from None
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if _allowed_network(address, allow):
-            continue
-        if not address.is_global or address.is_multicast:
-            raise errors.ImageUrlForbidden(
-                f"The image URL's host '{host}' resolves to a non-public address ({address}); "
-                "the Horde does not fetch it.",
-                param=param)
-
-
-def _allowed_network(address, allow: tuple[str, ...]) -> bool:
-    for entry in allow:
-        try:
-            if address in ipaddress.ip_network(entry, strict=False):
-                return True
-        except ValueError:
-            continue
-    return False

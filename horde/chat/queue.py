@@ -64,7 +64,10 @@ def wait_estimate_s(queued_ahead: int, threads: int, job_s: float) -> int:
     return math.ceil((queued_ahead // threads + 1) * job_s)
 
 
-def created_since(session: Session, user_id: int, seconds: float) -> int:
+def created_since(session: Session, user_id: int, seconds: float, client_address: str | None = None) -> int:
+    """Requests the user created in the last `seconds`; from `client_address` only, when given."""
     since = utcnow() - dt.timedelta(seconds=seconds)
-    return session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.user_id == user_id,
-                                                                    ChatRequest.created_at >= since)) or 0
+    query = select(func.count(ChatRequest.id)).where(ChatRequest.user_id == user_id, ChatRequest.created_at >= since)
+    if client_address is not None:
+        query = query.where(ChatRequest.client_address == client_address)
+    return session.scalar(query) or 0

@@ -6,6 +6,7 @@ from flask_restx import Namespace, Resource
 from horde.api import api_key, json_body, runtime
 from horde.chat import service
 from horde.chat.cards import model_stats
+from horde.client_address import client_address
 
 namespace = Namespace("chat", description="Chat requests")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
@@ -19,7 +20,8 @@ class Async(Resource):
         hub = runtime()
         user = service.authenticate(hub, api_key())
         agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
-        request = service.create(hub, user, json_body(), client_agent=agent)
+        address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
+        request = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
         return {"id": request.id, "kudos": request.kudos_estimate}, 202
 
 

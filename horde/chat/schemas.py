@@ -11,6 +11,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from horde import errors
+from horde.cooperative import pause_every
 from horde.workers.declarations import FEATURES, GUARANTEES
 
 TOKEN_FLOOR = 16
@@ -27,6 +28,20 @@ MAX_WAIT_S = 30
 MAX_WORKER_THREADS = 50
 
 
+class ObjectList(fields.Field):
+    """A list of JSON objects, checked in one pass (a List of Dict fields costs a field call per item)."""
+
+    default_error_messages = {"invalid": "Not a valid list."}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list):
+            raise self.make_error("invalid")
+        for index, item in enumerate(pause_every(value)):
+            if not isinstance(item, dict):
+                raise ValidationError({index: ["Not a valid mapping type."]})
+        return list(value)
+
+
 class ChatRequestSchema(Schema):
     class Meta:
         unknown = RAISE
@@ -34,7 +49,7 @@ class ChatRequestSchema(Schema):
     model = fields.String(validate=validate.Length(min=1, max=200))
     models = fields.List(fields.String(validate=validate.Length(min=1, max=200)),
                          validate=validate.Length(min=1, max=MAX_MODELS_PER_REQUEST))
-    messages = fields.List(fields.Dict(), required=True, validate=validate.Length(min=1))
+    messages = ObjectList(required=True, validate=validate.Length(min=1))
     tools = fields.List(fields.Dict())
     tool_choice = fields.Raw()
     parallel_tool_calls = fields.Boolean()
@@ -57,7 +72,7 @@ class ChatRequestSchema(Schema):
     @validates_schema
     def _messages(self, data, **_):
         """Roles as OpenAI's; images only in user messages (the front screens the rest in detail)."""
-        for index, message in enumerate(data.get("messages") or ()):
+        for index, message in enumerate(pause_every(data.get("messages") or ())):
             if message.get("role") not in MESSAGE_ROLES:
                 raise ValidationError(f"Unsupported role {message.get('role')!r}; supported: "
                                       f"{', '.join(MESSAGE_ROLES)}.", f"messages[{index}].role")
@@ -69,6 +84,21 @@ class ChatRequestSchema(Schema):
                 if kind not in ("text", "image_url") or (kind == "image_url" and message["role"] != "user"):
                     raise ValidationError(f"Unsupported content part {kind!r} in a {message['role']} message.",
                                           f"messages[{index}].content[{part_index}].type")
+
+    @validates_schema
+    def _shapes_the_horde_reads(self, data, **_):
+        """Only what admission and the submit check read: tools' names, a forced function, a json_schema object."""
+        for index, tool in enumerate(data.get("tools") or ()):
+            if "function" in tool and not (isinstance(tool["function"], dict)
+                                           and isinstance(tool["function"].get("name"), str)):
+                raise ValidationError("A tool's 'function' must be an object with a string 'name'.",
+                                      f"tools[{index}].function")
+        choice = data.get("tool_choice")
+        if isinstance(choice, dict) and not isinstance(choice.get("function", {}), dict):
+            raise ValidationError("A forced tool_choice's 'function' must be an object.", "tool_choice.function")
+        response_format = data.get("response_format")
+        if response_format is not None and not isinstance(response_format.get("json_schema", {}), dict):
+            raise ValidationError("'json_schema' must be an object.", "response_format.json_schema")
 
     @post_load
     def _developer_as_system(self, data, **_):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -31,15 +30,18 @@ def authenticate(runtime: Runtime, api_key: str | None) -> User:
 
 
 def create(runtime: Runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
-           model_param: str | None = None, body_hash: str | None = None, holders: int = 0) -> ChatRequest:
+           model_param: str | None = None, body_hash: str | None = None, holders: int = 0,
+           client_address: str | None = None) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
+    if isinstance(native, dict):
+        admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
-    native["messages"] = copy.deepcopy(native["messages"])
+    native["messages"] = images.copy_for_inlining(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
         user = session.get_one(User, user.id)
         request = admission.admit(session, runtime.settings, user, native, client_agent=client_agent,
-                                  model_param=model_param)
+                                  model_param=model_param, client_address=client_address)
         request.body_hash, request.holders = body_hash, holders
     announce_jobs(runtime.bus, request.models)
     return request

@@ -36,15 +36,19 @@ def count_images(content: Any) -> int:
 
 
 def message_tokens(message: dict) -> int:
-    tokens = MESSAGE_OVERHEAD_TOKENS + text_tokens(content_text(message.get("content")))
-    tokens += IMAGE_TOKENS * count_images(message.get("content"))
+    content = message.get("content")
+    if isinstance(content, str):  # the common case, kept cheap: fitting estimates every message
+        tokens = MESSAGE_OVERHEAD_TOKENS + -(-len(content) // CHARS_PER_TOKEN)
+    else:
+        tokens = MESSAGE_OVERHEAD_TOKENS + text_tokens(content_text(content)) + IMAGE_TOKENS * count_images(content)
     if message.get("tool_calls"):
         tokens += text_tokens(json.dumps(message["tool_calls"], separators=(",", ":")))
     return tokens
 
 
+def tools_tokens(tools: list | None) -> int:
+    return text_tokens(json.dumps(tools, separators=(",", ":"))) if tools else 0
+
+
 def prompt_tokens(messages: list[dict], tools: list | None = None) -> int:
-    tokens = sum(message_tokens(message) for message in messages)
-    if tools:
-        tokens += text_tokens(json.dumps(tools, separators=(",", ":")))
-    return tokens
+    return sum(message_tokens(message) for message in messages) + tools_tokens(tools)

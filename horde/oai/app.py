@@ -59,7 +59,7 @@ def get_model(model_id: str) -> Response:
 def chat_completions() -> Response:
     hub = runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
-    call = ChatCall.screen(hub, request_json.parse(request.get_data()))
+    call = ChatCall.screen(hub, request_json.read_json(request, hub.settings.max_body_bytes))
     return call.answer(user, request.headers, request.environ)
 
 
@@ -73,6 +73,8 @@ def _screening_error(error: ScreeningError):
 
 
 def _http_error(error: HTTPException):
+    if error.code == errors.RequestTooLarge.status:  # werkzeug's own limit (MAX_CONTENT_LENGTH)
+        return _horde_error(request_json.too_large(runtime().settings.max_body_bytes))
     body = oai_errors.envelope(error.description or error.name, status=error.code or 500, code=None)
     return oai_errors.response(body, error.code or 500)
 

@@ -8,12 +8,14 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from flask import Response, stream_with_context
+from gevent.monkey import get_original
 from werkzeug.datastructures import Headers
 
 from horde import errors
 from horde.accounts.models import User
-from horde.chat import service
+from horde.chat import admission, service
 from horde.chat.models import DONE
+from horde.client_address import client_address
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
 from horde.oai.screening import ScreenedRequest, screen_chat_request
@@ -23,7 +25,10 @@ from horde.settle import settle
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
-CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket")
+CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket", "gunicorn.sock")
+# The operating system's poll, even under gevent's monkey patching: a zero-timeout look needs no greenlet switch,
+# and unlike select.select it takes descriptors above 1024.
+_system_poll = get_original("select", "poll")
 JSON_WAIT_TICK_S = 1.0
 STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
 
@@ -37,12 +42,14 @@ class ChatCall:
 
     @classmethod
     def screen(cls, runtime: Runtime, body: Any) -> ChatCall:
+        if isinstance(body, dict):
+            admission.check_message_count(body.get("messages"), runtime.settings)
         return cls(runtime, body, screen_chat_request(body))
 
     def answer(self, user: User, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
+        address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
         if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
-            address = environ.get("REMOTE_ADDR", "")
             key = f"{address}|{key}" if key is not None else None
             self.digest = idempotency.scoped_hash(self.digest, address)
         replayed = False
@@ -60,7 +67,7 @@ class ChatCall:
                 stored = service.read(self.runtime, request_id) if key is not None else None
                 replayed = stored is not None and stored.state in ("done", "faulted", "cancelled")
             else:
-                request_id = self._create(user, headers, key)
+                request_id = self._create(user, headers, key, address)
                 holding = True
             return self._respond(request_id, environ, replayed)
         except errors.ServiceUnavailable as error:
@@ -80,10 +87,11 @@ class ChatCall:
                 settle(f"releasing the request {request_id}", lambda: idempotency.abandon(self.runtime, request_id))
         return error
 
-    def _create(self, user, headers, key) -> str:
+    def _create(self, user, headers, key, address: str) -> str:
         try:
             request = service.create(self.runtime, user, self.screened.native, client_agent=auth.client_agent(headers),
-                                     model_param=self.screened.model_param, body_hash=self.digest, holders=1)
+                                     model_param=self.screened.model_param, body_hash=self.digest, holders=1,
+                                     client_address=address)
         except Exception as exc:
             stored = isinstance(exc, errors.ServiceUnavailable) and exc.maybe_committed
             if key is not None and not stored:
@@ -203,9 +211,13 @@ def _client_gone(environ) -> bool:
     if sock is None:
         return False
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
+        poller = _system_poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        events = poller.poll(0)
+        if not events:
             return False
+        if events[0][1] & (select.POLLERR | select.POLLNVAL):
+            return True
         return sock.recv(1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):
         return True

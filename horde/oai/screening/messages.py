@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from horde.cooperative import pause_every
 from horde.oai.screening.base import (
     BAD_REQUEST,
     UNSUPPORTED,
@@ -46,7 +47,7 @@ def screen_messages(value: Any) -> list[dict]:
     if not messages:
         raise empty_array("messages")
     screened = [screen_message(message, f"messages[{index}]")
-                for index, message in enumerate(messages)]
+                for index, message in enumerate(pause_every(messages))]
     check_tool_history(screened)
     return screened
 

@@ -1,5 +1,7 @@
 """Context fitting: reject, grow, truncate_oldest."""
 
+import contextlib
+
 import pytest
 
 from horde import errors
@@ -54,3 +56,23 @@ def test_truncation_that_cannot_fit_the_latest_turn_is_refused():
     with pytest.raises(errors.NoWorkerSupportsLimit):
         context.fit(messages, None, max_tokens=100, mode="truncate_oldest", default_context=1024,
                     largest_context=2048)
+
+
+@pytest.mark.parametrize("mode", ["truncate_oldest", "grow", "reject"])
+def test_fitting_estimates_each_message_once(monkeypatch, mode):
+    """Linear work: a quadratic fit (re-estimating the kept messages per dropped turn) counts millions here."""
+    from horde.chat import tokens
+
+    calls = []
+    estimate = tokens.message_tokens
+    monkeypatch.setattr(tokens, "message_tokens", lambda message: calls.append(1) or estimate(message))
+    messages = turns(5000, words=2)
+    fitted = None
+    with contextlib.suppress(errors.NoWorkerSupportsLimit):
+        fitted = context.fit(messages, None, max_tokens=100, mode=mode, default_context=1024, largest_context=2048)
+    assert len(calls) == len(messages)
+    assert (fitted is not None) == (mode == "truncate_oldest")
+    if fitted is not None:
+        monkeypatch.undo()
+        assert fitted.prompt_tokens == prompt_tokens(fitted.messages) <= 2048 - 100
+        assert fitted.adjustments[-1]["dropped_messages"] == len(messages) - len(fitted.messages)

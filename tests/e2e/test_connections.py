@@ -1,0 +1,232 @@
+"""Connections against a real `python -m horde serve`, over raw sockets: timeouts, body limits, descriptors.
+
+The server runs with one-second idle and header timeouts and a 100 kB body
+limit. Every wait here is on a condition with a generous deadline; no test
+asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import time
+
+import pytest
+import requests
+
+from tests.e2e.conftest import Harness, unique_model
+
+BODY_LIMIT_BYTES = 100_000
+SHORT_SETTINGS = {
+    "HORDE_HTTP_IDLE_TIMEOUT_S": 1,
+    "HORDE_HTTP_HEADER_TIMEOUT_S": 1,
+    "HORDE_MAX_BODY_BYTES": BODY_LIMIT_BYTES,
+}
+PATIENCE_S = 30.0
+IDLE_CONNECTIONS = 2000
+
+
+@pytest.fixture(scope="module")
+def short(tmp_path_factory):
+    harness = Harness(f"sqlite:///{tmp_path_factory.mktemp('conn') / 'horde.db'}", SHORT_SETTINGS)
+    yield harness
+    harness.close()
+
+
+def connect(harness) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", harness.server.port), timeout=PATIENCE_S)
+    return sock
+
+
+def closed_by_server(sock: socket.socket, keep_sending: bytes = b"") -> bool:
+    """Wait (up to PATIENCE_S) for the server to close; optionally trickle bytes meanwhile, slowloris style."""
+    deadline = time.monotonic() + PATIENCE_S
+    while time.monotonic() < deadline:
+        if keep_sending:
+            try:
+                sock.sendall(keep_sending)
+            except OSError:
+                return True
+        if readable_within(sock, 0.2):
+            try:
+                if sock.recv(65536) == b"":
+                    return True
+            except OSError:
+                return True
+    return False
+
+
+def read_response(sock: socket.socket) -> tuple[int, dict, bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return int(lines[0].split()[1]), headers, rest
+
+
+def test_an_idle_kept_alive_connection_is_closed(short):
+    sock = connect(short)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, headers, _ = read_response(sock)
+    assert status == 200 and headers.get("connection", "").lower() != "close"
+    assert closed_by_server(sock)
+
+
+def test_a_connection_that_sends_nothing_is_closed(short):
+    assert closed_by_server(connect(short))
+
+
+def test_headers_trickled_byte_by_byte_are_cut_off(short):
+    """Each byte arrives well within any per-read timeout; the header deadline still ends it."""
+    sock = connect(short)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    assert closed_by_server(sock, keep_sending=b"X")
+
+
+def test_a_long_poll_is_not_idle(short):
+    """A pop waiting three times the idle timeout still answers, and the connection serves the next call."""
+    key = short.user(trusted=True)
+    with requests.Session() as session:
+        body = {"name": "poller", "models": [unique_model()], "max_length": 64, "max_context_length": 512, "wait": 3}
+        popped = session.post(
+            short.url + "/api/v2/generate/chat/pop", json=body, headers={"apikey": key}, timeout=PATIENCE_S
+        )
+        assert popped.status_code == 200 and popped.json()["id"] is None
+        assert session.get(short.url + "/health", timeout=PATIENCE_S).status_code == 200
+
+
+@pytest.mark.parametrize("path, native", [("/v1/chat/completions", False), ("/api/v2/generate/chat/async", True)])
+def test_a_declared_large_body_is_refused_before_it_is_sent(short, path, native):
+    """Only the headers go out; the 413 comes back without the server waiting for a byte of the body."""
+    sock = connect(short)
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {100 * 1024 * 1024}\r\n\r\n".encode()
+    )
+    status, headers, body = read_response(sock)
+    assert status == 413 and headers["connection"].lower() == "close"
+    answer = json.loads(body)
+    assert (answer["rc"] if native else answer["error"]["code"]) == "request_too_large"
+    assert closed_by_server(sock)
+
+
+def test_a_chunked_body_is_counted_while_read(short):
+    sock = connect(short)
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    chunk = b"x" * 10_000
+    try:
+        for _ in range(BODY_LIMIT_BYTES // len(chunk) + 5):
+            sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    except OSError:
+        pass  # the server may close before the last chunks
+    status, _, body = read_response(sock)
+    assert (status, json.loads(body)["error"]["code"]) == (413, "request_too_large")
+
+
+@pytest.mark.parametrize("path, native", [("/v1/chat/completions", False), ("/api/v2/generate/chat/async", True)])
+def test_a_malformed_chunked_body_is_400(short, path, native):
+    sock = connect(short)
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n".encode()
+    )
+    status, _, body = read_response(sock)
+    answer = json.loads(body)
+    assert status == 400
+    assert (answer["rc"] if native else answer["error"]["code"]) == "BadRequest"
+
+
+def test_v1_calls_succeed_with_thousands_of_idle_connections_open(tmp_path):
+    """Descriptors above 1024: the front's closed-client check must not take them for closed clients (499)."""
+    harness = Harness(f"sqlite:///{tmp_path / 'horde.db'}", {"HORDE_HTTP_HEADER_TIMEOUT_S": 600})
+    idle: list[socket.socket] = []
+    try:
+        model = unique_model()
+        harness.worker([model])
+        for _ in range(IDLE_CONNECTIONS):
+            idle.append(socket.create_connection(("127.0.0.1", harness.server.port), timeout=PATIENCE_S))
+        assert requests.get(harness.url + "/health", timeout=PATIENCE_S).status_code == 200  # all accepted by now
+        client = harness.openai(timeout=PATIENCE_S)
+        for index in range(3):
+            reply = client.chat.completions.create(model=model, messages=[{"role": "user", "content": f"n{index}"}])
+            assert reply.choices[0].message.content == f"You wrote: n{index}"
+        assert not any(closed for closed in (_closed_now(sock) for sock in idle[:50]))
+    finally:
+        for sock in idle:
+            sock.close()
+        harness.close()
+
+
+def _closed_now(sock: socket.socket) -> bool:
+    return readable_within(sock, 0) and sock.recv(1, socket.MSG_PEEK) == b""
+
+
+def readable_within(sock: socket.socket, timeout_s: float) -> bool:
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))
+
+
+def test_the_gunicorn_worker_class_applies_the_timeouts(tmp_path):
+    """The production command's worker class closes idle and slowloris connections like `horde serve`."""
+    import subprocess
+    import sys
+
+    from horde_testing.processes import ROOT, base_env, free_port, wait_until
+
+    port = free_port()
+    env = base_env(f"sqlite:///{tmp_path / 'horde.db'}", **SHORT_SETTINGS)
+    log = open(tmp_path / "gunicorn.log", "wb")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-k",
+            "horde.gunicorn_worker.HordeWorker",
+            "-w",
+            "1",
+            "-b",
+            f"127.0.0.1:{port}",
+            "horde.wsgi:app",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until(lambda: _healthy(f"http://127.0.0.1:{port}"), what="gunicorn to answer /health")
+        sock = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(sock)[0] == 200
+        assert closed_by_server(sock)
+        slow = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+        slow.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        assert closed_by_server(slow, keep_sending=b"X")
+    finally:
+        process.terminate()
+        process.wait(15)
+        log.close()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return requests.get(url + "/health", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
