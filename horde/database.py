@@ -58,6 +58,16 @@ def is_unavailable(exc: BaseException) -> bool:
     return sqlstate is None or sqlstate.startswith(CONNECTION_SQLSTATES)
 
 
+def _close(session: Session) -> None:
+    """Close a session whose work is done (or failed already): a connection that dies now loses nothing."""
+    try:
+        session.close()
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        log.info("a database connection died as its session closed; the pool replaces it")
+
+
 class Base(DeclarativeBase):
     """Declarative base of every table."""
 
@@ -117,7 +127,7 @@ class Database:
                 session.rollback()
             raise self._unavailable(exc, maybe_committed=committing) from exc
         finally:
-            session.close()
+            _close(session)
         self._reached()
 
     @contextlib.contextmanager
@@ -131,7 +141,7 @@ class Database:
                 raise self._unavailable(exc, maybe_committed=False) from exc
             raise
         finally:
-            session.close()  # the pool rolls the connection back; loaded objects stay readable, detached
+            _close(session)  # the pool rolls the connection back; loaded objects stay readable, detached
         self._reached()
 
     def ping(self) -> bool:

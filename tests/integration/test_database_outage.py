@@ -70,6 +70,16 @@ def test_a_commit_cut_off_may_have_been_stored_and_an_earlier_failure_was_not(pr
         assert session.query(User).filter_by(username="never-stored").count() == 0
 
 
+def test_a_connection_lost_as_a_finished_read_closes_loses_nothing(proxied):
+    runtime, proxy = proxied
+    with runtime.db.read() as session:
+        answer = session.execute(text("SELECT 41 + 1")).scalar()
+        proxy.cut()  # the session's rollback on close meets a dead connection
+    assert answer == 42
+    proxy.resume()
+    assert runtime.db.ping()
+
+
 def test_a_wrong_statement_is_not_an_outage(proxied):
     runtime, _ = proxied
     with pytest.raises(ProgrammingError), runtime.db.read() as session:
