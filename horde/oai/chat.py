@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket", "gunicorn.sock")
 # The operating system's poll, even under gevent's monkey patching: a zero-timeout look needs no greenlet switch,
-# and unlike select.select it takes descriptors above 1024.
+# and unlike select() it takes descriptors of 1024 and above.
 _system_poll = get_original("select", "poll")
 JSON_WAIT_TICK_S = 1.0
 STAINLESS_RETRY_HEADER = "x-stainless-retry-count"

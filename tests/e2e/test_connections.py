@@ -8,6 +8,7 @@ asserts how long anything took.
 from __future__ import annotations
 
 import json
+import resource
 import select
 import socket
 import time
@@ -153,6 +154,7 @@ def test_a_malformed_chunked_body_is_400(short, path, native):
 
 def test_v1_calls_succeed_with_thousands_of_idle_connections_open(tmp_path):
     """Descriptors above 1024: the front's closed-client check must not take them for closed clients (499)."""
+    _allow_open_files(IDLE_CONNECTIONS + 500)  # the server raises its own limit at start
     harness = Harness(f"sqlite:///{tmp_path / 'horde.db'}", {"HORDE_HTTP_HEADER_TIMEOUT_S": 600})
     idle: list[socket.socket] = []
     try:
@@ -170,6 +172,14 @@ def test_v1_calls_succeed_with_thousands_of_idle_connections_open(tmp_path):
         for sock in idle:
             sock.close()
         harness.close()
+
+
+def _allow_open_files(count: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < count:
+        if hard != resource.RLIM_INFINITY and hard < count:
+            pytest.skip(f"the hard limit on open files ({hard}) is below {count}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, hard))
 
 
 def _closed_now(sock: socket.socket) -> bool:
@@ -230,3 +240,14 @@ def _healthy(url: str) -> bool:
         return requests.get(url + "/health", timeout=1).status_code == 200
     except requests.RequestException:
         return False
+
+
+def test_the_sdk_sees_the_413_of_a_body_it_is_still_sending(short):
+    """The server answers without reading the body and closes; the OpenAI SDK still reads the refusal."""
+    import openai
+
+    client = short.openai(timeout=PATIENCE_S)
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x" * (50 * BODY_LIMIT_BYTES)}])
+    assert refused.value.status_code == 413
+    assert refused.value.body["code"] == "request_too_large"

@@ -217,3 +217,16 @@ def test_native_image_url_of_the_wrong_type_is_400(client, make_user, image_url,
     body = {"model": "m1", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": image_url}]}]}
     response = post(client, "/api/v2/generate/chat/async", body, {"apikey": key})
     assert (response.status_code, response.get_json()["rc"], response.get_json()["param"]) == (400, "BadRequest", param)
+
+
+def test_a_nul_in_the_client_agent_header_is_dropped_not_stored(client, make_user, runtime):
+    """Headers may carry NUL; PostgreSQL text may not. The agent is stored without it."""
+    from horde.chat.models import ChatRequest
+
+    _, key = make_user("owner")
+    pop(client, key)
+    body = {"model": "m1", "messages": [{"role": "user", "content": "hi"}]}
+    response = post(client, "/api/v2/generate/chat/async", body, {"apikey": key, "Client-Agent": "app\x00:1:x"})
+    assert response.status_code == 202, response.get_json()
+    with runtime.db.read() as session:
+        assert session.get(ChatRequest, response.get_json()["id"]).client_agent == "app:1:x"
