@@ -9,8 +9,9 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import CursorResult, Executable, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -177,6 +178,18 @@ class Database:
         self.engine.dispose()
         if self.read_engine is not self.engine:
             self.read_engine.dispose()
+
+
+def rows_changed(session: Session, statement: Executable) -> int:
+    """Run an UPDATE (a compare-and-set: its WHERE names the state it expects) and return how many rows it
+    changed. Loaded objects are left alone; the caller knows what it wrote."""
+    result = session.execute(statement, execution_options={"synchronize_session": False})
+    return cast(CursorResult[Any], result).rowcount
+
+
+def is_postgresql(session: Session) -> bool:
+    """Whether `session` talks to PostgreSQL, where concurrent writers need row locks (SQLite runs one at a time)."""
+    return session.get_bind().dialect.name == "postgresql"
 
 
 def _sqlite_pragmas(dbapi_connection, _record):

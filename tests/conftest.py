@@ -11,6 +11,7 @@ from horde.app import create_app, init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
 from horde_testing.databases import PostgresDatabase, postgres_admin_url
+from horde_testing.ledger import assert_balances_match_ledger
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -51,7 +52,10 @@ def runtime(settings):
     hub = Runtime.build(settings)
     init_schema(hub)
     yield hub
-    hub.close()
+    try:
+        assert_balances_match_ledger(hub.db)  # the standing invariant, after every test that had a database
+    finally:
+        hub.close()
 
 
 @pytest.fixture

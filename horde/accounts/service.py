@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from horde import errors
 from horde.accounts.keys import ANONYMOUS_API_KEY, ANONYMOUS_USERNAME, hash_api_key, new_api_key
 from horde.accounts.models import KudosEntry, User
+from horde.database import is_postgresql
 
 
 def ensure_anonymous_user(session: Session) -> User:
@@ -62,15 +64,30 @@ def find_by_name(session: Session, username: str) -> User:
 
 
 def move_kudos(session: Session, user: User, amount: int, *, kind: str, request_id: str | None = None) -> None:
-    """The only way a balance changes: one ledger entry and the same amount on the balance."""
+    """The only way a balance changes: one ledger entry and the same amount added in SQL, in one transaction.
+
+    The addition happens in the database (`kudos = kudos + amount`), never from a value read earlier, so
+    concurrent moves on one user all count and the balance stays the sum of its entries.
+    """
     if amount == 0:
         return
     session.add(KudosEntry(user_id=user.id, amount=amount, kind=kind, request_id=request_id))
-    user.kudos = (user.kudos or 0) + amount
+    balance = session.execute(update(User).where(User.id == user.id).values(kudos=User.kudos + amount)
+                              .returning(User.kudos), execution_options={"synchronize_session": False}).scalar_one()
+    set_committed_value(user, "kudos", balance)
+
+
+def locked_balance(session: Session, user_id: int, *, lock: bool) -> int:
+    """The user's balance as committed; with `lock` (PostgreSQL) the row stays locked until the transaction
+    ends, so checks that read it are serialised with every other locker of that user."""
+    query = select(User.kudos).where(User.id == user_id)
+    return session.scalar(query.with_for_update() if lock else query) or 0
 
 
 def set_kudos(session: Session, user: User, balance: int) -> None:
-    move_kudos(session, user, balance - (user.kudos or 0), kind="adjustment")
+    """Set a balance through an adjustment entry of the difference, read under the user's row lock."""
+    current = locked_balance(session, user.id, lock=is_postgresql(session))
+    move_kudos(session, user, balance - current, kind="adjustment")
 
 
 def ledger_sum(session: Session, user: User) -> int:

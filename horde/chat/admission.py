@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.chat import context, pricing, queue, requirements
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
@@ -18,6 +19,7 @@ from horde.chat.schemas import CHAT_REQUEST_SCHEMA, load
 from horde.chat.tokens import count_images
 from horde.config import Settings
 from horde.cooperative import pause_every
+from horde.database import is_postgresql
 from horde.workers import service as workers
 
 DEFAULT_MAX_TOKENS = 512
@@ -88,7 +90,7 @@ def admit(session: Session, settings: Settings, user: User, native: dict, *, cli
     estimate = pricing.price(models[0], completion_tokens=need.max_tokens, prompt_tokens=fitted.prompt_tokens,
                              n_images=n_images, reference_path=settings.model_reference_path)
     queued = queue.waiting_for_models(session, models)
-    _check_price(native, user, estimate, need, eligible, queued)
+    _check_price(session, native, user, estimate, need, eligible, queued)
     _check_queue(native, session, settings, eligible, queued)
     request = ChatRequest(
         user_id=user.id, models=models, max_tokens=need.max_tokens, context_tokens=need.context_tokens,
@@ -175,7 +177,7 @@ def _declaration_gap(online, need: Need, models) -> errors.HordeError:
         metadata={"missing": best_missing})
 
 
-def _check_price(native, user: User, estimate: int, need: Need, eligible, queued: int) -> None:
+def _check_price(session: Session, native, user: User, estimate: int, need: Need, eligible, queued: int) -> None:
     max_kudos = native.get("max_kudos")
     if max_kudos is not None and estimate > max_kudos:
         raise errors.MaxKudosExceeded(
@@ -183,11 +185,18 @@ def _check_price(native, user: User, estimate: int, need: Need, eligible, queued
             param="horde.max_kudos", metadata={"kudos_estimate": estimate, "max_kudos": max_kudos})
     threads = sum(w.threads for w in eligible)
     allowance = pricing.free_allowance_tokens(threads, queued)
-    if need.max_tokens > allowance and user.kudos < estimate:
+    if need.max_tokens <= allowance:
+        return
+    # The user's row stays locked (PostgreSQL) until this request is queued, so concurrent admissions of one
+    # user are checked one after the other and each sees the reservations of those before it.
+    balance = accounts.locked_balance(session, user.id, lock=is_postgresql(session))
+    reserved = queue.reserved_kudos(session, user.id)
+    if balance - reserved < estimate:
+        held = f", of which {reserved} are reserved by its requests still waiting or processing" if reserved else ""
         raise errors.KudosUpfront(
             f"max_tokens {need.max_tokens} is above the free allowance of {allowance} tokens, so the API key "
-            f"needs {estimate} kudos upfront; it has {user.kudos}.",
-            param="max_tokens", metadata={"kudos_estimate": estimate, "kudos": user.kudos,
+            f"needs {estimate} kudos upfront; it has {balance}{held}.",
+            param="max_tokens", metadata={"kudos_estimate": estimate, "kudos": balance, "reserved_kudos": reserved,
                                           "free_allowance_tokens": allowance})
 
 

@@ -3,7 +3,8 @@
 price = ceil(size_b / 8 × (completion_tokens / 100 + prompt_tokens / 1000)) + 5 × images,
 at least 1 kudos; size_b is the model's size in billions of parameters from the
 model reference file, DEFAULT_MODEL_SIZE_B when unknown. The estimate prices the
-full max_tokens; the charge prices what was generated.
+full max_tokens; the charge prices what was generated, as the worker reports it
+but never more than the reply can hold (`billable_completion_tokens`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import math
 from pathlib import Path
 
+from horde.chat.tokens import reply_tokens
+
 DEFAULT_MODEL_SIZE_B = 8
 REFERENCE_SIZE_B = 8
 COMPLETION_TOKENS_PER_UNIT = 100
@@ -21,6 +24,11 @@ KUDOS_PER_IMAGE = 5
 MIN_PRICE_KUDOS = 1
 FREE_ALLOWANCE_MAX_TOKENS = 4096
 FREE_ALLOWANCE_MIN_TOKENS = 512
+#: A reply's billable tokens are at most this many per token of the Horde's estimate (4 characters a token,
+#: so one token per character, the most a real tokenizer produces for ordinary text) ...
+REPLY_TOKENS_MARGIN = 4
+#: ... plus these, for the special tokens a backend may count (end of turn, tool-call markers).
+REPLY_TOKENS_SLACK = 16
 BUILTIN_REFERENCE = Path(__file__).with_name("model_reference.json")
 
 
@@ -39,6 +47,17 @@ def price(model: str, *, completion_tokens: int, prompt_tokens: int, n_images: i
     size_factor = model_size_b(model, reference_path) / REFERENCE_SIZE_B
     units = completion_tokens / COMPLETION_TOKENS_PER_UNIT + prompt_tokens / PROMPT_TOKENS_PER_UNIT
     return max(MIN_PRICE_KUDOS, math.ceil(size_factor * units)) + KUDOS_PER_IMAGE * n_images
+
+
+def billable_completion_tokens(reported: int | None, reply: dict, max_tokens: int) -> int:
+    """The completion tokens a reply is charged (and its worker rewarded) for.
+
+    The worker's count when it reports one, else the Horde's estimate; either way at most `max_tokens` and at
+    most what the reply itself can hold, so a short reply cannot claim a long one's price.
+    """
+    estimate = reply_tokens(reply)
+    bound = REPLY_TOKENS_MARGIN * estimate + REPLY_TOKENS_SLACK
+    return min(estimate if reported is None else reported, bound, max_tokens)
 
 
 def free_allowance_tokens(eligible_threads: int, queued_requests: int) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from horde.chat.models import JOB_SUBMITTED, WAITING, ChatJob, ChatRequest, ChatRequestModel
+from horde.chat.models import JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel
 from horde.timeutil import utcnow
 
 RECENT_JOBS_FOR_ESTIMATE = 50
@@ -71,3 +71,13 @@ def created_since(session: Session, user_id: int, seconds: float, client_address
     if client_address is not None:
         query = query.where(ChatRequest.client_address == client_address)
     return session.scalar(query) or 0
+
+
+def reserved_kudos(session: Session, user_id: int) -> int:
+    """The estimates of the user's requests still waiting or processing: kudos their charges may yet take.
+
+    Counted over the live requests only (the queue index leads with the state), so it stays cheap however
+    long the user's history is.
+    """
+    return session.scalar(select(func.coalesce(func.sum(ChatRequest.kudos_estimate), 0)).where(
+        ChatRequest.state.in_((WAITING, PROCESSING)), ChatRequest.user_id == user_id)) or 0

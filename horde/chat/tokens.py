@@ -19,6 +19,14 @@ def text_tokens(text: str | None) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
 
 
+def reply_tokens(reply: dict) -> int:
+    """The estimate of a worker's reply: its content, its reasoning and its tool calls' compact JSON."""
+    tokens = text_tokens(reply.get("content")) + text_tokens(reply.get("reasoning_content"))
+    if reply.get("tool_calls"):
+        tokens += text_tokens(json.dumps(reply["tool_calls"], separators=(",", ":")))
+    return tokens
+
+
 def content_text(content: Any) -> str:
     """The text of a message content: a string or the text parts of a list."""
     if isinstance(content, str):

@@ -30,9 +30,9 @@ class Progress(Resource):
         body = load(PROGRESS_SCHEMA, json_body())
         hub = runtime()
         with hub.db.transaction() as session:
-            stop, request = lifecycle.progress(session, _owner(session), body)
+            stop, request_id = lifecycle.progress(session, _owner(session), body)
         if not stop:
-            hub.bus.publish(request_channel(request.id))
+            hub.bus.publish(request_channel(request_id))
         return {"cancel": stop}
 
 

@@ -6,10 +6,13 @@ import datetime as dt
 from collections.abc import Iterable
 
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.models import User
+from horde.database import is_postgresql
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
 from horde.workers.models import Worker
@@ -21,9 +24,8 @@ def check_in(session: Session, owner: User, pop: dict) -> Worker:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
     if worker is None:
-        worker = Worker(name=pop["name"], owner_id=owner.id)
-        session.add(worker)
-    elif worker.owner_id != owner.id:
+        worker = _insert_new(session, owner, pop)
+    if worker.owner_id != owner.id:
         raise errors.WorkerNameTaken(f"The worker name '{pop['name']}' belongs to another user.")
     worker.models = list(dict.fromkeys(pop["models"]))
     worker.max_length = pop["max_length"]
@@ -36,6 +38,19 @@ def check_in(session: Session, owner: User, pop: dict) -> Worker:
     worker.last_pop_at = utcnow()
     session.flush()
     return worker
+
+
+def _insert_new(session: Session, owner: User, pop: dict) -> Worker:
+    """Insert the worker unless a concurrent first pop of the same name did, then read whichever row won.
+
+    An upsert rather than an INSERT: concurrent first pops of a new name all succeed (the losers wait for the
+    winner's commit, then find its row), where a plain INSERT would fail on the unique name.
+    """
+    insert = postgresql_insert if is_postgresql(session) else sqlite_insert
+    session.execute(insert(Worker).values(name=pop["name"], owner_id=owner.id, max_length=pop["max_length"],
+                                          max_context_length=pop["max_context_length"])
+                    .on_conflict_do_nothing(index_elements=[Worker.name]))
+    return session.scalars(select(Worker).where(Worker.name == pop["name"])).one()
 
 
 def online_cutoff(window_s: float) -> dt.datetime:

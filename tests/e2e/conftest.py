@@ -14,6 +14,7 @@ from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
 from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
+from horde_testing.ledger import assert_balances_match_ledger
 from horde_testing.processes import Server, Worker, base_env
 
 RULES_PATH = Path(__file__).with_name("rules.json")
@@ -70,7 +71,10 @@ class Harness:
         self.stop_workers()
         for server in self.servers:
             server.stop()
-        self.runtime.close()
+        try:
+            assert_balances_match_ledger(self.runtime.db)  # the standing invariant over the servers' database
+        finally:
+            self.runtime.close()
 
 
 def unique_model(prefix: str = "e2e") -> str:
