@@ -54,6 +54,7 @@ class Settings:
     max_body_bytes: int = 32 * 1024 * 1024
     max_messages: int = 2048
     max_image_bytes_total: int = 32 * 1024 * 1024
+    max_images_per_request: int = 16
     trusted_proxy_hops: int = 0
     http_idle_timeout_s: float = 75.0
     http_header_timeout_s: float = 10.0
@@ -84,6 +85,7 @@ class Settings:
             max_body_bytes=_int(env, "HORDE_MAX_BODY_BYTES", cls.max_body_bytes),
             max_messages=_int(env, "HORDE_MAX_MESSAGES", cls.max_messages),
             max_image_bytes_total=_int(env, "HORDE_MAX_IMAGE_BYTES_TOTAL", cls.max_image_bytes_total),
+            max_images_per_request=_int(env, "HORDE_MAX_IMAGES_PER_REQUEST", cls.max_images_per_request),
             trusted_proxy_hops=_int(env, "HORDE_TRUSTED_PROXY_HOPS", cls.trusted_proxy_hops),
             http_idle_timeout_s=_float(env, "HORDE_HTTP_IDLE_TIMEOUT_S", cls.http_idle_timeout_s),
             http_header_timeout_s=_float(env, "HORDE_HTTP_HEADER_TIMEOUT_S", cls.http_header_timeout_s),

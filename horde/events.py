@@ -39,14 +39,27 @@ def announce_jobs(bus: LocalEventBus, models: Iterable[str]) -> None:
 
 
 class Subscription:
-    def __init__(self, bus: LocalEventBus, channels: Iterable[str]):
+    """One listener on some channels. `single`: a job poller; an announcement on a channel wakes one of
+    them (the longest waiting), not all, and a poller that could not use the job passes it on."""
+
+    def __init__(self, bus: LocalEventBus, channels: Iterable[str], single: bool = False):
         self._bus = bus
         self.channels = tuple(channels)
-        self._event = threading.Event()
+        self.single = single
+        self._ready = threading.Condition(threading.Lock())
+        self._pending = False
+        #: Per channel, the announcement count when this poller last looked at the queue.
+        self.seen: dict[str, int] = {}
         self._woken_at = time.monotonic()
 
     def notify(self) -> None:
-        self._event.set()
+        with self._ready:
+            self._pending = True
+            self._ready.notify()
+
+    @property
+    def pending(self) -> bool:
+        return self._pending
 
     def wait(self, timeout: float | None) -> bool:
         """True when an event arrived since the last wait (or during this one).
@@ -55,16 +68,32 @@ class Subscription:
         so that the waiter reads the database instead of an event.
         """
         poll_s = self._bus.poll_interval_s()
-        if poll_s is None:
-            fired = self._event.wait(timeout)
-        else:
+        if poll_s is not None:
             due_s = max(0.0, self._woken_at + poll_s - time.monotonic())
-            fired = self._event.wait(due_s if timeout is None else min(timeout, due_s))
-            fired = fired or time.monotonic() >= self._woken_at + poll_s
-        self._event.clear()
+            timeout = due_s if timeout is None else min(timeout, due_s)
+        if self.single:
+            self._bus._start_waiting(self)
+        try:
+            with self._ready:
+                if not self._pending:
+                    self._ready.wait(timeout)
+                fired, self._pending = self._pending, False
+        finally:
+            if self.single:
+                self._bus._stop_waiting(self)
+        if poll_s is not None and time.monotonic() >= self._woken_at + poll_s:
+            fired = True
         if fired:
             self._woken_at = time.monotonic()
         return fired
+
+    def mark_seen(self) -> None:
+        """Call before looking at the queue: every announcement so far is then accounted for."""
+        self._bus._mark_seen(self)
+
+    def pass_on(self) -> bool:
+        """The announcement that woke this poller was of no use to it: wake another that has not seen it."""
+        return self._bus._pass_on(self)
 
     def close(self) -> None:
         self._bus._unsubscribe(self)
@@ -80,9 +109,12 @@ class LocalEventBus:
     def __init__(self):
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[Subscription]] = {}
+        #: Pollers blocked in wait(), per channel, oldest first (dict keys keep insertion order).
+        self._waiting: dict[str, dict[Subscription, None]] = {}
+        self._announced: dict[str, int] = {}
 
-    def subscribe(self, *channels: str) -> Subscription:
-        subscription = Subscription(self, channels)
+    def subscribe(self, *channels: str, single: bool = False) -> Subscription:
+        subscription = Subscription(self, channels, single)
         with self._lock:
             for channel in channels:
                 self._subscribers.setdefault(channel, set()).add(subscription)
@@ -96,14 +128,67 @@ class LocalEventBus:
                     subscribers.discard(subscription)
                     if not subscribers:
                         del self._subscribers[channel]
+                        self._announced.pop(channel, None)
+                self._waiting.get(channel, {}).pop(subscription, None)
+
+    def _start_waiting(self, subscription: Subscription) -> None:
+        with self._lock:
+            for channel in subscription.channels:
+                self._waiting.setdefault(channel, {})[subscription] = None
+
+    def _stop_waiting(self, subscription: Subscription) -> None:
+        with self._lock:
+            self._forget_waiting(subscription)
+
+    def _forget_waiting(self, subscription: Subscription) -> None:
+        for channel in subscription.channels:
+            waiting = self._waiting.get(channel)
+            if waiting is not None:
+                waiting.pop(subscription, None)
+                if not waiting:
+                    del self._waiting[channel]
+
+    def _mark_seen(self, subscription: Subscription) -> None:
+        with self._lock:
+            subscription.seen = {channel: self._announced.get(channel, 0) for channel in subscription.channels}
+
+    def _pick(self, channel: str, exclude=None) -> Subscription | None:
+        """The poller to wake for `channel` (lock held): the longest waiting one that has not seen the
+        latest announcement, else a busy one that will look again when it is done."""
+        latest = self._announced.get(channel, 0)
+        for subscription in self._waiting.get(channel, ()):
+            if subscription is not exclude and subscription.seen.get(channel, 0) < latest:
+                self._forget_waiting(subscription)
+                return subscription
+        for subscription in self._subscribers.get(channel, ()):
+            if (subscription.single and subscription is not exclude and not subscription.pending
+                    and subscription.seen.get(channel, 0) < latest):
+                return subscription
+        return None
+
+    def _pass_on(self, subscription: Subscription) -> bool:
+        with self._lock:
+            chosen = [self._pick(channel, exclude=subscription) for channel in subscription.channels]
+        for other in dict.fromkeys(chosen):
+            if other is not None:
+                other.notify()
+        return any(chosen)
 
     def publish(self, channel: str) -> None:
         self._dispatch(channel)
 
     def _dispatch(self, channel: str) -> None:
         with self._lock:
-            subscribers = list(self._subscribers.get(channel, ()))
-        for subscription in subscribers:
+            subscribers = self._subscribers.get(channel)
+            if not subscribers:
+                return
+            listeners = [subscription for subscription in subscribers if not subscription.single]
+            if len(listeners) < len(subscribers):
+                self._announced[channel] = self._announced.get(channel, 0) + 1
+                chosen = self._pick(channel)
+                if chosen is not None:
+                    listeners.append(chosen)
+        for subscription in listeners:
             subscription.notify()
 
     def wake_all(self) -> None:

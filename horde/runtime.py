@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from horde.accounts.identity import IdentityCache
 from horde.chat.snapshots import Snapshots
 from horde.config import Settings
 from horde.database import Database
 from horde.events import LocalEventBus, make_event_bus
+from horde.workers.checkins import CheckIns
 
 
 @dataclass
@@ -16,6 +18,8 @@ class Runtime:
     db: Database
     bus: LocalEventBus
     snapshots: Snapshots = field(default_factory=Snapshots)
+    identities: IdentityCache = field(default_factory=IdentityCache)
+    checkins: CheckIns = field(default_factory=CheckIns)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

@@ -107,3 +107,42 @@ class Worker(Process):
             raise RuntimeError(f"worker {self.worker_name} exited:\n" + self.output())
         stats = requests.get(self.server.url + "/api/v2/status/models", timeout=2).json()
         return any(self.worker_name in stat.get("worker_names", ()) for stat in stats)
+
+
+class Gunicorn(Process):
+    """The production command: `gunicorn -k gevent -w N 'horde.wsgi:app'` on a free port."""
+
+    def __init__(self, env: dict, processes: int = 2, worker_connections: int = 2000):
+        self.port = free_port()
+        self.processes = processes
+        super().__init__(["-m", "gunicorn", "-k", "gevent", "-w", str(processes), "--worker-connections",
+                          str(worker_connections), "-b", f"127.0.0.1:{self.port}", "horde.wsgi:app"], env, "gunicorn")
+        self.url = f"http://127.0.0.1:{self.port}"
+        try:
+            wait_until(self._ready, timeout_s=60, what="gunicorn's processes to answer /health")
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError("gunicorn did not start:\n" + self.output()) from None
+
+    def worker_pids(self) -> list[int]:
+        """The processes gunicorn forked (its workers), from /proc."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.popen.pid:
+                    pids.append(int(entry.name))
+        return pids
+
+    def _ready(self) -> bool:
+        if not self.alive():
+            raise RuntimeError("gunicorn exited:\n" + self.output())
+        if len(self.worker_pids()) < self.processes:
+            return False
+        try:
+            return requests.get(self.url + "/health", timeout=1).status_code == 200
+        except requests.RequestException:
+            return False

@@ -2,6 +2,7 @@
 
 from flask_restx import Namespace, Resource, fields
 
+from horde.accounts.models import User
 from horde.api import api_key, runtime
 from horde.chat.service import authenticate
 
@@ -16,5 +17,8 @@ class FindUser(Resource):
     @namespace.doc(params={"apikey": {"in": "header", "description": "API key"}})
     @namespace.marshal_with(user_model)
     def get(self) -> dict:
-        """The caller's account."""
-        return authenticate(runtime(), api_key()).to_public()
+        """The caller's account, with its balance as it is now."""
+        hub = runtime()
+        identity = authenticate(hub, api_key())
+        with hub.db.read() as session:
+            return session.get_one(User, identity.id).to_public()

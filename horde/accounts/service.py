@@ -39,6 +39,11 @@ def find_by_key(session: Session, key: str) -> User | None:
     return session.scalar(select(User).where(User.api_key_hash == hash_api_key(key)))
 
 
+def identity_cache_key(key: str | None) -> str:
+    """What the identity cache files a key under: its hash (the anonymous user for no key)."""
+    return "anonymous" if not key or key == ANONYMOUS_API_KEY else hash_api_key(key)
+
+
 def find_user(session: Session, key: str | None) -> User | None:
     """The user owning `key` (no key: the anonymous user), or None; never writes."""
     if not key or key == ANONYMOUS_API_KEY:

@@ -7,6 +7,8 @@ worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -21,6 +23,9 @@ from horde.config import Settings
 from horde.cooperative import pause_every
 from horde.database import is_postgresql
 from horde.workers import service as workers
+
+if TYPE_CHECKING:
+    from horde.chat.snapshots import Snapshots
 
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "frequency_penalty": 0, "presence_penalty": 0}
@@ -47,8 +52,11 @@ def models_of(native: dict) -> list[str]:
 
 
 def admit(session: Session, settings: Settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
-          model_param: str | None = None, client_address: str | None = None) -> ChatRequest:
-    """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError."""
+          model_param: str | None = None, client_address: str | None = None,
+          snapshots: Snapshots | None = None) -> ChatRequest:
+    """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
+
+    With `snapshots` the queue length and typical job time behind the estimates may be a second old."""
     models = models_of(native)
     model_param = model_param or ("model" if "model" in native else "models")
     _check_rate(session, settings, user, client_address)
@@ -89,9 +97,11 @@ def admit(session: Session, settings: Settings, user: User, native: dict, *, cli
     n_images = sum(count_images(message.get("content")) for message in fitted.messages)
     estimate = pricing.price(models[0], completion_tokens=need.max_tokens, prompt_tokens=fitted.prompt_tokens,
                              n_images=n_images, reference_path=settings.model_reference_path)
-    queued = queue.waiting_for_models(session, models)
+    queued = snapshots.waiting(session, models) if snapshots else queue.waiting_for_models(session, models)
     _check_price(session, native, user, estimate, need, eligible, queued)
-    _check_queue(native, session, settings, eligible, queued)
+    job_s = (snapshots.typical_job_s(session, settings.default_job_duration_s) if snapshots
+             else queue.typical_job_s(session, settings.default_job_duration_s))
+    _check_queue(native, settings, eligible, queued, job_s)
     request = ChatRequest(
         user_id=user.id, models=models, max_tokens=need.max_tokens, context_tokens=need.context_tokens,
         prompt_tokens=fitted.prompt_tokens, required_features=need.features, required_guarantees=need.guarantees,
@@ -200,11 +210,11 @@ def _check_price(session: Session, native, user: User, estimate: int, need: Need
                                           "free_allowance_tokens": allowance})
 
 
-def _check_queue(native, session, settings, eligible, queued: int) -> None:
+def _check_queue(native: dict, settings: Settings, eligible: list, queued: int, job_s: float) -> None:
     if native.get("availability_mode", "fail_fast") != "fail_fast":
         return
     threads = sum(w.threads for w in eligible)
-    wait_s = queue.wait_estimate_s(queued, threads, queue.typical_job_s(session, settings.default_job_duration_s))
+    wait_s = queue.wait_estimate_s(queued, threads, job_s)
     budget_s = settings.oai_wait_budget_s
     if wait_s > budget_s:
         raise errors.QueueUnavailable(

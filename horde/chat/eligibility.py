@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, and_, exists, literal, or_, select
 
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
+from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK, feature_names, guarantee_names
 from horde.workers.models import Worker
 
@@ -51,7 +52,7 @@ def fits(worker: Worker, need: Need) -> bool:
     return worker.max_length >= need.max_tokens and worker.max_context_length >= need.context_tokens
 
 
-def queue_filter(worker: Worker, trusted: bool) -> ColumnElement[bool]:
+def queue_filter(worker: Worker | WorkerView, trusted: bool) -> ColumnElement[bool]:
     """SQL conditions under which a waiting request is eligible for `worker`."""
     missing_features = ALL_FEATURES_MASK & ~worker.features_mask
     missing_guarantees = ALL_GUARANTEES_MASK & ~worker.guarantees_mask

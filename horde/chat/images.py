@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 
 from horde import errors
 from horde.chat.image_fetch import ALLOWED_MIME_PREFIX, FetchLimits
@@ -38,23 +39,40 @@ def _copy_with_parts(message: dict) -> dict:
     return dict(message, content=[dict(part) if isinstance(part, dict) else part for part in message["content"]])
 
 
-def inline_images(messages: list[dict], settings: Settings) -> int:
-    """Replace every image URL by a data: URL in place; return how many images there are."""
-    count, total_bytes = 0, 0
+def image_parts(messages: list[dict]) -> Iterator[tuple[int, int, dict]]:
+    """(message index, part index, part) of every image_url part, in order."""
     for index, message in enumerate(messages):
         content = message.get("content")
         if not isinstance(content, list):
             continue
         for part_index, part in enumerate(content):
-            if not isinstance(part, dict) or part.get("type") != "image_url":
-                continue
-            part_param = f"messages[{index}].content[{part_index}]"
-            url = _image_url(part, part_param)
-            left = settings.max_image_bytes_total - total_bytes
-            mime, data = _load(url, f"{part_param}.image_url.url", settings, left, part_param)
-            total_bytes += len(data)
-            part["image_url"] = dict(part["image_url"], url=f"data:{mime};base64,{base64.b64encode(data).decode()}")
-            count += 1
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                yield index, part_index, part
+
+
+def check_count(messages: list[dict], limit: int) -> None:
+    """Refuse more than `limit` images (HORDE_MAX_IMAGES_PER_REQUEST) before any is decoded or fetched.
+
+    Each image is priced a flat 5 kudos and costs a fetch, so their number is bounded like every other size.
+    """
+    for seen, (index, part_index, _) in enumerate(image_parts(messages), start=1):
+        if seen > limit:
+            raise errors.UnsupportedChatParameter(
+                f"A request may carry at most {limit} images; this one has more. Send fewer images.",
+                param=f"messages[{index}].content[{part_index}]")
+
+
+def inline_images(messages: list[dict], settings: Settings) -> int:
+    """Replace every image URL by a data: URL in place; return how many images there are."""
+    count, total_bytes = 0, 0
+    for index, part_index, part in image_parts(messages):
+        part_param = f"messages[{index}].content[{part_index}]"
+        url = _image_url(part, part_param)
+        left = settings.max_image_bytes_total - total_bytes
+        mime, data = _load(url, f"{part_param}.image_url.url", settings, left, part_param)
+        total_bytes += len(data)
+        part["image_url"] = dict(part["image_url"], url=f"data:{mime};base64,{base64.b64encode(data).decode()}")
+        count += 1
     return count
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from horde import errors
 from horde.accounts import service as accounts
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import conformance, pricing, queue
 from horde.chat.eligibility import QUEUE_ORDER, queue_filter
@@ -36,13 +37,14 @@ from horde.chat.models import (
 from horde.config import Settings
 from horde.database import is_postgresql, rows_changed
 from horde.timeutil import utcnow
+from horde.workers.checkins import WorkerView
 from horde.workers.declarations import FEATURE_BITS
 from horde.workers.models import Worker
 
 DEFAULT_REASONING_EFFORT = "medium"
 
 
-def claim(session: Session, settings: Settings, worker: Worker, trusted: bool, *,
+def claim(session: Session, settings: Settings, worker: Worker | WorkerView, trusted: bool, *,
           skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
     if not queue.any_waiting_for(session, worker.models):
@@ -73,12 +75,12 @@ def claim(session: Session, settings: Settings, worker: Worker, trusted: bool, *
     return job, request
 
 
-def jobs_in_flight(session: Session, worker: Worker) -> int:
+def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
     return session.scalar(select(func.count(ChatJob.id)).where(ChatJob.worker_id == worker.id,
                                                                ChatJob.state == JOB_PROCESSING)) or 0
 
 
-def worker_payload(request: ChatRequest, worker: Worker) -> dict:
+def worker_payload(request: ChatRequest, worker: Worker | WorkerView) -> dict:
     payload = dict(request.payload)
     payload["max_context_length"] = request.context_tokens
     if "reasoning_effort" not in payload and worker.features_mask & FEATURE_BITS["reasoning_effort"]:
@@ -86,7 +88,7 @@ def worker_payload(request: ChatRequest, worker: Worker) -> dict:
     return payload
 
 
-def owned_job(session: Session, owner: User, job_id: str) -> tuple[ChatJob, Worker]:
+def owned_job(session: Session, owner: User | Identity, job_id: str) -> tuple[ChatJob, Worker]:
     """The job (as read, unlocked) and its worker, when the worker belongs to `owner`."""
     job = session.get(ChatJob, job_id)
     worker = session.get(Worker, job.worker_id) if job else None
@@ -122,7 +124,7 @@ def _running_job(session: Session, job: ChatJob) -> ChatJob:
     return job
 
 
-def progress(session: Session, owner: User, body: dict) -> tuple[bool, str]:
+def progress(session: Session, owner: User | Identity, body: dict) -> tuple[bool, str]:
     """Store the text so far in one conditional statement; (stop, request id), stop when the job is no longer
     its request's running job."""
     job, _ = owned_job(session, owner, body["id"])
@@ -133,7 +135,8 @@ def progress(session: Session, owner: User, body: dict) -> tuple[bool, str]:
     return stored != 1, job.request_id
 
 
-def submit(session: Session, settings: Settings, owner: User, body: dict) -> tuple[int | None, str | None, ChatRequest]:
+def submit(session: Session, settings: Settings, owner: User | Identity,
+           body: dict) -> tuple[int | None, str | None, ChatRequest]:
     """(reward, None, request) when accepted; (None, violation, request) when refused."""
     job, worker = owned_job(session, owner, body["id"])
     request = lock_request(session, job.request_id)
@@ -161,7 +164,7 @@ def submit(session: Session, settings: Settings, owner: User, body: dict) -> tup
     return kudos, None, request
 
 
-def fault(session: Session, settings: Settings, owner: User, body: dict) -> ChatRequest:
+def fault(session: Session, settings: Settings, owner: User | Identity, body: dict) -> ChatRequest:
     job, _ = owned_job(session, owner, body["id"])
     request = lock_request(session, job.request_id)
     job = _running_job(session, job)

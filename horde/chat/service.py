@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import service as accounts
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import admission, images, lifecycle, queue
 from horde.chat.models import PROCESSING, WAITING, ChatRequest
@@ -20,41 +21,50 @@ if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 
-def authenticate(runtime: Runtime, api_key: str | None) -> User:
+def authenticate(runtime: Runtime, api_key: str | None) -> Identity:
+    """The caller, from this process's identity cache when it saw the key in the last seconds."""
+    cache_key = accounts.identity_cache_key(api_key)
+    identity = runtime.identities.get(cache_key)
+    if identity is not None:
+        return identity
     with runtime.db.read() as session:
         user = accounts.find_user(session, api_key)
-    if user is not None:
-        return user
-    with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
-        return accounts.authenticate(session, api_key)
+    if user is None:
+        with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
+            user = accounts.authenticate(session, api_key)
+    identity = Identity.of(user)
+    runtime.identities.put(cache_key, identity)
+    return identity
 
 
-def create(runtime: Runtime, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
+def create(runtime: Runtime, user: Identity, native: dict, *, client_agent: str = "unknown:0:unknown",
            model_param: str | None = None, body_hash: str | None = None, holders: int = 0,
            client_address: str | None = None) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
+    images.check_count(native["messages"], runtime.settings.max_images_per_request)
     native["messages"] = images.copy_for_inlining(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
-        user = session.get_one(User, user.id)
-        request = admission.admit(session, runtime.settings, user, native, client_agent=client_agent,
-                                  model_param=model_param, client_address=client_address)
+        account = session.get_one(User, user.id)
+        request = admission.admit(session, runtime.settings, account, native, client_agent=client_agent,
+                                  model_param=model_param, client_address=client_address,
+                                  snapshots=runtime.snapshots)
         request.body_hash, request.holders = body_hash, holders
     announce_jobs(runtime.bus, request.models)
     return request
 
 
-def load_owned(session: Session, user: User, request_id: str) -> ChatRequest:
+def load_owned(session: Session, user: Identity, request_id: str) -> ChatRequest:
     request = session.get(ChatRequest, request_id)
     if request is None or request.user_id != user.id:
         raise errors.RequestNotFound(f"No chat request '{request_id}' of this API key.")
     return request
 
 
-def status(runtime: Runtime, user: User, request_id: str) -> dict:
+def status(runtime: Runtime, user: Identity, request_id: str) -> dict:
     with runtime.db.read() as session:
         return status_view(session, runtime.settings, load_owned(session, user, request_id))
 
@@ -64,7 +74,7 @@ def read(runtime: Runtime, request_id: str) -> ChatRequest | None:
         return session.get(ChatRequest, request_id)
 
 
-def cancel(runtime: Runtime, user: User | None, request_id: str, *, streamed_chars: int = 0,
+def cancel(runtime: Runtime, user: Identity | None, request_id: str, *, streamed_chars: int = 0,
            reason: errors.HordeError | None = None) -> ChatRequest:
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id) if user is None else load_owned(session, user, request_id)

@@ -81,11 +81,9 @@ class Snapshots:
             return "max_tokens"
         return "messages"
 
-    def position(self, session: Session, request: ChatRequest) -> int:
-        """Waiting requests for the same models served before this one (0 = next)."""
-        if request.state != WAITING:
-            return 0
-        key = ("queue", tuple(sorted(request.models)))
+    def _queue(self, session: Session, models: list[str]) -> dict[str, int]:
+        """Request id -> position among the waiting requests that accept any of `models`."""
+        key = ("queue", tuple(sorted(set(models))))
 
         def compute():
             accepts = select(ChatRequestModel.request_id).where(ChatRequestModel.model.in_(list(key[1])))
@@ -93,5 +91,15 @@ class Snapshots:
                                                                ChatRequest.id.in_(accepts)).order_by(*QUEUE_ORDER))
             return {request_id: index for index, request_id in enumerate(ids)}
 
-        positions = self._cached(key, compute)
+        return self._cached(key, compute)
+
+    def position(self, session: Session, request: ChatRequest) -> int:
+        """Waiting requests for the same models served before this one (0 = next)."""
+        if request.state != WAITING:
+            return 0
+        positions = self._queue(session, request.models)
         return positions.get(request.id, len(positions))
+
+    def waiting(self, session: Session, models: list[str]) -> int:
+        """How many requests wait for any of `models`: admission's estimates, one query a second."""
+        return len(self._queue(session, models))

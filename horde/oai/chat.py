@@ -7,12 +7,12 @@ import select
 import socket
 from typing import TYPE_CHECKING, Any
 
-from flask import Response, stream_with_context
+from flask import Response
 from gevent.monkey import get_original
 from werkzeug.datastructures import Headers
 
 from horde import errors
-from horde.accounts.models import User
+from horde.accounts.identity import Identity
 from horde.chat import admission, service
 from horde.chat.models import DONE
 from horde.client_address import client_address
@@ -46,7 +46,7 @@ class ChatCall:
             admission.check_message_count(body.get("messages"), runtime.settings)
         return cls(runtime, body, screen_chat_request(body))
 
-    def answer(self, user: User, headers: Headers, environ: dict) -> Response:
+    def answer(self, user: Identity, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
         if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
@@ -113,6 +113,7 @@ class ChatCall:
 
     def _json(self, request_id, first, watcher, environ, headers) -> Response:
         release = True  # this call's holder, unless abandoned (or left to answer() on an outage)
+        delivered = False
         events = itertools.chain([first], watcher)
         runtime = self.runtime
         try:
@@ -122,7 +123,7 @@ class ChatCall:
                         release = False
                         settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
                         return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
-                    settle(f"marking {request_id} delivered", lambda: idempotency.mark_delivered(runtime, request_id))
+                    delivered = True
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
                     return _error(event.error, request_id, headers)
@@ -135,7 +136,10 @@ class ChatCall:
             raise
         finally:
             watcher.close()
-            if release:
+            if release and delivered:
+                settle(f"releasing the delivered request {request_id}",
+                       lambda: idempotency.release_delivered(runtime, request_id))
+            elif release:
                 settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
         return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
@@ -169,7 +173,9 @@ class ChatCall:
                 watcher.close()
                 _end_stream(runtime, state, finished)
 
-        response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+        # No stream_with_context: the stream uses no request globals, and holding the request context for the
+        # whole wait would cost every waiting stream its copy.
+        response = Response(generate(), mimetype="text/event-stream")
         response.headers.update(headers)
         response.headers["x-should-retry"] = "false"
         response.headers["Cache-Control"] = "no-cache"
@@ -186,8 +192,7 @@ def _end_stream(runtime: Runtime, state: stream.StreamState, finished: bool) -> 
         settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars,
                                                     grace_s=0))
     elif finished and not state.outage:
-        settle(release, lambda: idempotency.hold(runtime, request_id, -1))
-        settle(f"marking {request_id} delivered", lambda: idempotency.mark_delivered(runtime, request_id))
+        settle(release, lambda: idempotency.release_delivered(runtime, request_id))
     else:  # the client went away, or the database did and the stream ended on service_unavailable
         settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars))
 

@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import CursorResult, delete, select
+from sqlalchemy import CursorResult, Table, case, delete, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
 from horde import errors
 from horde.chat import service
@@ -39,6 +40,7 @@ RETRY_ATTACH_WINDOW_S = 600
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 STREAM_ONLY_KEYS = ("stream", "stream_options")
+REQUESTS = cast(Table, ChatRequest.__table__)
 
 
 def check_key(value: str | None) -> str | None:
@@ -123,11 +125,11 @@ def retried_request(runtime: Runtime, user_id: int, digest: str) -> str | None:
             .order_by(ChatRequest.created_at.desc()).limit(1))
 
 
-def mark_delivered(runtime: Runtime, request_id: str) -> None:
+def release_delivered(runtime: Runtime, request_id: str) -> None:
+    """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
     with runtime.db.transaction() as session:
-        request = session.get(ChatRequest, request_id)
-        if request is not None:
-            request.delivered = True
+        session.execute(update(REQUESTS).where(REQUESTS.c.id == request_id)
+                        .values(holders=_holders_plus(-1), delivered=True))
 
 
 def purge_expired(runtime: Runtime) -> int:
@@ -137,11 +139,14 @@ def purge_expired(runtime: Runtime) -> int:
         return cast(CursorResult, deleted).rowcount or 0
 
 
+def _holders_plus(delta: int) -> ColumnElement[int]:
+    """holders + delta, never below 0, computed by the database (no read-modify-write)."""
+    return case((REQUESTS.c.holders + delta < 0, 0), else_=REQUESTS.c.holders + delta)
+
+
 def hold(runtime: Runtime, request_id: str, delta: int) -> None:
     with runtime.db.transaction() as session:
-        request = session.get(ChatRequest, request_id, with_for_update=runtime.db.is_postgresql)
-        if request is not None:
-            request.holders = max(0, (request.holders or 0) + delta)
+        session.execute(update(REQUESTS).where(REQUESTS.c.id == request_id).values(holders=_holders_plus(delta)))
 
 
 def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:

@@ -82,7 +82,8 @@ def watch(runtime: Runtime, request_id: str, *, availability_mode: str = "fail_f
     tick_s = tick_s or keepalive_s
     gap_check_s = min(keepalive_s, max(settings.oai_no_worker_grace_s / GAP_CHECKS_PER_GRACE, MIN_GAP_CHECK_S))
     now = time.monotonic()
-    next_keepalive, next_gap_check, next_full_read = now + keepalive_s, now, now
+    # Admission has just found eligible workers: the first gap check can wait its turn.
+    next_keepalive, next_gap_check, next_full_read = now + keepalive_s, now + gap_check_s, now
     no_worker_since = None
     seen_seq, seen_job = -1, None
     first, read, pool, request = True, True, None, None

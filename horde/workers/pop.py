@@ -1,4 +1,4 @@
-"""The pop service: check in, expire stale jobs, claim the best job, or long-poll for one."""
+"""The pop service: check in, claim the best job, or long-poll for one."""
 
 from __future__ import annotations
 
@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import Session
 
-from horde.accounts import service as accounts
-from horde.chat import lifecycle
+from horde import errors
+from horde.accounts.identity import Identity
+from horde.chat import lifecycle, queue
+from horde.chat import service as chat_service
 from horde.chat.eligibility import queue_filter
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
-from horde.events import announce_jobs, jobs_channel, request_channel
+from horde.events import jobs_channel, request_channel
 from horde.workers import service as workers
+from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
-from horde.workers.models import Worker
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -25,30 +27,55 @@ LONG_POLL_RECHECK_S = 5.0
 
 
 def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
+    """Claim a job, long-polling up to `wait` s. An announced job wakes one poller; one that finds
+    nothing it may take while requests wait for its models passes the announcement on."""
     request = load(POP_SCHEMA, body)
+    owner = worker_owner(runtime, api_key)
     deadline = time.monotonic() + request["wait"]
-    with runtime.bus.subscribe(*[jobs_channel(model) for model in request["models"]]) as subscription:
+    channels = [jobs_channel(model) for model in request["models"]]
+    woken = False
+    with runtime.bus.subscribe(*channels, single=True) as subscription:
         while True:
             last_try = deadline - time.monotonic() <= 0
-            result = pop_once(runtime, api_key, request, explain=last_try)
-            if result["id"] is not None or last_try:
+            subscription.mark_seen()
+            result = pop_once(runtime, owner, request, explain=last_try)
+            if result["id"] is not None:
                 return result
-            subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
+            if woken and _others_may_serve(runtime, request["models"]):
+                subscription.pass_on()
+            if last_try:
+                return result
+            woken = subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
 
 
-def pop_once(runtime: Runtime, api_key: str | None, request: dict, *, explain: bool = True) -> dict:
+def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:
+    owner = chat_service.authenticate(runtime, api_key)
+    if owner.anonymous:
+        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+    return owner
+
+
+def _others_may_serve(runtime: Runtime, models: list[str]) -> bool:
+    with runtime.db.read() as session:
+        return queue.any_waiting_for(session, models)
+
+
+def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, explain: bool = True) -> dict:
     """One check-in and claim. `explain` computes the skipped counts of an empty pop, which scan
-    the queue; a long-poll asks for them only on its last try."""
+    the queue; a long-poll asks for them only on its last try. Expiry is the sweeper's job."""
     settings = runtime.settings
+    if not isinstance(owner, Identity):  # an API key
+        owner = worker_owner(runtime, owner)
+    remembered = runtime.checkins.current(owner.id, request, settings.worker_online_window_s)
+    checked_in, started = remembered is None, time.monotonic()
     with runtime.db.transaction() as session:
-        owner = accounts.authenticate(session, api_key)
-        expired = lifecycle.expire_jobs(session, settings)
-        worker = workers.check_in(session, owner, request)
-        trusted = bool(owner.trusted)
+        worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
+        trusted = owner.trusted
         in_flight = lifecycle.jobs_in_flight(session, worker)
         result: dict[str, object]
         if in_flight >= worker.threads:
             result = {"id": None, "skipped": {"threads": in_flight}}
+            claimed = None
         else:
             claimed = lifecycle.claim(session, settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
             if claimed is None:
@@ -57,16 +84,18 @@ def pop_once(runtime: Runtime, api_key: str | None, request: dict, *, explain: b
                 job, chat_request = claimed
                 result = {"id": job.id, "model": job.model, "ttl": int(settings.job_ttl_s),
                           "payload": lifecycle.worker_payload(chat_request, worker)}
-                expired.append(chat_request)
-    for changed in expired:
-        runtime.bus.publish(request_channel(changed.id))
-        if changed.state == WAITING:
-            announce_jobs(runtime.bus, changed.models)
+    if checked_in:
+        runtime.checkins.remember(request, worker, started)
+    if claimed is not None:
+        runtime.bus.publish(request_channel(claimed[1].id))
     return result
 
 
-def skipped_counts(session: Session, worker: Worker, trusted: bool) -> dict:
+def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     """Why the waiting requests were not given to this worker, by first failing reason."""
+    if not queue.any_waiting_for(session, worker.models):  # the common empty pop: one index probe, one count
+        waiting = session.scalar(select(func.count()).where(ChatRequest.state == WAITING)) or 0
+        return {"models": waiting} if waiting else {}
     serves = select(literal(1)).where(ChatRequestModel.request_id == ChatRequest.id,
                                       ChatRequestModel.model.in_(worker.models)).exists()
     missing_features = ALL_FEATURES_MASK & ~worker.features_mask

@@ -3,7 +3,6 @@
 from flask_restx import Namespace, Resource
 
 from horde import errors
-from horde.accounts import service as accounts
 from horde.api import api_key, json_body, runtime
 from horde.chat import lifecycle
 from horde.chat.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA, load
@@ -29,8 +28,9 @@ class Progress(Resource):
         """Post the whole text generated so far; the answer says whether to stop."""
         body = load(PROGRESS_SCHEMA, json_body())
         hub = runtime()
+        owner = pop_service.worker_owner(hub, api_key())
         with hub.db.transaction() as session:
-            stop, request_id = lifecycle.progress(session, _owner(session), body)
+            stop, request_id = lifecycle.progress(session, owner, body)
         if not stop:
             hub.bus.publish(request_channel(request_id))
         return {"cancel": stop}
@@ -43,8 +43,9 @@ class Submit(Resource):
         """Submit the reply; a reply that breaks the request's contract is refused."""
         body = load(SUBMIT_SCHEMA, json_body())
         hub = runtime()
+        owner = pop_service.worker_owner(hub, api_key())
         with hub.db.transaction() as session:
-            reward, problem, request = lifecycle.submit(session, hub.settings, _owner(session), body)
+            reward, problem, request = lifecycle.submit(session, hub.settings, owner, body)
         _announce(hub, request)
         if problem:
             raise errors.ChatSubmitNonconformant(problem)
@@ -58,17 +59,11 @@ class Fault(Resource):
         """Report that the job cannot be done; it restarts elsewhere while attempts remain."""
         body = load(FAULT_SCHEMA, json_body())
         hub = runtime()
+        owner = pop_service.worker_owner(hub, api_key())
         with hub.db.transaction() as session:
-            request = lifecycle.fault(session, hub.settings, _owner(session), body)
+            request = lifecycle.fault(session, hub.settings, owner, body)
         _announce(hub, request)
         return {"message": "OK"}
-
-
-def _owner(session):
-    owner = accounts.authenticate(session, api_key())
-    if owner.anonymous:
-        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
-    return owner
 
 
 def _announce(hub, request) -> None:

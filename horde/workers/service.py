@@ -11,6 +11,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.database import is_postgresql
 from horde.timeutil import utcnow
@@ -18,7 +19,7 @@ from horde.workers.declarations import features_mask, guarantees_mask
 from horde.workers.models import Worker
 
 
-def check_in(session: Session, owner: User, pop: dict) -> Worker:
+def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     """Create the worker on its first pop; replace its declarations on every pop."""
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
@@ -40,7 +41,7 @@ def check_in(session: Session, owner: User, pop: dict) -> Worker:
     return worker
 
 
-def _insert_new(session: Session, owner: User, pop: dict) -> Worker:
+def _insert_new(session: Session, owner: User | Identity, pop: dict) -> Worker:
     """Insert the worker unless a concurrent first pop of the same name did, then read whichever row won.
 
     An upsert rather than an INSERT: concurrent first pops of a new name all succeed (the losers wait for the

@@ -1,10 +1,11 @@
 """Every charge and reward is a ledger entry; balances always add up."""
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from horde.accounts import service as accounts
 from horde.accounts.models import KudosEntry, User
 from horde.chat import service
+from horde_testing.ledger import unbalanced_users
 from tests.integration.helpers import pop, queued_id, submit
 
 
@@ -48,3 +49,29 @@ def test_users_kudos_sets_a_balance_through_an_adjustment(runtime, make_user):
     with runtime.db.transaction() as session:
         row = session.get(User, user.id)
         assert row.kudos == 20 == accounts.ledger_sum(session, row)
+
+
+def test_a_move_adds_in_sql_whatever_the_object_in_memory_holds(runtime, make_user):
+    """Two sessions that both read a balance of 100 and both move kudos leave 100 + both amounts."""
+    user, _ = make_user("someone", kudos=100)
+    with runtime.db.transaction() as session:
+        stale = session.get_one(User, user.id)
+        session.expunge(stale)
+    with runtime.db.transaction() as session:
+        accounts.move_kudos(session, session.get_one(User, user.id), 50, kind="grant")
+    with runtime.db.transaction() as session:
+        accounts.move_kudos(session, stale, -10, kind="adjustment")
+        assert stale.kudos == 140
+    with runtime.db.read() as session:
+        row = session.get_one(User, user.id)
+        assert row.kudos == 140 == accounts.ledger_sum(session, row)
+
+
+def test_the_standing_check_finds_a_balance_that_differs_from_its_entries(runtime, make_user):
+    user, _ = make_user("drifted", kudos=30)
+    assert unbalanced_users(runtime.db) == []
+    with runtime.db.transaction() as session:
+        session.execute(update(User).where(User.id == user.id).values(kudos=31))
+    assert unbalanced_users(runtime.db) == [("drifted", 31, 30)]
+    with runtime.db.transaction() as session:  # restored, so this test's own teardown check passes
+        session.execute(update(User).where(User.id == user.id).values(kudos=30))

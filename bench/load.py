@@ -1,0 +1,474 @@
+"""Load: clients through /v1 and workers over the native protocol at once, against a real server.
+
+The server is `gunicorn -k gevent -w N 'horde.wsgi:app'` on PostgreSQL + Redis (the
+production command), or `python -m horde serve` on SQLite. In this process, on
+gevent: W workers × T slots, each slot popping (long-poll) and submitting a short
+reply at once; C clients sending /v1/chat/completions in a loop, a chosen share of
+them streamed. After a warm-up, D seconds are measured; then the clients stop, the
+requests in flight finish, and the workers stop.
+
+Printed: completed requests/s; latency p50 and p99 for JSON and for streamed
+requests; the server's CPU ms per completed request (/proc, every server process);
+the count of 5xx answers; requests not in a final state after the run; and whether
+every balance equals the sum of its ledger entries (and no request was charged
+twice). With --check the exit code is 1 when any of those counts is wrong (never a
+timing): a smoke test for CI.
+
+    .venv/bin/python bench/load.py                       # PostgreSQL + Redis (2 processes), then SQLite
+    .venv/bin/python bench/load.py --backend sqlite -c 64 -w 8 -t 4 -d 20
+    .venv/bin/python bench/load.py --backend postgresql -d 4 --stream-share 0.5 --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from pathlib import Path
+
+# This checkout before any installed copy of the project, so that two checkouts can be run side by side.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _support as S
+import gevent
+import gevent.event
+from _http import Connection
+from sqlalchemy import func, select
+
+from horde.accounts import service as accounts
+from horde.accounts.models import KudosEntry, User
+from horde.app import init_schema
+from horde.chat.models import FINAL_STATES, ChatRequest
+from horde.config import Settings
+from horde.runtime import Runtime
+from horde_testing.processes import Gunicorn, Server, base_env
+
+MODEL = "bench/load-model"
+REDIS_ENV = "HORDE_BENCH_REDIS_URL"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+SERVER_SETTINGS = {
+    "HORDE_RATE_LIMIT_PER_MINUTE": 1_000_000_000,
+    "HORDE_OAI_WAIT_BUDGET_S": 3600,  # a deep queue is the point here, not a fail_fast refusal
+}
+REPLY = "The bench worker's short answer."
+REQUEST_TIMEOUT_S = 120.0
+DRAIN_TIMEOUT_S = 60.0
+
+
+class Record:
+    """What one side of the load saw: answers by status, latencies of completed requests."""
+
+    def __init__(self):
+        self.statuses: dict[int, int] = {}
+        self.errors: list[str] = []
+        self.json_s: list[float] = []
+        self.stream_s: list[float] = []
+        self.window_completed = 0
+        self.completed = 0  # over the whole run, warm-up and drain included
+        self.jobs = 0
+
+    def status(self, code: int) -> None:
+        self.statuses[code] = self.statuses.get(code, 0) + 1
+
+    @property
+    def server_errors(self) -> int:
+        return sum(count for code, count in self.statuses.items() if code >= 500)
+
+
+class Window:
+    """The measured interval: completions count, and latencies are kept, only inside it."""
+
+    def __init__(self):
+        self.start = self.end = None
+
+    def holds(self, moment: float) -> bool:
+        return self.start is not None and self.start <= moment and (self.end is None or moment <= self.end)
+
+
+# -- servers ------------------------------------------------------------------------------
+
+
+def server_pids(server) -> list[int]:
+    """Every server process: gunicorn's master and its workers, or the one `python -m horde serve`."""
+    return [server.popen.pid] + (server.worker_pids() if isinstance(server, Gunicorn) else [])
+
+
+def cpu_of(pids) -> dict[int, float]:
+    seconds = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):  # a process that exited meanwhile
+            seconds[pid] = S.cpu_seconds(pid)
+    return seconds
+
+
+# -- load ---------------------------------------------------------------------------------
+
+
+def worker_slot(port: int, key: str, name: str, slots: int, args, record: Record, stopping) -> None:
+    conn = Connection("127.0.0.1", port, REQUEST_TIMEOUT_S)
+    headers = {"apikey": key}
+    pop = {
+        "name": name,
+        "models": [MODEL],
+        "max_length": 512,
+        "max_context_length": 4096,
+        "threads": slots,
+        "bridge_agent": "bench:1:load",
+        "wait": args.pop_wait,
+    }
+    while not stopping.is_set():
+        try:
+            status, body = conn.request("POST", "/api/v2/generate/chat/pop", headers, pop)
+            record.status(status)
+            if status != 200:
+                record.errors.append(f"pop: HTTP {status} {body[:200]!r}")
+                gevent.sleep(0.5)
+                continue
+            job_id = json.loads(body).get("id")
+            if job_id is None:
+                continue
+            status, body = conn.request(
+                "POST",
+                "/api/v2/generate/chat/submit",
+                headers,
+                {"id": job_id, "content": REPLY, "finish_reason": "stop"},
+            )
+            record.status(status)
+            record.jobs += 1
+            if status != 200:
+                record.errors.append(f"submit: HTTP {status} {body[:200]!r}")
+        except Exception as exc:  # counted and shown; the slot goes on
+            record.errors.append(f"worker: {type(exc).__name__}: {exc}")
+            conn.close()
+            gevent.sleep(0.5)
+
+
+def client(port: int, key: str, index: int, streamed: bool, args, record: Record, window: Window, stopping) -> None:
+    conn = Connection("127.0.0.1", port, REQUEST_TIMEOUT_S)
+    headers = {"Authorization": f"Bearer {key}", "User-Agent": "bench-load"}
+    sent = 0
+    while not stopping.is_set():
+        sent += 1
+        body = {
+            "model": MODEL,
+            "max_tokens": args.max_tokens,
+            "stream": streamed,
+            "messages": [{"role": "user", "content": f"Client {index} asks question {sent}."}],
+        }
+        started = time.monotonic()
+        try:
+            status, answer = conn.request("POST", "/v1/chat/completions", headers, body)
+        except Exception as exc:
+            record.errors.append(f"client: {type(exc).__name__}: {exc}")
+            conn.close()
+            gevent.sleep(0.5)
+            continue
+        ended = time.monotonic()
+        record.status(status)
+        complete = status == 200 and (
+            answer.rstrip().endswith(b"data: [DONE]") and b'"error"' not in answer
+            if streamed
+            else b'"choices"' in answer
+        )
+        if not complete:
+            record.errors.append(f"client: HTTP {status} {answer[-300:]!r}")
+            continue
+        record.completed += 1
+        if window.holds(ended):
+            record.window_completed += 1
+            (record.stream_s if streamed else record.json_s).append(ended - started)
+
+
+# -- checks -------------------------------------------------------------------------------
+
+
+def final_counts(runtime) -> dict:
+    """Requests not in a final state, balances that differ from their ledger, requests charged twice."""
+    with runtime.db.read() as session:
+        unfinished = session.scalar(select(func.count()).where(ChatRequest.state.not_in(FINAL_STATES))) or 0
+        ledger = (
+            select(KudosEntry.user_id, func.sum(KudosEntry.amount).label("total"))
+            .group_by(KudosEntry.user_id)
+            .subquery()
+        )
+        mismatched = (
+            session.scalar(
+                select(func.count())
+                .select_from(User)
+                .outerjoin(ledger, ledger.c.user_id == User.id)
+                .where(User.kudos != func.coalesce(ledger.c.total, 0))
+            )
+            or 0
+        )
+        charges = (
+            select(KudosEntry.request_id)
+            .where(KudosEntry.kind == "charge")
+            .group_by(KudosEntry.request_id)
+            .having(func.count() > 1)
+            .subquery()
+        )
+        double_charged = session.scalar(select(func.count()).select_from(charges)) or 0
+        by_state = dict(session.execute(select(ChatRequest.state, func.count()).group_by(ChatRequest.state)).all())
+    return {"unfinished": unfinished, "mismatched": mismatched, "double_charged": double_charged, "by_state": by_state}
+
+
+# -- one run ------------------------------------------------------------------------------
+
+
+class Setup:
+    """A fresh database with its users, and the server on it."""
+
+    def __init__(self, backend: str, args):
+        self.backend = backend
+        self.server = None
+        self.runtime = None
+        if backend == "postgresql":
+            self.database = S.PostgresBenchDatabase(args.admin_url, prefix="horde_bench_load")
+        else:
+            self.database = S.SqliteBenchDatabase("horde-bench-load-")
+        try:
+            self.runtime = Runtime.build(Settings.from_env({}, database_url=self.database.url))
+            init_schema(self.runtime)
+            with self.runtime.db.transaction() as session:
+                tag = uuid.uuid4().hex[:6]
+                self.client_keys = [
+                    accounts.create_user(session, f"bench-client-{tag}-{index}", kudos=10_000_000)[1]
+                    for index in range(args.users)
+                ]
+                _, self.owner_key = accounts.create_user(session, f"bench-owner-{tag}", trusted=True)
+            settings = dict(SERVER_SETTINGS)
+            if backend == "postgresql":
+                settings.update(HORDE_REDIS_URL=args.redis_url, HORDE_REDIS_PREFIX=f"horde_bench_{tag}")
+                self.server = Gunicorn(base_env(self.database.url, **settings), args.processes)
+            else:
+                self.server = Server(base_env(self.database.url, **settings))
+        except BaseException:
+            self.close()
+            raise
+
+    def describe(self, args) -> str:
+        if self.backend == "postgresql":
+            return f"gunicorn -k gevent -w {args.processes}, PostgreSQL + Redis"
+        return "python -m horde serve, SQLite"
+
+    def close(self, keep_log: bool = False) -> None:
+        if self.server is not None:
+            if keep_log:
+                self.server.stop()
+                S.log(f"{self.backend}: the server's log is kept in {self.server.log.name}")
+            else:
+                S.stop_and_remove_log(self.server)
+        if self.runtime is not None:
+            self.runtime.close()
+        self.database.drop()
+
+
+def run(backend: str, args) -> tuple[list, bool]:
+    """One load run; (table row, whether every count is right)."""
+    setup = Setup(backend, args)
+    row, ok = None, False
+    try:
+        row, ok = measure(setup, args)
+        return row, ok
+    finally:
+        setup.close(keep_log=args.keep_log or not ok)
+
+
+def measure(setup: Setup, args) -> tuple[list, bool]:
+    port = setup.server.port
+    stop_workers, stop_clients = gevent.event.Event(), gevent.event.Event()
+    workers, clients, window = Record(), Record(), Window()
+    slots = [
+        gevent.spawn(worker_slot, port, setup.owner_key, f"bench-load-{index}", args.slots, args, workers, stop_workers)
+        for index in range(args.workers)
+        for _ in range(args.slots)
+    ]
+    deadline = time.monotonic() + 30
+    while _online(setup.runtime) < args.workers:  # gevent.sleep: the slots run meanwhile
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the workers did not pop within 30 s: {workers.errors[:3]}")
+        gevent.sleep(0.1)
+    rng = random.Random(args.seed)
+    streamed = [False] * args.clients
+    for index in rng.sample(range(args.clients), round(args.clients * args.stream_share)):
+        streamed[index] = True
+    callers = [
+        gevent.spawn(
+            client,
+            port,
+            setup.client_keys[index % len(setup.client_keys)],
+            index,
+            streamed[index],
+            args,
+            clients,
+            window,
+            stop_clients,
+        )
+        for index in range(args.clients)
+    ]
+    gevent.sleep(args.warmup)
+    pids = server_pids(setup.server)
+    cpu_before, own_before = cpu_of(pids), S.cpu_seconds(os.getpid())
+    window.start = time.monotonic()
+    gevent.sleep(args.duration)
+    window.end = time.monotonic()
+    cpu_after, own_after = cpu_of(server_pids(setup.server)), S.cpu_seconds(os.getpid())
+    elapsed = window.end - window.start
+    stop_clients.set()
+    gevent.joinall(callers, timeout=DRAIN_TIMEOUT_S)
+    stop_workers.set()
+    gevent.joinall(slots, timeout=args.pop_wait + 30)
+    gevent.killall([greenlet for greenlet in callers + slots if not greenlet.dead])
+    counts = final_counts(setup.runtime)
+
+    server_cpu = sum(cpu_after.get(p, 0) - cpu_before.get(p, 0) for p in cpu_before)
+    completed = clients.window_completed
+    fivexx = clients.server_errors + workers.server_errors
+    errors = clients.errors + workers.errors
+    S.log(
+        f"{setup.backend}: {completed} completed in {elapsed:.1f} s; jobs {workers.jobs}; client statuses "
+        f"{dict(sorted(clients.statuses.items()))}; worker statuses {dict(sorted(workers.statuses.items()))}; "
+        f"requests by state {counts['by_state']}"
+    )
+    for error in errors[:5]:
+        S.log(f"  e.g. {error[:300]}")
+    ok = (
+        fivexx == 0
+        and counts["unfinished"] == 0
+        and counts["mismatched"] == 0
+        and counts["double_charged"] == 0
+        and clients.completed > 0  # a count over the whole run: a slow machine may finish none inside the window
+    )
+    row = [
+        setup.describe(args),
+        completed,
+        f"{completed / elapsed:.1f}",
+        S.ms(S.median(clients.json_s)),
+        S.ms(S.percentile(clients.json_s, 99)),
+        S.ms(S.median(clients.stream_s)),
+        S.ms(S.percentile(clients.stream_s, 99)),
+        f"{1000 * server_cpu / completed:.2f}" if completed else "-",
+        f"{100 * (own_after - own_before) / elapsed:.0f}",
+        fivexx,
+        len(errors),
+        counts["unfinished"],
+        "yes" if counts["mismatched"] == 0 else f"NO ({counts['mismatched']} users)",
+        counts["double_charged"],
+    ]
+    return row, ok
+
+
+def _online(runtime) -> int:
+    from horde.workers.models import Worker
+
+    with runtime.db.read() as session:
+        return session.scalar(select(func.count(Worker.id))) or 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--backend",
+        choices=("postgresql", "sqlite", "both"),
+        default="both",
+        help="postgresql: gunicorn on PostgreSQL + Redis; sqlite: python -m horde serve (default both)",
+    )
+    parser.add_argument("-p", "--processes", type=int, default=2, help="gunicorn processes (default 2)")
+    parser.add_argument("-w", "--workers", type=int, default=8, help="workers (default 8)")
+    parser.add_argument("-t", "--slots", type=int, default=4, help="slots (threads) per worker (default 4)")
+    parser.add_argument("-c", "--clients", type=int, default=64, help="clients through /v1 (default 64)")
+    parser.add_argument(
+        "--stream-share", type=float, default=0.0, help="share of the clients that stream, 0..1 (default 0)"
+    )
+    parser.add_argument("-d", "--duration", type=float, default=15, help="measured seconds (default 15)")
+    parser.add_argument("--warmup", type=float, default=2, help="seconds of load before measuring (default 2)")
+    parser.add_argument("--users", type=int, default=8, help="client users the clients share (default 8)")
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--pop-wait", type=float, default=5, help="the slots' long-poll wait, s (default 5)")
+    parser.add_argument(
+        "--postgres-url",
+        help=f"admin URL of a PostgreSQL server (else HORDE_BENCH_DATABASE_URL, else {S.DEFAULT_POSTGRES_URL})",
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get(REDIS_ENV) or DEFAULT_REDIS_URL,
+        help=f"Redis for the PostgreSQL run (else {REDIS_ENV}, else {DEFAULT_REDIS_URL})",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 on any 5xx, unfinished request, balance that differs from its ledger, double "
+        "charge, or no request answered in the whole run (counts, never timings)",
+    )
+    parser.add_argument(
+        "--keep-log", action="store_true", help="keep the server's log (kept anyway when a count fails)"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    if not 0 <= args.stream_share <= 1:
+        parser.error("--stream-share must be between 0 and 1")
+
+    backends = ["postgresql", "sqlite"] if args.backend == "both" else [args.backend]
+    if "postgresql" in backends:
+        args.admin_url, explicit = S.postgres_admin_url(args.postgres_url)
+        problem = S.postgres_reachable(args.admin_url)
+        if problem is not None:
+            if explicit or args.backend == "postgresql":
+                print(f"PostgreSQL at {args.admin_url} is unreachable: {problem}", file=sys.stderr)
+                return 2
+            print(f"PostgreSQL skipped: {args.admin_url} is unreachable ({problem})")
+            backends.remove("postgresql")
+    started = time.perf_counter()
+    rows, all_ok = [], True
+    for backend in backends:
+        S.log(
+            f"{backend}: {args.clients} clients ({args.stream_share:.0%} streamed), {args.workers} workers × "
+            f"{args.slots} slots, {args.warmup:g} s warm-up + {args.duration:g} s"
+        )
+        row, ok = run(backend, args)
+        rows.append(row)
+        all_ok = all_ok and ok
+    print(
+        f"load: {args.clients} clients through /v1 ({args.stream_share:.0%} streamed, max_tokens {args.max_tokens}), "
+        f"{args.workers} workers × {args.slots} slots over the native protocol, {args.duration:g} s measured"
+    )
+    print(
+        S.table(
+            [
+                "server",
+                "completed",
+                "per s",
+                "json p50 ms",
+                "json p99 ms",
+                "stream p50 ms",
+                "stream p99 ms",
+                "server CPU ms/req",
+                "bench CPU %",
+                "5xx",
+                "errors",
+                "unfinished",
+                "balances = ledger",
+                "charged twice",
+            ],
+            rows,
+        )
+    )
+    print(f"total {time.perf_counter() - started:.1f} s")
+    if args.check and not all_ok:
+        print(
+            "load check FAILED: a 5xx, an unfinished request, a balance that differs from its ledger, a double "
+            "charge, or nothing completed",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

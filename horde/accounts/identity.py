@@ -1,0 +1,55 @@
+"""Who an API key is, cached per process for a few seconds.
+
+Every call authenticates, and most come from the same few keys (a worker pops,
+progresses and submits with its owner's key). The cache holds only what does not
+move with the money (id, name, trust, anonymity), never the balance, keyed by the
+key's hash. An entry lives IDENTITY_CACHE_S: a change of trust (a command-line
+change, in another process) reaches the routes within that time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from horde.accounts.models import User
+
+IDENTITY_CACHE_S = 10.0
+IDENTITY_CACHE_MAX_ENTRIES = 100_000
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The caller, as the routes need it; read the balance from the database."""
+
+    id: int
+    username: str
+    trusted: bool
+    anonymous: bool
+
+    @classmethod
+    def of(cls, user: User) -> Identity:
+        return cls(id=user.id, username=user.username, trusted=bool(user.trusted), anonymous=bool(user.anonymous))
+
+
+class IdentityCache:
+    def __init__(self, ttl_s: float = IDENTITY_CACHE_S, max_entries: int = IDENTITY_CACHE_MAX_ENTRIES):
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: dict[str, tuple[float, Identity]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key_hash: str) -> Identity | None:
+        entry = self._entries.get(key_hash)
+        if entry is None or time.monotonic() >= entry[0]:
+            return None
+        return entry[1]
+
+    def put(self, key_hash: str, identity: Identity) -> None:
+        with self._lock:
+            if len(self._entries) >= self.max_entries:  # bounded: forget everything rather than grow
+                self._entries.clear()
+            self._entries[key_hash] = (time.monotonic() + self.ttl_s, identity)

@@ -1,0 +1,95 @@
+"""Check-ins that change nothing are not written.
+
+A worker re-sends its declarations on every pop, several times a second under
+load. This process remembers, per worker name, the row it last wrote or read: a
+pop whose owner and declarations match it skips the database until
+`last_pop_at` is due for a refresh (every CHECK_IN_REFRESH_S, well inside the
+online window). A change of declarations is written at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from horde.workers.declarations import features_mask, guarantees_mask
+
+if TYPE_CHECKING:
+    from horde.workers.models import Worker
+
+CHECK_IN_REFRESH_S = 5.0
+#: The refresh stays this many times inside the online window, however short the window is set.
+REFRESHES_PER_WINDOW = 10
+CHECK_IN_CACHE_MAX_ENTRIES = 100_000
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    """What a pop needs of its worker row: identity and declarations."""
+
+    id: str
+    name: str
+    owner_id: int
+    models: list
+    max_length: int
+    max_context_length: int
+    threads: int
+    features_mask: int
+    guarantees_mask: int
+    max_temperature_with_tools: float | None
+
+    @classmethod
+    def of(cls, worker: Worker) -> WorkerView:
+        return cls(
+            id=worker.id,
+            name=worker.name,
+            owner_id=worker.owner_id,
+            models=list(worker.models),
+            max_length=worker.max_length,
+            max_context_length=worker.max_context_length,
+            threads=worker.threads,
+            features_mask=worker.features_mask,
+            guarantees_mask=worker.guarantees_mask,
+            max_temperature_with_tools=worker.max_temperature_with_tools,
+        )
+
+
+def declared(pop: dict) -> tuple:
+    """A pop's declarations, comparable with the ones last written."""
+    return (
+        tuple(dict.fromkeys(pop["models"])),
+        pop["max_length"],
+        pop["max_context_length"],
+        pop["threads"],
+        features_mask(pop["features"]),
+        guarantees_mask(pop["guarantees"]),
+        (pop.get("limits") or {}).get("max_temperature_with_tools"),
+        pop["bridge_agent"],
+    )
+
+
+class CheckIns:
+    def __init__(self, refresh_s: float = CHECK_IN_REFRESH_S):
+        self.refresh_s = refresh_s
+        self._entries: dict[str, tuple[int, tuple, float, WorkerView]] = {}
+        self._lock = threading.Lock()
+
+    def current(self, owner_id: int, pop: dict, window_s: float) -> WorkerView | None:
+        """The worker as last checked in, when nothing would change by checking in again now."""
+        entry = self._entries.get(pop["name"])
+        if entry is None:
+            return None
+        owner, declarations, written_at, view = entry
+        refresh_s = min(self.refresh_s, window_s / REFRESHES_PER_WINDOW)
+        if owner != owner_id or time.monotonic() - written_at >= refresh_s or declarations != declared(pop):
+            return None
+        return view
+
+    def remember(self, pop: dict, view: WorkerView, written_at: float) -> None:
+        """Call after the check-in committed; `written_at` is time.monotonic() from before it began."""
+        with self._lock:
+            if len(self._entries) >= CHECK_IN_CACHE_MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[view.name] = (view.owner_id, declared(pop), written_at, view)

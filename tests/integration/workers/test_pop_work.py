@@ -1,0 +1,111 @@
+"""A pop does only the work that can change something: no write for an unchanged check-in, no expiry
+sweep (the sweeper's job), and no user lookup for a key it authenticated seconds ago."""
+
+import contextlib
+import datetime as dt
+
+from sqlalchemy import event, update
+
+from horde.accounts.identity import IdentityCache
+from horde.chat import service
+from horde.chat.models import ChatJob
+from horde.timeutil import utcnow
+from horde.workers.models import Worker
+from tests.integration.helpers import pop, queued_id
+
+
+@contextlib.contextmanager
+def statements(runtime):
+    """Every SQL statement the app sends while the block runs, lower-cased."""
+    seen = []
+
+    def record(_conn, _cursor, statement, *_):
+        seen.append(" ".join(statement.lower().split()))
+
+    engines = {runtime.db.engine, runtime.db.read_engine}
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)
+
+
+def writes(seen):
+    return [statement for statement in seen if statement.startswith(("insert", "update", "delete"))]
+
+
+def test_a_repeated_pop_that_changes_nothing_writes_nothing(client, make_user, runtime):
+    _, key = make_user("owner")
+    pop(client, key, "w1")
+    with statements(runtime) as seen:
+        assert pop(client, key, "w1")["id"] is None
+    assert writes(seen) == []
+    assert not [statement for statement in seen if "from users" in statement or "from workers" in statement]
+
+
+def test_changed_declarations_are_written_at_once_and_used_by_the_claim(client, make_user, runtime):
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w1", max_length=64)
+    request_id = queued_id(client, key, max_tokens=64)
+    with statements(runtime) as seen:
+        assert pop(client, key, "w1", models=["other"], max_length=64)["id"] is None
+    assert any(statement.startswith("update workers") for statement in seen)
+    with runtime.db.read() as session:
+        assert session.query(Worker).one().models == ["other"]
+    job = pop(client, key, "w1", max_length=64)
+    assert job["id"] and job["payload"]["max_tokens"] == 64
+    assert service.read(runtime, request_id).state == "processing"
+
+
+def test_last_pop_at_is_refreshed_once_the_refresh_interval_passed(client, make_user, runtime):
+    _, key = make_user("owner")
+    pop(client, key, "w1")
+    with runtime.db.transaction() as session:
+        session.execute(update(Worker).values(last_pop_at=utcnow() - dt.timedelta(seconds=60)))
+    runtime.checkins.refresh_s = 0
+    pop(client, key, "w1")
+    with runtime.db.read() as session:
+        age = utcnow() - session.query(Worker).one().last_pop_at
+    assert age < dt.timedelta(seconds=30)
+
+
+def test_a_pop_leaves_expired_jobs_to_the_sweeper(client, make_user, runtime):
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w1")
+    request_id = queued_id(client, key)
+    job_id = pop(client, key, "w1")["id"]
+    with runtime.db.transaction() as session:
+        session.execute(
+            update(ChatJob).where(ChatJob.id == job_id).values(deadline_at=utcnow() - dt.timedelta(seconds=1))
+        )
+    with statements(runtime) as seen:
+        pop(client, key, "w2")
+    assert not [statement for statement in seen if "deadline_at" in statement]
+    assert service.read(runtime, request_id).state == "processing"
+    assert service.sweep(runtime) == 1
+    assert service.read(runtime, request_id).state == "waiting"
+
+
+def test_an_identity_is_looked_up_once_then_served_from_the_cache(client, make_user, runtime):
+    user, key = make_user("owner", kudos=5)
+    first = service.authenticate(runtime, key)
+    with statements(runtime) as seen:
+        again = service.authenticate(runtime, key)
+    assert again == first and first.id == user.id and seen == []
+    runtime.identities = IdentityCache(ttl_s=0)
+    for _ in range(2):
+        with statements(runtime) as seen:
+            service.authenticate(runtime, key)
+        assert any("from users" in statement for statement in seen)
+
+
+def test_the_balance_is_never_served_from_the_identity_cache(client, make_user, runtime):
+    user, key = make_user("owner", kudos=5)
+    assert client.get("/api/v2/find_user", headers={"apikey": key}).json["kudos"] == 5
+    from horde.accounts import service as accounts
+
+    with runtime.db.transaction() as session:
+        accounts.set_kudos(session, session.get(type(user), user.id), 42)
+    assert client.get("/api/v2/find_user", headers={"apikey": key}).json["kudos"] == 42
