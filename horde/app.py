@@ -12,7 +12,7 @@ from horde.runtime import Runtime
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> Flask:
     """Build the app: native API at /api/v2, the OpenAI front at settings.oai_prefix."""
     from horde.api import make_blueprint
-    from horde.oai.app import make_blueprint as make_oai_blueprint
+    from horde.oai.app import make_blueprints as make_oai_blueprints
 
     settings = settings or (runtime.settings if runtime else Settings.from_env())
     runtime = runtime or Runtime.build(settings)
@@ -23,7 +23,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes  # werkzeug's backstop for any body reader
     app.extensions["horde"] = runtime
     app.register_blueprint(make_blueprint())
-    app.register_blueprint(make_oai_blueprint(), url_prefix=settings.oai_prefix)
+    for blueprint in make_oai_blueprints():  # OpenAI's API and Anthropic's Messages API
+        app.register_blueprint(blueprint, url_prefix=settings.oai_prefix)
 
     @app.before_request
     def refuse_large_bodies():
@@ -60,13 +61,14 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     @app.errorhandler(404)
     @app.errorhandler(405)
     def not_found(error):
-        """Under the front's prefix every error, unknown paths included, is OpenAI's envelope."""
+        """Under the front's prefix an unserved path or a wrong method is unsupported_endpoint."""
         from flask import request
 
-        from horde.oai.errors import envelope, response
+        from horde.oai.endpoints import unsupported
 
-        if request.path.startswith(settings.oai_prefix.rstrip("/") + "/"):
-            return response(envelope(error.description, status=error.code, code=None), error.code)
+        prefix = settings.oai_prefix.rstrip("/")
+        if request.path.startswith(prefix + "/"):
+            return unsupported(app, prefix, error)
         return error
 
     return app

@@ -40,6 +40,7 @@ class Settings:
     oai_drop_grace_s: float = 10.0
     oai_wait_budget_s: float = 300.0
     idempotency_retention_s: int = 86_400
+    responses_retention_s: int = 2_592_000
     worker_online_window_s: float = 300.0
     job_ttl_s: float = 150.0
     max_attempts: int = 3
@@ -73,6 +74,7 @@ class Settings:
             oai_drop_grace_s=_float(env, "HORDE_OAI_DROP_GRACE_S", cls.oai_drop_grace_s),
             oai_wait_budget_s=_float(env, "HORDE_OAI_WAIT_BUDGET_S", cls.oai_wait_budget_s),
             idempotency_retention_s=_int(env, "HORDE_IDEMPOTENCY_RETENTION_S", cls.idempotency_retention_s),
+            responses_retention_s=_int(env, "HORDE_RESPONSES_RETENTION_S", cls.responses_retention_s),
             worker_online_window_s=_float(env, "HORDE_WORKER_ONLINE_WINDOW_S", cls.worker_online_window_s),
             job_ttl_s=_float(env, "HORDE_JOB_TTL_S", cls.job_ttl_s),
             max_attempts=_int(env, "HORDE_MAX_ATTEMPTS", cls.max_attempts),

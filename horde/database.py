@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Executable, create_engine, event, text
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -71,6 +73,14 @@ def _close(session: Session) -> None:
 
 class Base(DeclarativeBase):
     """Declarative base of every table."""
+
+
+def insert_ignoring_duplicates(session: Session, table: type[Base], rows: list[dict], key: str) -> None:
+    """INSERT ... ON CONFLICT (key) DO NOTHING, on SQLite and PostgreSQL alike: a row written once, whoever is first."""
+    if not rows:
+        return
+    insert = postgresql_insert if is_postgresql(session) else sqlite_insert
+    session.execute(insert(table).values(rows).on_conflict_do_nothing(index_elements=[key]))
 
 
 class Database:

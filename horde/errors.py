@@ -87,6 +87,20 @@ class RequestNotFound(HordeError):
     rc = "RequestNotFound"
 
 
+class ResponseNotFound(HordeError):
+    """A stored response that is unknown, expired, deleted or another user's."""
+
+    status = 404
+    rc = "response_not_found"
+
+
+class UnsupportedEndpoint(HordeError):
+    """A path under the front's prefix that the Horde does not serve (404), or a wrong method on one (405)."""
+
+    status = 404
+    rc = "unsupported_endpoint"
+
+
 class UserNotFound(HordeError):
     status = 404
     rc = "UserNotFound"

@@ -112,8 +112,12 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def sweeper(runtime: Runtime) -> None:
-    """Expire jobs past their ttl, so a request restarts even when nobody pops; drop expired idempotency keys."""
+    """Expire jobs past their ttl, so a request restarts even when nobody pops.
+
+    Drop expired idempotency keys and stored responses.
+    """
     from horde.oai import idempotency
+    from horde.oai.responses import store as responses_store
 
     sweeps = 0
     while True:
@@ -123,6 +127,7 @@ def sweeper(runtime: Runtime) -> None:
             service.sweep(runtime)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 idempotency.purge_expired(runtime)
+                responses_store.purge_expired(runtime)
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:

@@ -1,3 +1,10 @@
+CREATE TABLE known_models (
+	name VARCHAR(200) NOT NULL, 
+	first_declared_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+
 CREATE TABLE users (
 	id SERIAL NOT NULL, 
 	username VARCHAR(100) NOT NULL, 
@@ -87,6 +94,21 @@ CREATE TABLE kudos_ledger (
 
 CREATE INDEX ix_kudos_ledger_request_id ON kudos_ledger (request_id);
 CREATE INDEX ix_kudos_ledger_user_id ON kudos_ledger (user_id);
+
+CREATE TABLE stored_responses (
+	id VARCHAR(64) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	request_id VARCHAR(36) NOT NULL, 
+	body JSON NOT NULL, 
+	conversation JSON NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(user_id) REFERENCES users (id)
+);
+
+CREATE INDEX ix_stored_responses_expires_at ON stored_responses (expires_at);
+CREATE INDEX ix_stored_responses_user_id ON stored_responses (user_id);
 
 CREATE TABLE workers (
 	id VARCHAR(36) NOT NULL, 

@@ -61,7 +61,7 @@ def admit(session: Session, settings: Settings, user: User, native: dict, *, cli
     model_param = model_param or ("model" if "model" in native else "models")
     _check_rate(session, settings, user, client_address)
     roster = workers.all_workers(session)
-    _check_known(roster, models, model_param, settings.model_reference_path)
+    _check_known(session, roster, models, model_param, settings.model_reference_path)
     online = workers.online_among(roster, settings.worker_online_window_s, models)
     if not online:
         raise errors.NoEligibleWorker(
@@ -164,8 +164,10 @@ def _check_rate(session, settings, user: User, client_address: str | None) -> No
                      "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_WINDOW_S)})
 
 
-def _check_known(roster, models: list[str], model_param: str, reference_path: str | None) -> None:
+def _check_known(session: Session, roster, models: list[str], model_param: str, reference_path: str | None) -> None:
+    """A model is known once any worker declared it (even if none does now) or when it is in the model reference."""
     known = workers.known_models(roster) | set(pricing.model_sizes(reference_path))
+    known |= workers.remembered_models(session, [model for model in models if model not in known])
     for index, model in enumerate(models):
         if model not in known:
             param = "model" if model_param == "model" else f"models[{index}]"

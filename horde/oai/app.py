@@ -13,6 +13,8 @@ from horde.chat.cards import model_stats
 from horde.oai import auth, cards
 from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
+from horde.oai.messages import routes as messages_routes
+from horde.oai.responses import routes as responses_routes
 from horde.oai.screening import ScreeningError
 
 if TYPE_CHECKING:
@@ -23,11 +25,17 @@ def runtime() -> Runtime:
     return current_app.extensions["horde"]
 
 
+def make_blueprints() -> list[Blueprint]:
+    """The OpenAI blueprint and Anthropic's Messages blueprint, both under the front's prefix."""
+    return [make_blueprint(), messages_routes.make_blueprint()]
+
+
 def make_blueprint() -> Blueprint:
     blueprint = Blueprint("oai", __name__)
     blueprint.add_url_rule("/models", view_func=list_models, methods=["GET"])
     blueprint.add_url_rule("/models/<path:model_id>", view_func=get_model, methods=["GET"])
     blueprint.add_url_rule("/chat/completions", view_func=chat_completions, methods=["POST"])
+    responses_routes.register(blueprint)
     blueprint.register_error_handler(errors.HordeError, _horde_error)
     blueprint.register_error_handler(ScreeningError, _screening_error)
     blueprint.register_error_handler(HTTPException, _http_error)

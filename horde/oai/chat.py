@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import select
 import socket
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from flask import Response
@@ -14,7 +15,7 @@ from werkzeug.datastructures import Headers
 from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import admission, service
-from horde.chat.models import DONE
+from horde.chat.models import DONE, ChatRequest
 from horde.client_address import client_address
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
@@ -35,6 +36,7 @@ STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
 
 class ChatCall:
     def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest):
+        """`screened` is the chat contract's ScreenedRequest; dialects build it from their own body."""
         self.runtime = runtime
         self.body = body
         self.screened = screened
@@ -122,15 +124,17 @@ class ChatCall:
                     if _client_gone(environ):
                         release = False
                         settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
-                        return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
+                        return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
+                                                   request_id, {})
                     delivered = True
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
-                    return _error(event.error, request_id, headers)
+                    return self.error_response(event.error, request_id, headers)
                 if _client_gone(environ):
                     release = False
                     settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
-                    return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
+                    return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
+                                               request_id, {})
         except errors.ServiceUnavailable:
             release = False
             raise
@@ -141,33 +145,57 @@ class ChatCall:
                        lambda: idempotency.release_delivered(runtime, request_id))
             elif release:
                 settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
-        return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
+        return self.error_response(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
     def _final_json(self, request, headers) -> Response:
         if request.state == DONE:
-            body = completion.chat_completion(request, self.screened.include_reasoning)
+            body = self.answer_body(request)
             return oai_errors.response(body, 200, dict(headers, **{"x-request-id": request.id}))
         error = oai_errors.faulted_error(request) if request.state == "faulted" else oai_errors.cancelled_error(request)
-        return _error(error, request.id, headers)
+        return self.error_response(error, request.id, headers)
+
+    # The dialect's hooks: a dialect (the Responses API, Anthropic's Messages) overrides these and keeps the rest.
+
+    def answer_body(self, request: ChatRequest) -> dict:
+        """The JSON answer of a request that ended done."""
+        return completion.chat_completion(request, self.screened.include_reasoning)
+
+    def error_response(self, error: errors.HordeError, request_id: str, headers: dict) -> Response:
+        result = oai_errors.horde_error_response(error, request_id, held=True)
+        result.headers.update(headers)
+        return result
+
+    def stream_state(self, request: ChatRequest) -> Any:
+        """What one stream tracks; it has `diverged` and `streamed_chars` for the release below."""
+        return stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
+
+    def stream_opening(self, request: ChatRequest, state: Any) -> bytes:
+        """The first bytes, sent at once: the headers go out after the first status read."""
+        return stream.opening_comment(self.runtime, request)
+
+    def stream_chunks(self, state: Any, events: Iterable[object]) -> Iterator[bytes]:
+        return stream.events(state, events)
 
     def _stream(self, request_id, first, watcher, headers) -> Response:
-        runtime = self.runtime
-        if isinstance(first, Failed) or (isinstance(first, Finished) and first.request.state != DONE):
-            settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
-            if isinstance(first, Failed):
-                return _error(first.error, request_id, headers)
+        if isinstance(first, Failed):
+            idempotency.hold(self.runtime, request_id, -1)
+            return self.error_response(first.error, request_id, headers)
+        if isinstance(first, Finished) and first.request.state != DONE:
+            idempotency.hold(self.runtime, request_id, -1)
             return self._final_json(first.request, headers)
         request = service.read(self.runtime, request_id)
         assert request is not None, "the stream holds its request"
-        state = stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
+        state = self.stream_state(request)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
-        opening = stream.opening_comment(runtime, request)
+        runtime = self.runtime
+        opening = self.stream_opening(request, state)
+        chunks = self.stream_chunks
 
         def generate():
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                yield from stream.events(state, events)
+                yield from chunks(state, events)
                 finished = True
             finally:
                 watcher.close()
@@ -184,23 +212,17 @@ class ChatCall:
         return response
 
 
-def _end_stream(runtime: Runtime, state: stream.StreamState, finished: bool) -> None:
+def _end_stream(runtime: Runtime, state: Any, finished: bool) -> None:
     """Release the stream's holder: delivered when it ran to its end, abandoned otherwise."""
     request_id = state.request_id
     release = f"releasing the streamed request {request_id}"
     if finished and state.diverged:
         settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars,
                                                     grace_s=0))
-    elif finished and not state.outage:
+    elif finished and not getattr(state, "outage", False):
         settle(release, lambda: idempotency.release_delivered(runtime, request_id))
     else:  # the client went away, or the database did and the stream ended on service_unavailable
         settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars))
-
-
-def _error(error: errors.HordeError, request_id: str, headers: dict) -> Response:
-    result = oai_errors.horde_error_response(error, request_id, held=True)
-    result.headers.update(headers)
-    return result
 
 
 def _retry_count(headers) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from horde import errors
 from horde.chat import service
@@ -46,6 +46,12 @@ def opening_comment(runtime: Runtime, request: ChatRequest) -> bytes:
     return keepalive_comment(Keepalive(pool["queue_position"], pool["wait_time"]))
 
 
+def is_live(request: ChatRequest) -> bool:
+    """Progress is relayed as it comes only for plain text: tool calls and JSON are sent whole at the end."""
+    response_format = (request.payload.get("response_format") or {}).get("type")
+    return not request.payload.get("tools") and response_format not in ("json_object", "json_schema")
+
+
 def paced(text: str) -> list[str]:
     """Split a delta into a few pieces at word boundaries where possible."""
     if len(text) <= 16:
@@ -73,8 +79,7 @@ class StreamState:
         self.fingerprint: str | None = None
         self.include_reasoning = include_reasoning
         self.include_usage = include_usage
-        self.live = not request.payload.get("tools") and (request.payload.get("response_format") or {}).get(
-            "type") not in ("json_object", "json_schema")
+        self.live = is_live(request)
         self.role_sent = False
         self.diverged = False
         self.outage = False
@@ -106,19 +111,75 @@ class StreamState:
             self.model = model or self.model
 
 
-def relay(state: StreamState, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
-    """Events for a progress post: the new reasoning, then the new content; None if it diverged."""
+class TextState(Protocol):
+    """What each dialect's stream state tracks of the text it sent."""
+
+    live: bool
+    reasoning: str
+    content: str
+
+    def served_by(self, worker_id: str | None, model: str | None) -> None: ...
+
+
+class StreamWriter(Protocol):
+    """A dialect's stream, for drive(): the bytes of each waiter event."""
+
+    @property
+    def streamed_chars(self) -> int: ...
+
+    def keepalive(self, event: Keepalive) -> list[bytes]: ...
+
+    def progress(self, event: Progress) -> tuple[list[bytes], list[bytes]] | None: ...
+
+    def finish(self, request: ChatRequest) -> list[bytes]: ...
+
+    def failure(self, error: errors.HordeError) -> list[bytes]: ...
+
+    def diverge(self, why: str) -> list[bytes]: ...
+
+
+def advance(state: TextState, event: Progress) -> tuple[str, str] | None:
+    """The reasoning and content a progress post adds to what `state` sent; None if it diverged."""
     if not state.live:
-        return [], []
+        return "", ""
     new_reasoning, new_content = event.reasoning, event.content
     if not new_reasoning.startswith(state.reasoning) or not new_content.startswith(state.content):
         return None
     state.served_by(event.worker_id, event.model)
+    added = new_reasoning[len(state.reasoning):], new_content[len(state.content):]
+    state.reasoning, state.content = new_reasoning, new_content
+    return added
+
+
+NOT_CONTINUED = "the final reply does not continue the text sent."
+
+
+def final_texts(state: TextState, request: ChatRequest, with_reasoning: bool) -> tuple[str, str] | errors.HordeError:
+    """The finished reply's content and reasoning, or the error that ends the stream instead.
+
+    The error is the request's own (faulted, cancelled) or ChatStreamDiverged when the reply does not
+    continue what `state` sent (its reasoning only counts `with_reasoning`).
+    """
+    if request.state == "faulted":
+        return faulted_error(request)
+    if request.state == "cancelled":
+        return cancelled_error(request)
+    reply = request.reply or {}
+    content, reasoning = reply.get("content") or "", reply.get("reasoning_content") or ""
+    if not content.startswith(state.content) or (with_reasoning and not reasoning.startswith(state.reasoning)):
+        return diverged(request.id, NOT_CONTINUED)
+    return content, reasoning
+
+
+def relay(state: StreamState, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
+    """Events for a progress post: the new reasoning, then the new content; None if it diverged."""
+    added = advance(state, event)
+    if added is None:
+        return None
     pieces = []
     if state.include_reasoning:
-        pieces += [("reasoning_content", piece) for piece in paced(new_reasoning[len(state.reasoning):])]
-    pieces += [("content", piece) for piece in paced(new_content[len(state.content):])]
-    state.reasoning, state.content = new_reasoning, new_content
+        pieces += [("reasoning_content", piece) for piece in paced(added[0])]
+    pieces += [("content", piece) for piece in paced(added[1])]
     role_events = state.role() if pieces else []
     return role_events, [data_event(state.chunk({key: piece})) for key, piece in pieces]
 
@@ -173,42 +234,72 @@ def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
 def events(state: StreamState, watcher: Iterable[object]) -> Iterator[bytes]:
     """Translate waiter events into SSE bytes until the request ends, or the database goes away."""
     try:
-        yield from _translate(state, watcher)
+        yield from drive(ChatWriter(state), watcher)
     except errors.ServiceUnavailable as error:
         state.outage = True
         error.should_retry = False
         yield from error_event(error, state.request_id)
 
 
-def _translate(state: StreamState, watcher: Iterable[object]) -> Iterator[bytes]:
+class ChatWriter:
+    """The chat completion chunks of one stream, for drive()."""
+
+    def __init__(self, state: StreamState):
+        self.state = state
+
+    @property
+    def streamed_chars(self) -> int:
+        return self.state.streamed_chars
+
+    def keepalive(self, event: Keepalive) -> list[bytes]:
+        return [keepalive_comment(event)]
+
+    def progress(self, event: Progress) -> tuple[list[bytes], list[bytes]] | None:
+        return relay(self.state, event)
+
+    def finish(self, request: ChatRequest) -> list[bytes]:
+        return finish(self.state, request)
+
+    def failure(self, error: errors.HordeError) -> list[bytes]:
+        return error_event(error, self.state.request_id)
+
+    def diverge(self, why: str) -> list[bytes]:
+        """The caller releases the request (cancelling it unless another holder waits on it)."""
+        self.state.diverged = True
+        return error_event(diverged(self.state.request_id, why), self.state.request_id)
+
+
+RESTART_AFTER_TEXT = "the worker stopped and the Horde would start the reply over with another worker."
+CHANGED_TEXT = "the worker's text changed after it was sent."
+
+
+def drive(writer: StreamWriter, watcher: Iterable[object]) -> Iterator[bytes]:
+    """The loop every dialect's stream shares: waiter events in, the writer's SSE bytes out, until the end.
+
+    writer.progress returns (events now, events paced PACE_INTERVAL_S apart), or None when the
+    worker's text no longer continues what was sent.
+    """
     for event in watcher:
         if isinstance(event, Keepalive):
-            yield keepalive_comment(event)
+            yield from writer.keepalive(event)
         elif isinstance(event, Progress):
-            out = relay(state, event)
+            out = writer.progress(event)
             if out is None:
-                yield from _diverge(state, "the worker's text changed after it was sent.")
+                yield from writer.diverge(CHANGED_TEXT)
                 return
-            role_events, piece_events = out
-            yield from role_events
-            for index, chunk in enumerate(piece_events):
+            immediate, paced_events = out
+            yield from immediate
+            for index, chunk in enumerate(paced_events):
                 if index:
                     time.sleep(PACE_INTERVAL_S)
                 yield chunk
         elif isinstance(event, Restarted):
-            if state.streamed_chars:
-                yield from _diverge(state, "the worker stopped and the Horde would start the reply over "
-                                                    "with another worker.")
+            if writer.streamed_chars:
+                yield from writer.diverge(RESTART_AFTER_TEXT)
                 return
         elif isinstance(event, Finished):
-            yield from finish(state, event.request)
+            yield from writer.finish(event.request)
             return
         elif isinstance(event, Failed):
-            yield from error_event(event.error, state.request_id)
+            yield from writer.failure(event.error)
             return
-
-
-def _diverge(state: StreamState, why: str):
-    """The caller releases the request (cancelling it unless another holder waits on it)."""
-    state.diverged = True
-    yield from error_event(diverged(state.request_id, why), state.request_id)

@@ -12,6 +12,15 @@ from horde.database import Base
 from horde.timeutil import utcnow
 
 
+class KnownModel(Base):
+    """A model some worker declared once: the Horde keeps knowing it after every worker drops it."""
+
+    __tablename__ = "known_models"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    first_declared_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class Worker(Base):
     __tablename__ = "workers"
 

@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 from horde import errors
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.database import is_postgresql
+from horde.database import insert_ignoring_duplicates, is_postgresql
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
-from horde.workers.models import Worker
+from horde.workers.models import KnownModel, Worker
 
 
 def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
@@ -24,11 +24,14 @@ def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
+    declared = list(dict.fromkeys(pop["models"]))
+    # Only what this worker did not declare before: a pop that repeats its declaration writes nothing here.
+    remember_models(session, [name for name in declared if worker is None or name not in (worker.models or ())])
     if worker is None:
         worker = _insert_new(session, owner, pop)
     if worker.owner_id != owner.id:
         raise errors.WorkerNameTaken(f"The worker name '{pop['name']}' belongs to another user.")
-    worker.models = list(dict.fromkeys(pop["models"]))
+    worker.models = declared
     worker.max_length = pop["max_length"]
     worker.max_context_length = pop["max_context_length"]
     worker.threads = pop["threads"]
@@ -80,6 +83,20 @@ def known_models(workers: Iterable[Worker]) -> set[str]:
     for worker in workers:
         names.update(worker.models or ())
     return names
+
+
+def remember_models(session: Session, names: list[str]) -> None:
+    """Record newly declared models; a pop that declares what it declared before writes nothing."""
+    insert_ignoring_duplicates(session, KnownModel, [{"name": name, "first_declared_at": utcnow()} for name in names],
+                               "name")
+
+
+def remembered_models(session: Session, names: Iterable[str]) -> set[str]:
+    """Those of `names` that some worker declared at some time."""
+    wanted = list(names)
+    if not wanted:
+        return set()
+    return set(session.scalars(select(KnownModel.name).where(KnownModel.name.in_(wanted))))
 
 
 def owners_trust(session: Session, workers: list[Worker]) -> dict[int, bool]:

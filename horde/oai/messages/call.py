@@ -1,0 +1,71 @@
+"""One POST /v1/messages call: the chat call with Anthropic's request, answer, stream and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from flask import Response
+
+from horde import errors
+from horde.chat import admission
+from horde.chat.models import ChatRequest
+from horde.chat.tokens import prompt_tokens
+from horde.oai import stream
+from horde.oai.chat import ChatCall
+from horde.oai.messages import answer
+from horde.oai.messages import errors as anthropic_errors
+from horde.oai.messages import request as mapping
+from horde.oai.messages.events import MessagesWriter
+from horde.oai.screening import ScreenedRequest, ScreeningError, screen_chat_request
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
+
+
+def screen(runtime: Runtime, body: Any, *, counting: bool = False) -> tuple[ScreenedRequest, bool]:
+    """The chat contract's ScreenedRequest for an Anthropic body, and whether thinking is on."""
+    if isinstance(body, dict):  # bounded before the mapping looks at each message
+        admission.check_message_count(body.get("messages"), runtime.settings)
+    chat, thinking = mapping.chat_body(body, counting=counting)
+    if counting:  # count_tokens has no max_tokens and never streams
+        chat["max_tokens"] = None
+    try:
+        return screen_chat_request(chat), thinking
+    except ScreeningError as error:
+        raise mapping.renamed(error) from None
+
+
+def count_tokens(runtime: Runtime, body: Any) -> dict:
+    """The Horde's own estimate of the prompt, as admission counts it."""
+    screened, _ = screen(runtime, body, counting=True)
+    native = screened.native
+    return {"input_tokens": prompt_tokens(native["messages"], native.get("tools"))}
+
+
+class MessagesCall(ChatCall):
+    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest, thinking: bool):
+        super().__init__(runtime, body, screened)
+        self.thinking = thinking
+
+    @classmethod
+    def screen_body(cls, runtime: Runtime, body: Any) -> MessagesCall:
+        screened, thinking = screen(runtime, body)
+        return cls(runtime, body, screened, thinking)
+
+    def answer_body(self, request: ChatRequest) -> dict:
+        return answer.message(request, self.thinking)
+
+    def error_response(self, error: errors.HordeError, request_id: str, headers: dict) -> Response:
+        result = anthropic_errors.horde_error_response(error, request_id, held=True)
+        result.headers.update(headers)
+        return result
+
+    def stream_state(self, request: ChatRequest) -> MessagesWriter:
+        return MessagesWriter(request, self.thinking)
+
+    def stream_opening(self, request: ChatRequest, state: MessagesWriter) -> bytes:
+        return super().stream_opening(request, state) + state.opening(request)
+
+    def stream_chunks(self, state: MessagesWriter, events: Iterable[object]) -> Iterator[bytes]:
+        return stream.drive(state, events)

@@ -1,0 +1,153 @@
+"""The `response` object of a Horde request, in OpenAI's Responses shape.
+
+Output items in order: `reasoning` (when the worker returned reasoning and
+include_reasoning is on), `message` with one `output_text` part (when there is
+text), `function_call` per tool call. Ids derive from the request id, so the
+JSON answer, the stream events and the stored copy name the same items.
+"""
+
+from __future__ import annotations
+
+import calendar
+from typing import Any
+
+from horde.chat.models import ChatRequest
+from horde.oai import completion
+from horde.timeutil import utcnow
+
+
+def response_id(request_id: str) -> str:
+    return "resp_" + request_id.replace("-", "")
+
+
+def item_id(prefix: str, request_id: str, index: int = 0) -> str:
+    suffix = f"_{index}" if index else ""
+    return f"{prefix}_{request_id.replace('-', '')}{suffix}"
+
+
+def reasoning_item(request_id: str, text: str, status: str = "completed") -> dict:
+    summary = [{"type": "summary_text", "text": text}] if text else []
+    return {"type": "reasoning", "id": item_id("rs", request_id), "summary": summary, "status": status}
+
+
+def output_text_part(text: str) -> dict:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def message_item(request_id: str, text: str | None, status: str = "completed") -> dict:
+    content = [] if text is None else [output_text_part(text)]
+    return {
+        "type": "message",
+        "id": item_id("msg", request_id),
+        "role": "assistant",
+        "status": status,
+        "content": content,
+    }
+
+
+def function_call_item(
+    request_id: str, index: int, call: dict, arguments: str | None = None, status: str = "completed"
+) -> dict:
+    return {
+        "type": "function_call",
+        "id": item_id("fc", request_id, index + 1),
+        "call_id": call["id"],
+        "name": call["function"]["name"],
+        "arguments": call["function"]["arguments"] if arguments is None else arguments,
+        "status": status,
+    }
+
+
+def output_items(request: ChatRequest, include_reasoning: bool) -> list[dict]:
+    reply = request.reply or {}
+    items = []
+    if include_reasoning and reply.get("reasoning_content"):
+        items.append(reasoning_item(request.id, reply["reasoning_content"]))
+    calls = completion.tool_calls(reply) or []
+    if reply.get("content") or not calls:
+        items.append(message_item(request.id, reply.get("content") or ""))
+    items += [function_call_item(request.id, index, call) for index, call in enumerate(calls)]
+    return items
+
+
+def usage(request: ChatRequest) -> dict:
+    counted = completion.usage(request)
+    return {
+        "input_tokens": counted["prompt_tokens"],
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": counted["completion_tokens"],
+        "output_tokens_details": {"reasoning_tokens": counted["completion_tokens_details"]["reasoning_tokens"]},
+        "total_tokens": counted["total_tokens"],
+    }
+
+
+def echo(body: dict) -> dict:
+    """The request's own settings, as OpenAI echoes them on the response."""
+    text = body.get("text") or {}
+    return {
+        "instructions": body.get("instructions"),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "metadata": body.get("metadata") or {},
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "previous_response_id": body.get("previous_response_id"),
+        "reasoning": body.get("reasoning"),
+        "store": body.get("store", True),
+        "temperature": body.get("temperature", 1.0),
+        "text": {"format": text.get("format") or {"type": "text"}},
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": [_tool_echo(tool) for tool in body.get("tools") or []],
+        "top_p": body.get("top_p", 1.0),
+        "truncation": body.get("truncation", "disabled"),
+        "user": body.get("user"),
+    }
+
+
+def _tool_echo(tool: dict) -> dict:
+    """A function tool as OpenAI echoes it: strict is false unless sent (the chat contract's default)."""
+    return {
+        "type": "function",
+        "name": tool.get("name"),
+        "description": tool.get("description"),
+        "parameters": tool.get("parameters"),
+        "strict": bool(tool.get("strict")),
+    }
+
+
+def skeleton(request: ChatRequest, body: dict, status: str) -> dict:
+    """A response without output: what response.created and response.failed carry."""
+    model = request.served_model or request.models[0]
+    result: dict[str, Any] = {
+        "id": response_id(request.id),
+        "object": "response",
+        "created_at": calendar.timegm(request.created_at.timetuple()),
+        "status": status,
+        "completed_at": None,
+        "error": None,
+        "incomplete_details": None,
+        "model": model,
+        "output": [],
+    }
+    result.update(echo(body))
+    if result["user"] is None:
+        del result["user"]
+    return result
+
+
+def response_object(request: ChatRequest, body: dict, include_reasoning: bool) -> dict:
+    """The finished response: completed, or incomplete when the reply stopped at max_output_tokens."""
+    reply = request.reply or {}
+    incomplete = reply.get("finish_reason") == "length"
+    result = skeleton(request, body, "incomplete" if incomplete else "completed")
+    result["completed_at"] = calendar.timegm((request.finished_at or utcnow()).timetuple())
+    if incomplete:
+        result["incomplete_details"] = {"reason": "max_output_tokens"}
+    result["output"] = output_items(request, include_reasoning)
+    result["usage"] = usage(request)
+    result["x_horde"] = completion.x_horde(request)
+    return result
+
+
+def failed_object(request: ChatRequest, body: dict, message: str) -> dict:
+    result = skeleton(request, body, "failed")
+    result["error"] = {"code": "server_error", "message": message}
+    return result

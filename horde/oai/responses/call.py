@@ -1,0 +1,84 @@
+"""One POST /v1/responses call: the chat call with the Responses API's request, answer and stream."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from horde import errors
+from horde.accounts.identity import Identity
+from horde.chat import admission
+from horde.chat.models import ChatRequest
+from horde.oai import stream
+from horde.oai.chat import ChatCall
+from horde.oai.responses import answer, store
+from horde.oai.responses import request as mapping
+from horde.oai.responses.events import ResponsesWriter
+from horde.oai.screening import ScreenedRequest, ScreeningError, screen_chat_request
+from horde.oai.screening.base import BAD_REQUEST, json_type_name, require_string
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
+
+
+class ResponsesCall(ChatCall):
+    def __init__(
+        self, runtime: Runtime, body: dict, screened: ScreenedRequest, user: Identity, conversation: list[dict]
+    ):
+        """`conversation` is this request's messages without instructions: history, then this turn's input."""
+        super().__init__(runtime, body, screened)
+        self.user = user
+        self.conversation = conversation
+
+    @classmethod
+    def screen_for(cls, runtime: Runtime, body: Any, user: Identity) -> ResponsesCall:
+        if not isinstance(body, dict):
+            raise ScreeningError(
+                f"Invalid type for the request body: expected an object, but got {json_type_name(body)} instead.",
+                code=BAD_REQUEST,
+                param=None,
+            )
+        history: list[dict] = []
+        if body.get("previous_response_id") is not None:
+            previous = require_string(body["previous_response_id"], "previous_response_id")
+            history = store.load(runtime, user.id, previous, "previous_response_id").conversation
+        chat = mapping.chat_body(body, history)
+        try:
+            admission.check_message_count(chat["messages"], runtime.settings)
+        except errors.UnsupportedChatParameter as error:
+            error.param = "input"  # the conversation: history, instructions and input together
+            raise
+        try:
+            screened = screen_chat_request(chat)
+        except ScreeningError as error:
+            raise mapping.renamed(error) from None
+        return cls(runtime, body, screened, user, history + mapping.this_turn(body))
+
+    def answer_body(self, request: ChatRequest) -> dict:
+        """The response object; with `store` (the default) it is kept, with the conversation it ends."""
+        body = answer.response_object(request, self.body, self.screened.include_reasoning)
+        if self.body.get("store") is not False:
+            store.save(self.runtime, self.user.id, request.id, body, self.conversation + [_assistant(request)])
+        return body
+
+    def stream_state(self, request: ChatRequest) -> ResponsesWriter:
+        return ResponsesWriter(request, self.body, self.screened.include_reasoning, self.answer_body)
+
+    def stream_opening(self, request: ChatRequest, state: ResponsesWriter) -> bytes:
+        return super().stream_opening(request, state) + state.opening(request)
+
+    def stream_chunks(self, state: ResponsesWriter, events: Iterable[object]) -> Iterator[bytes]:
+        return stream.drive(state, events)
+
+
+def _assistant(request: ChatRequest) -> dict:
+    """The reply as a chat assistant message, for the next turn's history."""
+    reply = request.reply or {}
+    message: dict = {"role": "assistant", "content": reply.get("content") or None}
+    if reply.get("tool_calls"):
+        message["tool_calls"] = [
+            {"id": call["id"], "type": "function", "function": dict(call["function"])} for call in reply["tool_calls"]
+        ]
+    elif message["content"] is None:
+        message["content"] = ""
+    return message

@@ -1,0 +1,236 @@
+"""A POST /v1/responses body mapped onto a chat completions body, which the chat screening then checks.
+
+Only the Responses API's own fields are checked here: which keys exist, the
+shapes that differ from chat (tools, tool_choice, text.format, reasoning) and
+the values the Horde cannot honour, each refused with a 400 naming the field.
+Everything the two APIs share (messages, sampling ranges, tool schemas, the
+horde object) is left to the chat screening, whose param paths are renamed
+back to this API's names (messages -> input, max_tokens -> max_output_tokens).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from horde.oai.responses.input_items import input_messages
+from horde.oai.screening.base import (
+    BAD_REQUEST,
+    CONFLICT,
+    ScreeningError,
+    invalid_choice,
+    require_bool,
+    require_list,
+    require_object,
+    require_string,
+    same_json_value,
+    unknown_parameter,
+)
+
+#: Fields mapped onto the chat contract.
+REQUEST_FIELDS = frozenset(
+    {
+        "model",
+        "models",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "text",
+        "reasoning",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "stream",
+        "store",
+        "previous_response_id",
+        "metadata",
+        "user",
+        "truncation",
+        "horde",
+    }
+)
+#: Fields accepted only at the value that changes nothing, as the chat front's DEFAULT_NO_OP_PARAMETERS.
+DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
+    "background": (False, None),
+    "include": ([], None),
+    "service_tier": ("auto", "default", None),
+    "top_logprobs": (0, None),
+    "stream_options": (None,),
+    "prompt_cache_key": (None,),
+    "safety_identifier": (None,),
+    "max_tool_calls": (None,),
+    "conversation": (None,),
+    "prompt": (None,),
+}
+TEXT_FORMATS = ("text", "json_object", "json_schema")
+TRUNCATION_MODES = ("auto", "disabled")
+REASONING_SUMMARIES = ("auto", "concise", "detailed")
+TEXT_VERBOSITY_DEFAULT = "medium"
+METADATA_MAX_KEYS = 16
+METADATA_KEY_MAX_CHARS = 64
+METADATA_VALUE_MAX_CHARS = 512
+#: Chat screening's param prefixes and this API's names for them.
+PARAM_NAMES = (
+    ("messages", "input"),
+    ("max_tokens", "max_output_tokens"),
+    ("response_format", "text.format"),
+    ("reasoning_effort", "reasoning.effort"),
+)
+
+
+def chat_body(body: dict, history: list[dict]) -> dict:
+    """The chat completions body for `body`, after `history` (the messages of previous_response_id)."""
+    for key, value in body.items():
+        if key in REQUEST_FIELDS:
+            continue
+        if key not in DEFAULT_ONLY_FIELDS:
+            raise unknown_parameter(key)
+        if not any(same_json_value(value, default) for default in DEFAULT_ONLY_FIELDS[key]):
+            raise ScreeningError(
+                f"Unsupported value for '{key}': the AI Horde does not serve it, and accepts only its default.",
+                param=key,
+            )
+    body = {key: value for key, value in body.items() if key in REQUEST_FIELDS and value is not None}
+    chat: dict[str, Any] = {
+        key: body[key]
+        for key in ("model", "models", "temperature", "top_p", "user", "parallel_tool_calls", "stream", "horde")
+        if key in body
+    }
+    if "max_output_tokens" in body:
+        chat["max_tokens"] = body["max_output_tokens"]
+    chat["messages"] = _instructions(body.get("instructions")) + history + this_turn(body)
+    if "tools" in body:
+        chat["tools"] = _tools(body["tools"])
+    if "tool_choice" in body:
+        chat["tool_choice"] = _tool_choice(body["tool_choice"])
+    if "text" in body:
+        chat.update(_text(body["text"]))
+    if "reasoning" in body:
+        chat.update(_reasoning(body["reasoning"]))
+    if "truncation" in body:
+        chat["horde"] = _truncation(body["truncation"], chat.get("horde"))
+    for key in ("store", "stream"):
+        if key in body:
+            require_bool(body[key], key)
+    if "metadata" in body:
+        check_metadata(body["metadata"])
+    return chat
+
+
+def this_turn(body: dict) -> list[dict]:
+    """The chat messages of this request's `input` (without instructions), as stored for a next turn."""
+    if "input" not in body or body["input"] is None:
+        raise ScreeningError("Missing required parameter: 'input'.", code=BAD_REQUEST, param="input")
+    return input_messages(body["input"])
+
+
+def renamed(error: ScreeningError) -> ScreeningError:
+    """A chat screening error with its param in this API's names."""
+    param = error.param or ""
+    for chat_name, name in PARAM_NAMES:
+        if param == chat_name or param.startswith(chat_name + "[") or param.startswith(chat_name + "."):
+            error.param = name + param[len(chat_name) :]
+            break
+    if error.param and error.param.startswith("tools[") and ".function." in error.param:
+        error.param = error.param.replace(".function.", ".", 1)
+    return error
+
+
+def _instructions(value: Any) -> list[dict]:
+    if value is None:
+        return []
+    text = require_string(value, "instructions")
+    return [{"role": "system", "content": text}] if text else []
+
+
+def _tools(value: Any) -> list[dict]:
+    tools = []
+    for index, entry in enumerate(require_list(value, "tools")):
+        tool = require_object(entry, f"tools[{index}]")
+        if tool.get("type") != "function":
+            raise ScreeningError(
+                f"Unsupported tool type {tool.get('type')!r} at 'tools[{index}].type': the AI Horde serves only "
+                "function tools.",
+                param=f"tools[{index}].type",
+            )
+        function = {
+            key: tool[key] for key in ("name", "description", "parameters", "strict") if tool.get(key) is not None
+        }
+        tools.append({"type": "function", "function": function})
+    return tools
+
+
+def _tool_choice(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    choice = require_object(value, "tool_choice")
+    if choice.get("type") != "function":
+        raise ScreeningError(
+            f"Unsupported value for 'tool_choice.type': {choice.get('type')!r}; the AI Horde serves "
+            "'auto', 'none', 'required' and a function by name.",
+            param="tool_choice.type",
+        )
+    return {"type": "function", "function": {"name": choice.get("name")}}
+
+
+def _text(value: Any) -> dict:
+    text = require_object(value, "text")
+    for key in text:
+        if key not in ("format", "verbosity"):
+            raise unknown_parameter(f"text.{key}")
+    if text.get("verbosity") not in (None, TEXT_VERBOSITY_DEFAULT):
+        raise ScreeningError(
+            "Unsupported value for 'text.verbosity': the AI Horde serves only 'medium'.", param="text.verbosity"
+        )
+    if text.get("format") is None:
+        return {}
+    fmt = require_object(text["format"], "text.format")
+    kind = fmt.get("type")
+    if kind not in TEXT_FORMATS:
+        raise invalid_choice("text.format.type", kind, TEXT_FORMATS)
+    if kind == "text":
+        return {}
+    if kind == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    json_schema = {key: value for key, value in fmt.items() if key != "type"}
+    return {"response_format": {"type": "json_schema", "json_schema": json_schema}}
+
+
+def _reasoning(value: Any) -> dict:
+    reasoning = require_object(value, "reasoning")
+    for key in reasoning:
+        if key not in ("effort", "summary", "generate_summary"):
+            raise unknown_parameter(f"reasoning.{key}")
+    for key in ("summary", "generate_summary"):
+        if reasoning.get(key) is not None and reasoning[key] not in REASONING_SUMMARIES:
+            raise invalid_choice(f"reasoning.{key}", reasoning[key], REASONING_SUMMARIES)
+    return {} if reasoning.get("effort") is None else {"reasoning_effort": reasoning["effort"]}
+
+
+def _truncation(value: Any, horde: Any) -> Any:
+    if value not in TRUNCATION_MODES:
+        raise invalid_choice("truncation", value, TRUNCATION_MODES)
+    horde = dict(horde) if isinstance(horde, dict) else horde
+    if isinstance(horde, dict) and "context_fitting" in horde:
+        raise ScreeningError(
+            "Send either 'truncation' or 'horde.context_fitting', not both.", code=CONFLICT, param="truncation"
+        )
+    fitting = "truncate_oldest" if value == "auto" else "reject"
+    return {**(horde or {}), "context_fitting": fitting} if horde is None or isinstance(horde, dict) else horde
+
+
+def check_metadata(value: Any) -> None:
+    metadata = require_object(value, "metadata")
+    if len(metadata) > METADATA_MAX_KEYS:
+        raise ScreeningError(
+            f"Invalid 'metadata': at most {METADATA_MAX_KEYS} keys.", code=BAD_REQUEST, param="metadata"
+        )
+    for key, item in metadata.items():
+        if len(key) > METADATA_KEY_MAX_CHARS or not isinstance(item, str) or len(item) > METADATA_VALUE_MAX_CHARS:
+            raise ScreeningError(
+                f"Invalid 'metadata.{key}': keys are strings of at most {METADATA_KEY_MAX_CHARS} characters and "
+                f"values strings of at most {METADATA_VALUE_MAX_CHARS}.",
+                code=BAD_REQUEST,
+                param=f"metadata.{key}",
+            )

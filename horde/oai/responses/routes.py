@@ -1,0 +1,41 @@
+"""POST /v1/responses, GET and DELETE /v1/responses/{id}. Thin routes."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from horde import request_json
+from horde.chat import service
+from horde.oai import auth
+from horde.oai.responses import store
+from horde.oai.responses.call import ResponsesCall
+
+
+def register(blueprint: Blueprint) -> None:
+    blueprint.add_url_rule("/responses", view_func=create_response, methods=["POST"])
+    blueprint.add_url_rule("/responses/<response_id>", view_func=get_response, methods=["GET"])
+    blueprint.add_url_rule("/responses/<response_id>", view_func=delete_response, methods=["DELETE"])
+
+
+def _runtime():
+    return current_app.extensions["horde"]
+
+
+def create_response() -> Response:
+    hub = _runtime()
+    user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
+    call = ResponsesCall.screen_for(hub, request_json.read_json(request, hub.settings.max_body_bytes), user)
+    return call.answer(user, request.headers, request.environ)
+
+
+def get_response(response_id: str) -> Response:
+    hub = _runtime()
+    user = service.authenticate(hub, auth.bearer_key(request.headers))
+    return jsonify(store.load(hub, user.id, response_id, "response_id").body)
+
+
+def delete_response(response_id: str) -> Response:
+    hub = _runtime()
+    user = service.authenticate(hub, auth.bearer_key(request.headers))
+    store.remove(hub, user.id, response_id)
+    return jsonify({"id": response_id, "object": "response", "deleted": True})
