@@ -199,7 +199,7 @@ class ChatCall:
                 finished = True
             finally:
                 watcher.close()
-                _end_stream(runtime, state, finished)
+                _end_stream(runtime, request_id, state, finished)
 
         # No stream_with_context: the stream uses no request globals, and holding the request context for the
         # whole wait would cost every waiting stream its copy.
@@ -212,9 +212,8 @@ class ChatCall:
         return response
 
 
-def _end_stream(runtime: Runtime, state: Any, finished: bool) -> None:
+def _end_stream(runtime: Runtime, request_id: str, state: Any, finished: bool) -> None:
     """Release the stream's holder: delivered when it ran to its end, abandoned otherwise."""
-    request_id = state.request_id
     release = f"releasing the streamed request {request_id}"
     if finished and state.diverged:
         settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars,
