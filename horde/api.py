@@ -28,7 +28,7 @@ def json_body() -> Any:
 def make_blueprint() -> Blueprint:
     from horde.accounts.routes import namespace as accounts_namespace
     from horde.chat.routes import namespace as chat_namespace
-    from horde.chat.routes import status_namespace
+    from horde.chat.routes import stats_namespace, status_namespace
     from horde.workers.routes import namespace as workers_namespace
 
     blueprint = Blueprint("native", __name__, url_prefix="/api/v2")
@@ -46,6 +46,7 @@ def make_blueprint() -> Blueprint:
     api.add_namespace(chat_namespace, path="/generate/chat")
     api.add_namespace(workers_namespace, path="/generate/chat")
     api.add_namespace(status_namespace, path="/status")
+    api.add_namespace(stats_namespace, path="/stats/chat")
 
     @api.errorhandler(errors.HordeError)
     def _horde_error(error):

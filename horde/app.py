@@ -13,6 +13,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     """Build the app: native API at /api/v2, the OpenAI front at settings.oai_prefix."""
     from horde.api import make_blueprint
     from horde.oai.app import make_blueprints as make_oai_blueprints
+    from horde.ops.routes import install as install_ops
+    from horde.web.routes import make_blueprint as make_web_blueprint
 
     settings = settings or (runtime.settings if runtime else Settings.from_env())
     runtime = runtime or Runtime.build(settings)
@@ -25,6 +27,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.register_blueprint(make_blueprint())
     for blueprint in make_oai_blueprints():  # OpenAI's API and Anthropic's Messages API
         app.register_blueprint(blueprint, url_prefix=settings.oai_prefix)
+    install_ops(app, settings)
+    app.register_blueprint(make_web_blueprint())
 
     @app.before_request
     def refuse_large_bodies():

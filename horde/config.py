@@ -27,6 +27,15 @@ def _list(env, name):
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
+LOG_FORMATS = ("text", "json")
+
+
+def _log_format(value: str) -> str:
+    if value not in LOG_FORMATS:
+        raise ValueError(f"HORDE_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, not {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every tunable of the server; `from_env` is the only reader of the environment."""
@@ -52,6 +61,16 @@ class Settings:
     image_fetch_timeout_s: float = 2.0
     sweep_interval_s: float = 1.0
     model_reference_path: str | None = None
+    #: Origins a browser may call /v1 and /api/v2 from; ("*",) is any origin (keys travel in headers only).
+    cors_origins: tuple[str, ...] = ("*",)
+    #: When set, GET /metrics requires it as a Bearer token.
+    metrics_token: str | None = None
+    #: prometheus_client's multiprocess directory; None picks one per run under gunicorn.
+    metrics_dir: str | None = None
+    #: "text" or "json" (one JSON object per line).
+    log_format: str = "text"
+    #: On SIGTERM, how long open streams and waits may still run before they end in server_shutting_down.
+    drain_s: float = 30.0
     max_body_bytes: int = 32 * 1024 * 1024
     max_messages: int = 2048
     max_image_bytes_total: int = 32 * 1024 * 1024
@@ -84,6 +103,11 @@ class Settings:
             image_max_bytes=_int(env, "HORDE_IMAGE_MAX_BYTES", cls.image_max_bytes),
             sweep_interval_s=_float(env, "HORDE_SWEEP_INTERVAL_S", cls.sweep_interval_s),
             model_reference_path=env.get("HORDE_MODEL_REFERENCE") or None,
+            cors_origins=_list(env, "HORDE_CORS_ORIGINS") or cls.cors_origins,
+            metrics_token=env.get("HORDE_METRICS_TOKEN") or None,
+            metrics_dir=env.get("HORDE_METRICS_DIR") or None,
+            log_format=_log_format(env.get("HORDE_LOG_FORMAT") or cls.log_format),
+            drain_s=_float(env, "HORDE_DRAIN_S", cls.drain_s),
             max_body_bytes=_int(env, "HORDE_MAX_BODY_BYTES", cls.max_body_bytes),
             max_messages=_int(env, "HORDE_MAX_MESSAGES", cls.max_messages),
             max_image_bytes_total=_int(env, "HORDE_MAX_IMAGE_BYTES_TOTAL", cls.max_image_bytes_total),

@@ -213,6 +213,14 @@ class ChatStreamDiverged(HordeError):
     should_retry = False
 
 
+class ServerShuttingDown(HordeError):
+    """The process serving the stream or wait is shutting down; the request stays held on the Horde."""
+
+    status = 503
+    rc = "server_shutting_down"
+    should_retry = True
+
+
 class IdempotencyConflict(HordeError):
     status = 409
     rc = "idempotency_conflict"

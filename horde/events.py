@@ -177,6 +177,13 @@ class LocalEventBus:
     def publish(self, channel: str) -> None:
         self._dispatch(channel)
 
+    def wake_all(self) -> None:
+        """Wake every local subscriber (a shutdown: each looks at why it waits)."""
+        with self._lock:
+            subscribers = {subscription for group in self._subscribers.values() for subscription in group}
+        for subscription in subscribers:
+            subscription.notify()
+
     def _dispatch(self, channel: str) -> None:
         with self._lock:
             subscribers = self._subscribers.get(channel)

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import logging
 import resource
+import signal
 import socket
 from typing import TYPE_CHECKING, Any
 
 import gevent
 from flask import Flask
+from gevent.event import Event
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
 from horde.errors import ServiceUnavailable
+from horde.ops.drain import DRAIN
 
 if TYPE_CHECKING:
     from horde.config import Settings
@@ -151,10 +154,21 @@ def raise_descriptor_limit() -> int:
 
 
 def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
+    """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest."""
     raise_descriptor_limit()
     listener = listen(host, port)
     start_sweeper(runtime)
     server = WSGIServer(listener, app, handler_class=handler_class(runtime.settings), log=None,
                         error_log=logging.getLogger("horde.wsgi"))
+    stopped = Event()
+
+    def shut_down():
+        server.close()
+        DRAIN.run(runtime.bus, runtime.settings.drain_s)
+        stopped.set()
+
+    gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(shut_down))
+    server.start()
     print(f"Horde serving on http://{host}:{listener.getsockname()[1]}", flush=True)
-    server.serve_forever()
+    stopped.wait()
+    log.info("stopped")

@@ -1,15 +1,25 @@
 """WSGI entry point for production: `gunicorn -k gevent 'horde.wsgi:app'`.
 
-Each gunicorn worker imports it after gevent patched the process: it creates
-the schema (safe when several start at once) and starts that process's sweeper.
+Each gunicorn worker imports it after gevent patched the process: it joins the run's metrics directory,
+creates the schema (safe when several start at once), starts that process's sweeper, and adds the drain
+to gunicorn's SIGTERM handling (set gunicorn's --graceful-timeout above HORDE_DRAIN_S).
 """
 
-from horde.app import create_app, init_schema
-from horde.config import Settings
-from horde.runtime import Runtime
-from horde.server import start_sweeper
+import os
 
-runtime = Runtime.build(Settings.from_env())
+from horde.config import Settings
+from horde.ops import metrics
+
+settings = Settings.from_env()
+metrics.use_multiprocess_dir(settings.metrics_dir or metrics.run_directory(os.getppid()))
+
+from horde.app import create_app, init_schema  # noqa: E402  (after the metrics directory is chosen)
+from horde.ops.drain import chain_sigterm  # noqa: E402
+from horde.runtime import Runtime  # noqa: E402
+from horde.server import start_sweeper  # noqa: E402
+
+runtime = Runtime.build(settings)
 init_schema(runtime)
 app = create_app(runtime=runtime)
 start_sweeper(runtime)
+chain_sigterm(runtime)

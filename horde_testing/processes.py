@@ -71,13 +71,16 @@ def base_env(database_url: str, **settings) -> dict:
 class Server(Process):
     def __init__(self, env: dict):
         self.port = free_port()
-        super().__init__(["-m", "horde", "serve", "--host", "127.0.0.1", "--port", str(self.port)], env, "server")
+        super().__init__(self.command(), env, "server")
         self.url = f"http://127.0.0.1:{self.port}"
         try:
             wait_until(self._healthy, what="the server to answer /health")
         except TimeoutError:
             self.stop()
             raise RuntimeError("server did not start:\n" + self.output()) from None
+
+    def command(self) -> list[str]:
+        return ["-m", "horde", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
 
     def _healthy(self) -> bool:
         if not self.alive():
@@ -86,6 +89,17 @@ class Server(Process):
             return requests.get(self.url + "/health", timeout=1).status_code == 200
         except requests.RequestException:
             return False
+
+
+class GunicornServer(Server):
+    """The production command: gunicorn with the Horde's gevent worker class, importing horde.wsgi."""
+
+    WORKERS = 2
+    GRACEFUL_TIMEOUT_S = 60
+
+    def command(self) -> list[str]:
+        return ["-m", "gunicorn", "-k", "horde.gunicorn_worker.HordeWorker", "-w", str(self.WORKERS),
+                "-b", f"127.0.0.1:{self.port}", "--graceful-timeout", str(self.GRACEFUL_TIMEOUT_S), "horde.wsgi:app"]
 
 
 class Worker(Process):

@@ -1,11 +1,16 @@
 """The main job, end to end on one machine: a Horde on SQLite, a scripted worker, an OpenAI SDK call.
 
-Run with `python scripts/demo.py` after `pip install -r requirements.txt`.
+Then the Horde and its worker keep running, and the web page's address is printed, until Ctrl-C;
+`--once` stops after the SDK calls (the form tests use).
+
+Run with `python scripts/demo.py [--once]` after `pip install -r requirements-test.txt`.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,7 +39,10 @@ def wait_for(predicate, what):
     raise SystemExit(f"timed out waiting for {what}")
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--once", action="store_true", help="stop after the SDK calls instead of serving the web page")
+    args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="horde-demo-"))
     env = dict(os.environ, HORDE_DATABASE_URL=f"sqlite:///{workdir / 'horde.db'}", PYTHONPATH=str(ROOT))
     python = sys.executable
@@ -66,6 +74,8 @@ def main() -> int:
             if chunk.choices and chunk.choices[0].delta.content:
                 print(chunk.choices[0].delta.content, end="", flush=True)
         print()
+        if not args.once:
+            serve_until_interrupted(key)
         return 0
     finally:
         for process in (worker, server):
@@ -73,6 +83,18 @@ def main() -> int:
                 process.terminate()
                 process.wait(10)
         log.close()
+
+
+def serve_until_interrupted(key: str) -> None:
+    print(f"\nThe web page: {URL}/  (paste the API key {key} into its key field)")
+    print("The Horde and its worker keep running; Ctrl-C stops them.", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        while True:
+            signal.pause()
+    except KeyboardInterrupt:
+        pass
+    print("\nStopping.")
 
 
 if __name__ == "__main__":

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements-test.txt
-exec .venv/bin/python scripts/demo.py
+exec .venv/bin/python scripts/demo.py "$@"

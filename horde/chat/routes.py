@@ -4,9 +4,10 @@ from flask import request as http_request
 from flask_restx import Namespace, Resource
 
 from horde.api import api_key, json_body, runtime
-from horde.chat import service
+from horde.chat import service, stats
 from horde.chat.cards import model_stats
 from horde.client_address import client_address
+from horde.ops.request_context import note
 
 namespace = Namespace("chat", description="Chat requests")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
@@ -22,6 +23,7 @@ class Async(Resource):
         agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
         address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
         request = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
+        note(chat_request=request.id)
         return {"id": request.id, "kudos": request.kudos_estimate}, 202
 
 
@@ -31,12 +33,14 @@ class Status(Resource):
     def get(self, request_id: str) -> dict:
         """State, queue position, wait estimate, worker, reply, progress, kudos and adjustments."""
         hub = runtime()
+        note(chat_request=request_id)
         return service.status(hub, service.authenticate(hub, api_key()), request_id)
 
     @namespace.doc(params=APIKEY_HEADER)
     def delete(self, request_id: str) -> dict:
         """Cancel the request."""
         hub = runtime()
+        note(chat_request=request_id)
         user = service.authenticate(hub, api_key())
         service.cancel(hub, user, request_id)
         return service.status(hub, user, request_id)
@@ -53,3 +57,15 @@ class Models(Resource):
         hub = runtime()
         with hub.db.read() as session:
             return model_stats(session, hub.settings)
+
+
+stats_namespace = Namespace("stats", description="Horde statistics")
+
+
+@stats_namespace.route("/totals")
+class Totals(Resource):
+    def get(self) -> dict:
+        """Chat requests served and tokens generated: last minute, hour, day, month, and in total."""
+        hub = runtime()
+        with hub.db.read() as session:
+            return stats.totals(session)

@@ -14,6 +14,7 @@ from horde.chat import admission, images, lifecycle, queue
 from horde.chat.models import PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events import announce_jobs, request_channel
+from horde.ops.request_context import note
 from horde.workers import service as workers
 
 if TYPE_CHECKING:
@@ -25,15 +26,15 @@ def authenticate(runtime: Runtime, api_key: str | None) -> Identity:
     """The caller, from this process's identity cache when it saw the key in the last seconds."""
     cache_key = accounts.identity_cache_key(api_key)
     identity = runtime.identities.get(cache_key)
-    if identity is not None:
-        return identity
-    with runtime.db.read() as session:
-        user = accounts.find_user(session, api_key)
-    if user is None:
-        with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
-            user = accounts.authenticate(session, api_key)
-    identity = Identity.of(user)
-    runtime.identities.put(cache_key, identity)
+    if identity is None:
+        with runtime.db.read() as session:
+            user = accounts.find_user(session, api_key)
+        if user is None:
+            with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
+                user = accounts.authenticate(session, api_key)
+        identity = Identity.of(user)
+        runtime.identities.put(cache_key, identity)
+    note(user=identity.id)
     return identity
 
 

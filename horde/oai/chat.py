@@ -19,6 +19,7 @@ from horde.chat.models import DONE, ChatRequest
 from horde.client_address import client_address
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
+from horde.oai.observed import observed
 from horde.oai.screening import ScreenedRequest, screen_chat_request
 from horde.oai.waiter import Failed, Finished, FirstRead, watch
 from horde.settle import settle
@@ -32,6 +33,7 @@ CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket", "gunicorn.sock")
 _system_poll = get_original("select", "poll")
 JSON_WAIT_TICK_S = 1.0
 STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
+ENDPOINT = "chat.completions"
 
 
 class ChatCall:
@@ -106,7 +108,8 @@ class ChatCall:
     def _respond(self, request_id: str, environ, replayed: bool) -> Response:
         mode = self.screened.native.get("availability_mode", "fail_fast")
         tick_s = None if self.screened.stream else JSON_WAIT_TICK_S
-        watcher = watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s)
+        watcher = observed(watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s), ENDPOINT,
+                           environ, request_id)
         first = next(watcher)
         headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
         if self.screened.stream:
@@ -161,7 +164,10 @@ class ChatCall:
         return completion.chat_completion(request, self.screened.include_reasoning)
 
     def error_response(self, error: errors.HordeError, request_id: str, headers: dict) -> Response:
-        result = oai_errors.horde_error_response(error, request_id, held=True)
+        retry = error.should_retry is True  # server_shutting_down: the request stays held and a retry attaches
+        result = oai_errors.horde_error_response(error, request_id, held=not retry)
+        if retry:
+            result.headers["x-should-retry"] = "true"
         result.headers.update(headers)
         return result
 
@@ -215,7 +221,9 @@ class ChatCall:
 def _end_stream(runtime: Runtime, request_id: str, state: Any, finished: bool) -> None:
     """Release the stream's holder: delivered when it ran to its end, abandoned otherwise."""
     release = f"releasing the streamed request {request_id}"
-    if finished and state.diverged:
+    if finished and getattr(state, "interrupted", False):
+        settle(release, lambda: idempotency.hold(runtime, request_id, -1))  # held on the Horde for a retry elsewhere
+    elif finished and state.diverged:
         settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars,
                                                     grace_s=0))
     elif finished and not getattr(state, "outage", False):

@@ -83,6 +83,8 @@ class StreamState:
         self.role_sent = False
         self.diverged = False
         self.outage = False
+        #: The stream ended because this process shuts down; the request goes on for a retry to attach to.
+        self.interrupted = False
         self.content = ""
         self.reasoning = ""
 
@@ -261,6 +263,7 @@ class ChatWriter:
         return finish(self.state, request)
 
     def failure(self, error: errors.HordeError) -> list[bytes]:
+        self.state.interrupted = isinstance(error, errors.ServerShuttingDown)
         return error_event(error, self.state.request_id)
 
     def diverge(self, why: str) -> list[bytes]:

@@ -18,6 +18,7 @@ from horde import errors
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.events import request_channel
+from horde.ops.drain import DRAIN
 from horde.timeutil import seconds_since
 
 if TYPE_CHECKING:
@@ -87,8 +88,11 @@ def watch(runtime: Runtime, request_id: str, *, availability_mode: str = "fail_f
     no_worker_since = None
     seen_seq, seen_job = -1, None
     first, read, pool, request = True, True, None, None
-    with runtime.bus.subscribe(request_channel(request_id)) as subscription:
+    with runtime.bus.subscribe(request_channel(request_id)) as subscription, DRAIN.waiter():
         while True:
+            if DRAIN.ending:
+                yield Failed(shutting_down(request_id))
+                return
             now = time.monotonic()
             keepalive_due = now >= next_keepalive
             must_read = read or now >= next_full_read
@@ -144,6 +148,13 @@ def watch(runtime: Runtime, request_id: str, *, availability_mode: str = "fail_f
             deadline = min(next_keepalive, now + tick_s, next_full_read,
                            next_gap_check if pool is not None else next_keepalive)
             read = subscription.wait(max(0.0, deadline - time.monotonic()))
+
+
+def shutting_down(request_id: str) -> errors.HordeError:
+    return errors.ServerShuttingDown(
+        f"This server process is shutting down. The request {request_id} stays queued on the Horde: retry with the "
+        "same Idempotency-Key (or the SDK's retry) to follow it on another process.",
+        metadata={"request_id": request_id}, headers={"Retry-After": "1"})
 
 
 def _limit_gap(request, param: str | None):

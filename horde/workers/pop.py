@@ -16,6 +16,7 @@ from horde.chat.eligibility import queue_filter
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
 from horde.events import jobs_channel, request_channel
+from horde.ops.drain import DRAIN
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
@@ -39,7 +40,7 @@ def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
             last_try = deadline - time.monotonic() <= 0
             subscription.mark_seen()
             result = pop_once(runtime, owner, request, explain=last_try)
-            if result["id"] is not None:
+            if result["id"] is not None or DRAIN.ending:
                 return result
             if woken and _others_may_serve(runtime, request["models"]):
                 subscription.pass_on()

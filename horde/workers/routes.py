@@ -7,6 +7,8 @@ from horde.api import api_key, json_body, runtime
 from horde.chat import lifecycle
 from horde.chat.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA, load
 from horde.events import announce_jobs, request_channel
+from horde.ops.metrics import long_poll
+from horde.ops.request_context import note
 from horde.workers import pop as pop_service
 
 namespace = Namespace("workers", description="The worker protocol")
@@ -18,7 +20,11 @@ class Pop(Resource):
     @namespace.doc(params=APIKEY_HEADER)
     def post(self) -> dict:
         """Check in and take the best eligible job, long-polling up to `wait` seconds."""
-        return pop_service.pop(runtime(), api_key(), json_body())
+        body = json_body()
+        if isinstance(body, dict):
+            note(worker=body.get("name"))
+        with long_poll():
+            return pop_service.pop(runtime(), api_key(), body)
 
 
 @namespace.route("/progress")

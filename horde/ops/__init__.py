@@ -1,0 +1,1 @@
+"""What operators and browsers need around the API: CORS, request logs, metrics, graceful shutdown."""

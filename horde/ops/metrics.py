@@ -1,0 +1,143 @@
+"""Prometheus metrics, correct across gunicorn processes.
+
+Each process counts what it serves (HTTP requests, chat outcomes, time to first token, open streams and
+long-polls) in prometheus_client's metrics; under gunicorn they live in a multiprocess directory shared
+by the run's processes and a scrape sums them. What the database already knows for every process at once
+(queue depth, online workers, jobs by end state, kudos moved) is read at scrape time (`gauges.py`).
+
+prometheus_client chooses its storage when it is imported: `use_multiprocess_dir` must run before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prometheus_client.registry import Collector
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+UNMATCHED_ROUTE = "unmatched"
+
+
+def run_directory(master_pid: int) -> Path:
+    """One directory per gunicorn run: named by the master's pid and its start time, so a reused pid is a new run."""
+    try:
+        started = Path(f"/proc/{master_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        started = "0"
+    return Path(tempfile.gettempdir()) / f"horde-metrics-{master_pid}-{started}"
+
+
+def use_multiprocess_dir(path: str | Path) -> None:
+    """Keep this process's metrics in `path`, shared with the other processes of the run."""
+    Path(path).mkdir(parents=True, exist_ok=True)
+    os.environ[MULTIPROC_ENV] = str(path)
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
+class Metrics:
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+
+        disable_created_metrics()  # the *_created series double the output and nothing here reads them
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = self.registry
+
+        def counter(name: str, documentation: str, labels: list[str]) -> Counter:
+            return Counter(name, documentation, labels, registry=registry)
+
+        def histogram(name: str, documentation: str, labels: list[str]) -> Histogram:
+            return Histogram(name, documentation, labels, buckets=LATENCY_BUCKETS_S, registry=registry)
+
+        self.http_requests = counter(
+            "horde_http_requests_total", "HTTP requests by route, method and status.", ["route", "method", "status"]
+        )
+        self.http_latency = histogram(
+            "horde_http_request_duration_seconds",
+            "HTTP request duration until the last byte of the answer, by route and method.",
+            ["route", "method"],
+        )
+        self.generation_requests = counter(
+            "horde_generation_requests_total",
+            "Chat and text requests by endpoint and outcome (done, faulted, cancelled, an error code, disconnected).",
+            ["endpoint", "outcome"],
+        )
+        self.first_token = histogram(
+            "horde_time_to_first_token_seconds",
+            "From the call to the first generated text the front saw, by endpoint.",
+            ["endpoint"],
+        )
+        self.completion = histogram(
+            "horde_time_to_completion_seconds", "From the call to the finished reply, by endpoint.", ["endpoint"]
+        )
+        self.open_streams = Gauge(
+            "horde_open_streams",
+            "Open client streams and waits (stream or not).",
+            ["endpoint"],
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.long_polls = Gauge(
+            "horde_open_long_polls", "Worker pops waiting for a job.", multiprocess_mode="livesum", registry=registry
+        )
+
+    def exposition(self, extra_collectors: Iterable[Collector] = ()) -> bytes:
+        """The text format: this process's metrics, or the run's in multiprocess mode, then `extra_collectors`."""
+        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        path = multiprocess_dir()
+        if path:
+            registry = CollectorRegistry(auto_describe=False)
+            MultiProcessCollector(registry, path=path)
+        else:
+            registry = self.registry
+        output = generate_latest(registry)
+        if extra_collectors:
+            extra = CollectorRegistry(auto_describe=False)
+            for collector in extra_collectors:
+                extra.register(collector)
+            output += generate_latest(extra)
+        return output
+
+
+_metrics: Metrics | None = None
+
+
+def metrics() -> Metrics:
+    """This process's metrics, made on first use (after `use_multiprocess_dir`, if any)."""
+    global _metrics
+    if _metrics is None:
+        _metrics = Metrics()
+        if multiprocess_dir():
+            atexit.register(_mark_dead, os.getpid())
+    return _metrics
+
+
+@contextlib.contextmanager
+def long_poll() -> Iterator[None]:
+    """Count a worker's pop in horde_open_long_polls while it runs."""
+    gauge = metrics().long_polls
+    gauge.inc()
+    try:
+        yield
+    finally:
+        gauge.dec()
+
+
+def _mark_dead(pid: int) -> None:
+    """Drop this process's live gauges from the run's sums when it exits."""
+    from prometheus_client import multiprocess
+
+    if os.getpid() == pid:
+        multiprocess.mark_process_dead(pid)

@@ -1,0 +1,1 @@
+"""The web page at `/`: static HTML, CSS and JavaScript that use the public API only."""
