@@ -178,7 +178,7 @@ class LocalEventBus:
         self._dispatch(channel)
 
     def wake_all(self) -> None:
-        """Wake every local subscriber (a shutdown: each looks at why it waits)."""
+        """Wake every local subscriber: a shutdown, a lost database or lost events; each looks at why it waits."""
         with self._lock:
             subscribers = {subscription for group in self._subscribers.values() for subscription in group}
         for subscription in subscribers:
@@ -196,13 +196,6 @@ class LocalEventBus:
                 if chosen is not None:
                     listeners.append(chosen)
         for subscription in listeners:
-            subscription.notify()
-
-    def wake_all(self) -> None:
-        """Every waiter reads the database now: events may have been lost, or the database itself."""
-        with self._lock:
-            subscribers = {subscription for group in self._subscribers.values() for subscription in group}
-        for subscription in subscribers:
             subscription.notify()
 
     def poll_interval_s(self) -> float | None:
