@@ -5,6 +5,8 @@ an empty queue. Alternating, one request at a time:
 
 * front:  the OpenAI SDK's chat.completions.create through /v1 (one HTTP call that
           returns when the worker's submit wakes the waiter);
+* completions: the OpenAI SDK's completions.create through /v1/completions, served by a
+          text job (the same worker pops chat and text: --kinds chat,text);
 * native: POST /api/v2/generate/chat/async, then GET .../status/<id> every 10 ms until
           the state is final: a polling proxy's best case;
 * worker: the worker's own time, from the jobs table (chat_jobs.started_at, set when its
@@ -39,6 +41,7 @@ from horde.app import init_schema
 from horde.chat.models import ChatJob
 from horde.config import Settings
 from horde.runtime import Runtime
+from horde.text.models import TextJob
 from horde_testing.processes import Server, Worker, base_env
 
 MODEL = "bench/front-model"
@@ -83,9 +86,9 @@ class Horde:
     def job_times(self, request_ids) -> dict[str, tuple[float, float]]:
         """request id -> (started_at, ended_at) of its submitted job, as epoch seconds."""
         with self.runtime.db.transaction() as session:
-            rows = session.execute(select(ChatJob.request_id, ChatJob.started_at, ChatJob.ended_at)
-                                   .where(ChatJob.request_id.in_(list(request_ids)),
-                                          ChatJob.state == "submitted")).all()
+            rows = [row for table in (ChatJob, TextJob) for row in session.execute(
+                select(table.request_id, table.started_at, table.ended_at)
+                .where(table.request_id.in_(list(request_ids)), table.state == "submitted")).all()]
         epoch = lambda moment: moment.replace(tzinfo=dt.UTC).timestamp()  # noqa: E731
         return {request_id: (epoch(started), epoch(ended)) for request_id, started, ended in rows if ended}
 
@@ -105,6 +108,16 @@ def front_call(client: openai.OpenAI, body: dict) -> Sample:
     elapsed, wall_end = time.perf_counter() - started, time.time()
     if not completion.choices or completion.choices[0].message.content is None:
         raise RuntimeError(f"front: unexpected answer {completion}")
+    return Sample(elapsed, raw.headers.get("x-request-id"), wall_start, wall_end)
+
+
+def completions_call(client: openai.OpenAI, body: dict) -> Sample:
+    wall_start, started = time.time(), time.perf_counter()
+    raw = client.completions.with_raw_response.create(**body)
+    completion = raw.parse()
+    elapsed, wall_end = time.perf_counter() - started, time.time()
+    if not completion.choices or not isinstance(completion.choices[0].text, str):
+        raise RuntimeError(f"completions: unexpected answer {completion}")
     return Sample(elapsed, raw.headers.get("x-request-id"), wall_start, wall_end)
 
 
@@ -183,19 +196,21 @@ def scripted_bench(args) -> None:
         rules_dir.cleanup()
         raise
     try:
-        horde.worker([MODEL], "--backend", "scripted", "--rules", str(rules), "--wait", "20")
+        horde.worker([MODEL], "--backend", "scripted", "--rules", str(rules), "--wait", "20", "--kinds", "chat,text")
         client = openai.OpenAI(base_url=horde.url + "/v1", api_key=horde.client_key, max_retries=0, timeout=60)
         session = requests.Session()
         session.headers.update({"apikey": horde.client_key})
         body = {"model": MODEL, "messages": [{"role": "user", "content": "Say something short."}], "max_tokens": 32}
+        text_body = {"model": MODEL, "prompt": "Say something short.", "max_tokens": 32}
         calls = [("front", lambda: front_call(client, body)),
+                 ("completions", lambda: completions_call(client, text_body)),
                  ("native", lambda: native_call(session, horde.url, body, args.poll_ms / 1000))]
         alternate(args.warmup, calls, args.gap_ms / 1000)
-        S.log(f"scripted: {args.n} front and {args.n} native requests, alternating")
+        S.log(f"scripted: {args.n} front, {args.n} completions and {args.n} native requests, alternating")
         results = alternate(args.n, calls, args.gap_ms / 1000)
-        front, native = results["front"], results["native"]
-        jobs = horde.job_times([s.request_id for s in front + native])
-        dump(args, [("front", front), ("native", native)])
+        front, native, text = results["front"], results["native"], results["completions"]
+        jobs = horde.job_times([s.request_id for s in front + native + text])
+        dump(args, [("front", front), ("completions", text), ("native", native)])
         _, worker_front, _ = phases(front, jobs)
         _, worker_native, _ = phases(native, jobs)
         worker_all = worker_front + worker_native
@@ -205,6 +220,7 @@ def scripted_bench(args) -> None:
               f"alternating; native polls every {args.poll_ms:g} ms")
         print(S.table(["path", "n", "median ms", "p99 ms", "÷ native median"], [
             row("front /v1 (OpenAI SDK)", front_s, native_med),
+            row("front /v1/completions (OpenAI SDK)", [s.elapsed for s in text], native_med),
             row("native async + status poll", native_s, native_med),
             row("worker pop→submit (jobs table)", worker_all, native_med),
         ]))
@@ -212,7 +228,7 @@ def scripted_bench(args) -> None:
         print(f"front/native median ratio: {front_med / native_med:.2f}; added latency over the worker's own time "
               f"(median - worker median): front {(front_med - worker_med) * 1000:.2f} ms, "
               f"native {(native_med - worker_med) * 1000:.2f} ms")
-        print_phases([("front", front), ("native", native)], jobs)
+        print_phases([("front", front), ("completions", text), ("native", native)], jobs)
     finally:
         horde.close()
         rules_dir.cleanup()
@@ -244,7 +260,8 @@ def llama_compare(args, lb, binary, model_path) -> None:
     with lb.LlamaServer(binary, model_path, ctx=4096, parallel=1, extra_args=extra) as llama:
         try:
             horde = Horde()
-            horde.worker([LLAMA_MODEL], "--backend", "openai", "--backend-url", llama.url, "--wait", "20")
+            horde.worker([LLAMA_MODEL], "--backend", "openai", "--backend-url", llama.url, "--wait", "20",
+                         "--kinds", "chat,text")
             llama_model = requests.get(llama.v1_url + "/models", timeout=10).json()["data"][0]["id"]
             horde_client = openai.OpenAI(base_url=horde.url + "/v1", api_key=horde.client_key, max_retries=0,
                                          timeout=120)
@@ -260,13 +277,15 @@ def llama_compare(args, lb, binary, model_path) -> None:
                 tokens.add(completion.usage.completion_tokens if completion.usage else None)
                 return Sample(elapsed, None, wall_start, time.time())
 
+            text_body = {"prompt": "The sea is", "max_tokens": 32, "temperature": 0, "seed": 1234}
             calls = [("horde", lambda: front_call(horde_client, dict(body, model=LLAMA_MODEL))),
+                     ("completions", lambda: completions_call(horde_client, dict(text_body, model=LLAMA_MODEL))),
                      ("direct", direct_call)]
             alternate(args.warmup, calls, args.gap_ms / 1000)
             S.log(f"llama: {args.n} requests through the Horde and {args.n} direct, alternating")
             results = alternate(args.n, calls, args.gap_ms / 1000)
-            via, direct = results["horde"], results["direct"]
-            jobs = horde.job_times([s.request_id for s in via])
+            via, direct, text = results["horde"], results["direct"], results["completions"]
+            jobs = horde.job_times([s.request_id for s in via + text])
             dump(args, [("horde", via), ("direct", direct)])
             _, worker, _ = phases(via, jobs)
             via_s, direct_s = [s.elapsed for s in via], [s.elapsed for s in direct]
@@ -277,12 +296,13 @@ def llama_compare(args, lb, binary, model_path) -> None:
                   f"{sorted(t for t in tokens if t is not None)}")
             print(S.table(["path", "n", "median ms", "p99 ms", "÷ direct median"], [
                 row("Horde /v1 → openai worker → llama", via_s, direct_med),
+                row("Horde /v1/completions → worker → llama", [s.elapsed for s in text], direct_med),
                 row("direct llama-server /v1", direct_s, direct_med),
                 row("worker pop→submit (jobs table)", worker, direct_med),
             ]))
             print(f"Horde added latency (difference of medians): {(S.median(via_s) - direct_med) * 1000:.2f} ms "
                   f"(worker job time - direct: {(S.median(worker) - direct_med) * 1000:.2f} ms)")
-            print_phases([("Horde /v1", via)], jobs)
+            print_phases([("Horde /v1", via), ("Horde /v1/completions", text)], jobs)
         finally:
             if horde is not None:
                 horde.close()

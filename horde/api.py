@@ -29,6 +29,9 @@ def make_blueprint() -> Blueprint:
     from horde.accounts.routes import namespace as accounts_namespace
     from horde.chat.routes import namespace as chat_namespace
     from horde.chat.routes import stats_namespace, status_namespace
+    from horde.registry.routes import namespace as registry_namespace
+    from horde.text.routes import namespace as text_namespace
+    from horde.text.routes import stats_namespace as text_stats_namespace
     from horde.workers.routes import namespace as workers_namespace
 
     blueprint = Blueprint("native", __name__, url_prefix="/api/v2")
@@ -41,12 +44,16 @@ def make_blueprint() -> Blueprint:
                 raise errors.BadRequest(f"The '{name}' in the path holds a NUL character or a lone surrogate.",
                                         param=name)
     api = Api(blueprint, title="Horde native API", version="2", doc="/doc",
-              description="Chat requests, workers and accounts. Errors are {message, rc}; see README_return_codes.md.")
+              description="Chat and text requests, workers and accounts. Errors are {message, rc}; "
+                          "see README_return_codes.md.")
     api.add_namespace(accounts_namespace, path="/find_user")
     api.add_namespace(chat_namespace, path="/generate/chat")
     api.add_namespace(workers_namespace, path="/generate/chat")
     api.add_namespace(status_namespace, path="/status")
     api.add_namespace(stats_namespace, path="/stats/chat")
+    api.add_namespace(text_namespace, path="/generate/text")
+    api.add_namespace(text_stats_namespace, path="/stats/text")
+    api.add_namespace(registry_namespace, path="/workers")
 
     @api.errorhandler(errors.HordeError)
     def _horde_error(error):

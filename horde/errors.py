@@ -172,6 +172,30 @@ class JobNotFound(HordeError):
     rc = "JobNotFound"
 
 
+class WorkerNotFound(HordeError):
+    status = 404
+    rc = "WorkerNotFound"
+
+
+class InvalidJobID(HordeError):
+    """A text submit names a job the Horde never handed out."""
+
+    status = 404
+    rc = "InvalidJobID"
+
+
+class WrongCredentials(HordeError):
+    """A text submit for a job of a worker owned by another user."""
+
+    status = 403
+    rc = "WrongCredentials"
+
+
+class StyleNotFound(HordeError):
+    status = 404
+    rc = "StyleNotFound"
+
+
 class AbortedGen(HordeError):
     status = 400
     rc = "AbortedGen"

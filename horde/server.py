@@ -121,6 +121,7 @@ def sweeper(runtime: Runtime) -> None:
     """
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
+    from horde.text import service as text_service
 
     sweeps = 0
     while True:
@@ -128,6 +129,7 @@ def sweeper(runtime: Runtime) -> None:
         sweeps += 1
         try:
             service.sweep(runtime)
+            text_service.sweep(runtime)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)

@@ -119,8 +119,11 @@ class Worker(Process):
     def _online(self) -> bool:
         if not self.alive():
             raise RuntimeError(f"worker {self.worker_name} exited:\n" + self.output())
-        stats = requests.get(self.server.url + "/api/v2/status/models", timeout=2).json()
-        return any(self.worker_name in stat.get("worker_names", ()) for stat in stats)
+        for kind in ("chat", "text"):
+            stats = requests.get(self.server.url + f"/api/v2/status/models?type={kind}", timeout=2).json()
+            if any(self.worker_name in stat.get("worker_names", ()) for stat in stats):
+                return True
+        return False
 
 
 class Gunicorn(Process):

@@ -110,6 +110,53 @@ CREATE TABLE stored_responses (
 CREATE INDEX ix_stored_responses_expires_at ON stored_responses (expires_at);
 CREATE INDEX ix_stored_responses_user_id ON stored_responses (user_id);
 
+CREATE TABLE text_requests (
+	id VARCHAR(36) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	state VARCHAR(16) NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	finished_at TIMESTAMP WITHOUT TIME ZONE, 
+	priority_class INTEGER NOT NULL, 
+	priority INTEGER NOT NULL, 
+	models JSON NOT NULL, 
+	max_length INTEGER NOT NULL, 
+	max_context_length INTEGER NOT NULL, 
+	prompt_tokens INTEGER NOT NULL, 
+	softprompt VARCHAR(200), 
+	only_workers TEXT, 
+	blocked_workers TEXT, 
+	trusted_only BOOLEAN NOT NULL, 
+	slow_workers BOOLEAN NOT NULL, 
+	disable_batching BOOLEAN NOT NULL, 
+	nsfw BOOLEAN NOT NULL, 
+	upfront_paid BOOLEAN NOT NULL, 
+	prompt TEXT NOT NULL, 
+	params JSON NOT NULL, 
+	webhook TEXT, 
+	client_agent VARCHAR(300) NOT NULL, 
+	client_address VARCHAR(64), 
+	n INTEGER NOT NULL, 
+	waiting INTEGER NOT NULL, 
+	processing INTEGER NOT NULL, 
+	finished INTEGER NOT NULL, 
+	restarted INTEGER NOT NULL, 
+	cancelled BOOLEAN NOT NULL, 
+	kudos_estimate INTEGER NOT NULL, 
+	kudos_charged INTEGER NOT NULL, 
+	fault_rc VARCHAR(50), 
+	fault_message TEXT, 
+	body_hash VARCHAR(64), 
+	holders INTEGER NOT NULL, 
+	delivered BOOLEAN NOT NULL, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(user_id) REFERENCES users (id)
+);
+
+CREATE INDEX ix_text_requests_address_created ON text_requests (client_address, created_at);
+CREATE INDEX ix_text_requests_body_hash ON text_requests (body_hash);
+CREATE INDEX ix_text_requests_queue ON text_requests (state, priority_class, priority DESC, created_at, id);
+CREATE INDEX ix_text_requests_user_created ON text_requests (user_id, created_at);
+
 CREATE TABLE workers (
 	id VARCHAR(36) NOT NULL, 
 	name VARCHAR(100) NOT NULL, 
@@ -124,6 +171,13 @@ CREATE TABLE workers (
 	bridge_agent VARCHAR(300) NOT NULL, 
 	last_pop_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	text_models JSON, 
+	text_max_length INTEGER, 
+	text_max_context_length INTEGER, 
+	softprompts JSON, 
+	nsfw BOOLEAN NOT NULL, 
+	require_upfront_kudos BOOLEAN NOT NULL, 
+	text_pop_at TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (id), 
 	UNIQUE (name), 
 	FOREIGN KEY(owner_id) REFERENCES users (id)
@@ -131,6 +185,7 @@ CREATE TABLE workers (
 
 CREATE INDEX ix_workers_last_pop_at ON workers (last_pop_at);
 CREATE INDEX ix_workers_owner_id ON workers (owner_id);
+CREATE INDEX ix_workers_text_pop_at ON workers (text_pop_at);
 
 CREATE TABLE chat_jobs (
 	id VARCHAR(36) NOT NULL, 
@@ -159,4 +214,41 @@ CREATE TABLE chat_request_models (
 );
 
 CREATE INDEX ix_chat_request_models_model ON chat_request_models (model);
+
+CREATE TABLE text_jobs (
+	id VARCHAR(36) NOT NULL, 
+	request_id VARCHAR(36) NOT NULL, 
+	worker_id VARCHAR(36) NOT NULL, 
+	worker_name VARCHAR(100) NOT NULL, 
+	model VARCHAR(200) NOT NULL, 
+	state VARCHAR(16) NOT NULL, 
+	started_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	deadline_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	ended_at TIMESTAMP WITHOUT TIME ZONE, 
+	text TEXT, 
+	seed BIGINT, 
+	generation_state VARCHAR(16), 
+	gen_metadata JSON, 
+	tokens INTEGER NOT NULL, 
+	kudos INTEGER NOT NULL, 
+	finish_reason VARCHAR(16), 
+	reason TEXT, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(request_id) REFERENCES text_requests (id) ON DELETE CASCADE, 
+	FOREIGN KEY(worker_id) REFERENCES workers (id)
+);
+
+CREATE INDEX ix_text_jobs_ended_at ON text_jobs (ended_at);
+CREATE INDEX ix_text_jobs_request_id ON text_jobs (request_id);
+CREATE INDEX ix_text_jobs_state_deadline ON text_jobs (state, deadline_at);
+CREATE INDEX ix_text_jobs_worker_id ON text_jobs (worker_id);
+
+CREATE TABLE text_request_models (
+	request_id VARCHAR(36) NOT NULL, 
+	model VARCHAR(200) NOT NULL, 
+	PRIMARY KEY (request_id, model), 
+	FOREIGN KEY(request_id) REFERENCES text_requests (id) ON DELETE CASCADE
+);
+
+CREATE INDEX ix_text_request_models_model ON text_request_models (model);
 

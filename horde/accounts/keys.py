@@ -1,4 +1,9 @@
-"""API keys: generated once, shown once, stored only as a SHA-256 hash."""
+"""API keys: generated once, shown once, stored only as a SHA-256 hash.
+
+New keys take the AI Horde's form (22 URL-safe characters from 16 random bytes), which its
+clients and worker bridges check; keys issued earlier (32 hex characters) keep working, since
+only their hash is looked up.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ API_KEY_BYTES = 16
 
 
 def new_api_key() -> str:
-    return secrets.token_hex(API_KEY_BYTES)
+    return secrets.token_urlsafe(API_KEY_BYTES)
 
 
 def hash_api_key(key: str) -> str:

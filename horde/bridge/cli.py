@@ -1,5 +1,7 @@
 """`python -m horde worker ...`: parse the flags, build the backend and its declarations, run.
 
+`--kinds chat,text` pops both kinds of job with one thread budget (horde/bridge/text_loop.py).
+
 The scripted backend declares what the flags say (by default everything, so that it
 can serve every kind of request in demos and tests). The OpenAI backend declares what
 a probe of the server shows; its flags can only narrow that.
@@ -34,8 +36,9 @@ from horde.bridge.declarations import (
     narrow,
     parse_name_list,
 )
-from horde.bridge.loop import POP_WAIT_DEFAULT_S, SHUTDOWN_GRACE_S, WorkerLoop
+from horde.bridge.loop import MAIN_POLL_S, POP_WAIT_DEFAULT_S, SHUTDOWN_GRACE_S, WorkerLoop
 from horde.bridge.rules import DEFAULT_RULES, RulesError, load_rules
+from horde.bridge.text_loop import TextLoop
 
 log = logging.getLogger("horde.bridge")
 
@@ -45,6 +48,7 @@ SCRIPTED_MAX_CONTEXT_TOKENS = 4096
 #: Used when an OpenAI-compatible server does not tell its context size.
 UNKNOWN_CONTEXT_TOKENS = 4096
 SCRIPTED_GUARANTEES = ("tool_choice", "schema_adherence", "prompt_fit")
+KINDS = ("chat", "text")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,8 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds between progress posts")
     p.add_argument("--shutdown-grace", type=float, default=SHUTDOWN_GRACE_S,
                    help="seconds in-flight jobs get at SIGTERM before they are faulted")
+    p.add_argument("--kinds", default="chat", type=_kinds,
+                   help="comma-separated job kinds to pop: chat (the native chat API), text (the AI Horde's text API)")
     p.add_argument("--log-level", default="INFO", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return p
+
+
+def _kinds(value: str) -> tuple[str, ...]:
+    kinds = tuple(dict.fromkeys(item.strip() for item in value.split(",") if item.strip()))
+    if not kinds or set(kinds) - set(KINDS):
+        raise argparse.ArgumentTypeError(f"kinds are a comma-separated list of {', '.join(KINDS)}")
+    return kinds
 
 
 def scripted_worker(args: argparse.Namespace) -> tuple[ScriptedBackend, Declarations]:
@@ -167,8 +180,30 @@ def main(argv: list[str] | None = None) -> int:
     client = HordeClient(args.horde_url, args.api_key, threading.Event())
     loop = WorkerLoop(client, backend, declarations, wait_s=args.wait, max_jobs=max_jobs,
                       progress_interval_s=args.progress_interval, shutdown_grace_s=args.shutdown_grace)
+    text_loop = TextLoop(client, backend, declarations, wait_s=args.wait) if "text" in args.kinds else None
     with stop_on_signals(loop):
-        return loop.run()
+        if text_loop is None:
+            return loop.run()
+        if "chat" not in args.kinds:
+            return _run_text_only(loop, text_loop)
+        text_thread = threading.Thread(target=text_loop.run, name="horde-text-popper", daemon=True)
+        text_thread.start()
+        code = loop.run()
+        client.stop_event.set()
+        text_thread.join()
+        return code or text_loop.exit_code
+
+
+def _run_text_only(loop: WorkerLoop, text_loop: TextLoop) -> int:
+    """The text loop on its own thread, stopped by the same signals as the chat loop."""
+    text_thread = threading.Thread(target=text_loop.run, name="horde-text-popper", daemon=True)
+    text_thread.start()
+    while text_thread.is_alive():
+        text_thread.join(MAIN_POLL_S)
+        if loop.stop_requested:
+            text_loop.client.stop_event.set()
+    text_thread.join()
+    return text_loop.exit_code
 
 
 if __name__ == "__main__":

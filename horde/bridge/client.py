@@ -13,6 +13,8 @@ import time
 
 import requests
 
+from horde.bridge import BRIDGE_AGENT
+
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v2"
@@ -52,8 +54,10 @@ def backoff_s(attempt: int, cap_s: float) -> float:
 class HordeClient:
     """One worker's connection to one Horde; safe to use from many threads."""
 
-    def __init__(self, horde_url: str, api_key: str, stop_event: threading.Event | None = None):
+    def __init__(self, horde_url: str, api_key: str, stop_event: threading.Event | None = None,
+                 bridge_agent: str = BRIDGE_AGENT):
         self.base_url = horde_url.rstrip("/") + API_PREFIX
+        self.bridge_agent = bridge_agent
         self.api_key = api_key
         self.stop_event = stop_event or threading.Event()
         self._local = threading.local()
@@ -85,6 +89,10 @@ class HordeClient:
         rc = str(error.get("rc") or "HTTPError")
         message = str(error.get("message") or response.text[:200] or response.reason)
         raise HordeError(response.status_code, rc, message)
+
+    def post(self, path: str, body: dict, timeout_s: float) -> dict:
+        """One POST under /api/v2 (no retries): for loops that own their retry rules, like the text loop."""
+        return self._post(path, body, timeout_s)
 
     # -- endpoints ---------------------------------------------------------------
 

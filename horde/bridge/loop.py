@@ -63,6 +63,10 @@ class WorkerLoop:
         self._immediate = self._immediate or immediate
         self._stop_requested = True
 
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
     def in_flight(self) -> int:
         with self._lock:
             return len(self._inflight)

@@ -217,7 +217,11 @@ def _check_queue(native: dict, settings: Settings, eligible: list, queued: int, 
         return
     threads = sum(w.threads for w in eligible)
     wait_s = queue.wait_estimate_s(queued, threads, job_s)
-    budget_s = settings.oai_wait_budget_s
+    refuse_long_queue(threads, wait_s, settings.oai_wait_budget_s)
+
+
+def refuse_long_queue(threads: int, wait_s: int, budget_s: float) -> None:
+    """fail_fast: 503 queue_unavailable when the estimated wait is over the budget (chat and text)."""
     if wait_s > budget_s:
         raise errors.QueueUnavailable(
             f"The queue is too long for the request: {threads} eligible worker threads, an estimated wait of "

@@ -1,8 +1,11 @@
 """Native client routes: async, status, cancel, and the model status list."""
 
+from collections.abc import Callable
+
 from flask import request as http_request
 from flask_restx import Namespace, Resource
 
+from horde import errors
 from horde.api import api_key, json_body, runtime
 from horde.chat import service, stats
 from horde.chat.cards import model_stats
@@ -47,13 +50,23 @@ class Status(Resource):
 
 
 status_namespace = Namespace("status", description="Horde status")
+#: /status/models?type=<kind> for the other kinds of work, registered by their packages (text: horde/text/routes.py).
+OTHER_MODEL_TYPES: dict[str, Callable[[], list[dict]]] = {}
 
 
 @status_namespace.route("/models")
 class Models(Resource):
-    @status_namespace.doc(params={"type": {"in": "query", "description": "Only 'chat' is served"}})
+    @status_namespace.doc(params={"type": {"in": "query", "description": "'chat' (the default) or 'text'"}})
     def get(self) -> list[dict]:
         """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
+        kind = http_request.args.get("type") or "chat"
+        if kind in OTHER_MODEL_TYPES:
+            return OTHER_MODEL_TYPES[kind]()
+        if kind in ("image", "interrogation"):
+            return []
+        if kind not in ("chat", "all"):
+            raise errors.BadRequest(f"Unknown model type '{kind}'; this Horde serves 'chat' and "
+                                    f"{', '.join(repr(name) for name in OTHER_MODEL_TYPES)}.", param="type")
         hub = runtime()
         with hub.db.read() as session:
             return model_stats(session, hub.settings)

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible blueprint: /models, /models/<id>, /chat/completions. Thin routes."""
+"""The OpenAI-compatible blueprint: /models, /models/<id>, /chat/completions, /completions. Thin routes."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from horde.oai.chat import ChatCall
 from horde.oai.messages import routes as messages_routes
 from horde.oai.responses import routes as responses_routes
 from horde.oai.screening import ScreeningError
+from horde.text import stats as text_stats
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -35,6 +36,7 @@ def make_blueprint() -> Blueprint:
     blueprint.add_url_rule("/models", view_func=list_models, methods=["GET"])
     blueprint.add_url_rule("/models/<path:model_id>", view_func=get_model, methods=["GET"])
     blueprint.add_url_rule("/chat/completions", view_func=chat_completions, methods=["POST"])
+    blueprint.add_url_rule("/completions", view_func=completions, methods=["POST"])
     responses_routes.register(blueprint)
     blueprint.register_error_handler(errors.HordeError, _horde_error)
     blueprint.register_error_handler(ScreeningError, _screening_error)
@@ -50,24 +52,37 @@ def list_models() -> Response:
     _authenticated_user()
     hub = runtime()
     with hub.db.read() as session:
-        return jsonify(cards.model_list(model_stats(session, hub.settings)))
+        chat, text = model_stats(session, hub.settings), text_stats.model_status(session, hub.settings)
+        return jsonify(cards.model_list(chat, text))
 
 
 def get_model(model_id: str) -> Response:
     _authenticated_user()
     hub = runtime()
-    with hub.db.read() as session:
-        stats = model_stats(session, hub.settings, model_id) if ":" not in model_id else []
-    if not stats:
+    found = []
+    if ":" not in model_id:
+        with hub.db.read() as session:
+            found = cards.cards(model_stats(session, hub.settings, model_id),
+                                text_stats.model_status(session, hub.settings, model_id))
+    if not found:
         raise errors.ModelNotFound(f"The model `{model_id}` does not exist or you do not have access to it.",
                                    param="model")
-    return jsonify(cards.card(stats[0]))
+    return jsonify(found[0])
 
 
 def chat_completions() -> Response:
     hub = runtime()
     user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
     call = ChatCall.screen(hub, request_json.read_json(request, hub.settings.max_body_bytes))
+    return call.answer(user, request.headers, request.environ)
+
+
+def completions() -> Response:
+    from horde.oai.completions import CompletionCall
+
+    hub = runtime()
+    user = service.authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body
+    call = CompletionCall(hub, request_json.parse(request.get_data()))
     return call.answer(user, request.headers, request.environ)
 
 

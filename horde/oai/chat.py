@@ -53,9 +53,7 @@ class ChatCall:
     def answer(self, user: Identity, headers: Headers, environ: dict) -> Response:
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
-        if user.anonymous:  # anonymous callers share one user: scope their keys and retries by address too
-            key = f"{address}|{key}" if key is not None else None
-            self.digest = idempotency.scoped_hash(self.digest, address)
+        key, self.digest = idempotency.scoped_for(user.anonymous, key, self.digest, address)
         replayed = False
         request_id = None
         if key is not None:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -32,6 +33,7 @@ from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
+    from horde.text.models import TextRequest
 
 KEY_MAX_CHARS = 255
 PENDING_POLL_S = 0.05
@@ -41,6 +43,12 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 STREAM_ONLY_KEYS = ("stream", "stream_options")
 REQUESTS = cast(Table, ChatRequest.__table__)
+#: Tables whose rows keep body_hash, holders and delivered: chat requests, and text requests (/v1/completions).
+RequestTable = type[ChatRequest] | type["TextRequest"]
+
+
+def _table(table: RequestTable) -> Table:
+    return cast(Table, table.__table__)
 
 
 def check_key(value: str | None) -> str | None:
@@ -57,6 +65,13 @@ def body_hash(body: dict) -> str:
     """The same request whatever its stream settings: those change the delivery, not the job."""
     essential = {key: value for key, value in body.items() if key not in STREAM_ONLY_KEYS}
     return hashlib.sha256(json.dumps(essential, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def scoped_for(anonymous: bool, key: str | None, digest: str, address: str) -> tuple[str | None, str]:
+    """(key, digest) as stored: anonymous callers share one user, so their keys and retries are scoped by address."""
+    if not anonymous:
+        return key, digest
+    return (f"{address}|{key}" if key is not None else None), scoped_hash(digest, address)
 
 
 def scoped_hash(digest: str, scope: str) -> str:
@@ -114,22 +129,23 @@ def release(runtime: Runtime, user_id: int, key: str) -> None:
                                                      IdempotencyKey.request_id.is_(None)))
 
 
-def retried_request(runtime: Runtime, user_id: int, digest: str) -> str | None:
+def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestTable = ChatRequest) -> str | None:
     """For an SDK retry without a key: the same user's latest request of the same body whose answer no
     client received yet (still running, or ended after its caller had gone)."""
     since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
     with runtime.db.read() as session:
         return session.scalar(
-            select(ChatRequest.id).where(ChatRequest.user_id == user_id, ChatRequest.body_hash == digest,
-                                         ChatRequest.delivered.is_(False), ChatRequest.created_at >= since)
-            .order_by(ChatRequest.created_at.desc()).limit(1))
+            select(table.id).where(table.user_id == user_id, table.body_hash == digest,
+                                   table.delivered.is_(False), table.created_at >= since)
+            .order_by(table.created_at.desc()).limit(1))
 
 
-def release_delivered(runtime: Runtime, request_id: str) -> None:
+def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
     """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
+    rows = _table(table)
     with runtime.db.transaction() as session:
-        session.execute(update(REQUESTS).where(REQUESTS.c.id == request_id)
-                        .values(holders=_holders_plus(-1), delivered=True))
+        session.execute(update(rows).where(rows.c.id == request_id)
+                        .values(holders=_holders_plus(-1, rows), delivered=True))
 
 
 def purge_expired(runtime: Runtime) -> int:
@@ -139,31 +155,35 @@ def purge_expired(runtime: Runtime) -> int:
         return cast(CursorResult, deleted).rowcount or 0
 
 
-def _holders_plus(delta: int) -> ColumnElement[int]:
+def _holders_plus(delta: int, rows: Table = REQUESTS) -> ColumnElement[int]:
     """holders + delta, never below 0, computed by the database (no read-modify-write)."""
-    return case((REQUESTS.c.holders + delta < 0, 0), else_=REQUESTS.c.holders + delta)
+    return case((rows.c.holders + delta < 0, 0), else_=rows.c.holders + delta)
 
 
-def hold(runtime: Runtime, request_id: str, delta: int) -> None:
+def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = ChatRequest) -> None:
+    rows = _table(table)
     with runtime.db.transaction() as session:
-        session.execute(update(REQUESTS).where(REQUESTS.c.id == request_id).values(holders=_holders_plus(delta)))
+        session.execute(update(rows).where(rows.c.id == request_id).values(holders=_holders_plus(delta, rows)))
 
 
-def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None) -> None:
+def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None,
+            table: RequestTable = ChatRequest, cancel: Callable[[Runtime, str], object] | None = None) -> None:
     """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
 
-    Raises errors.ServiceUnavailable only before the holder is released, so that a caller may retry it whole.
-    """
-    hold(runtime, request_id, -1)
+    `cancel(runtime, request_id)` replaces the chat cancel for a TextRequest `table`. Raises
+    errors.ServiceUnavailable only before the holder is released, so that a caller may retry it whole."""
+    hold(runtime, request_id, -1, table)
     grace_s = runtime.settings.oai_drop_grace_s if grace_s is None else grace_s
 
     def cancel_if_unheld():
         if grace_s > 0:
             time.sleep(grace_s)
         with runtime.db.transaction() as session:
-            request = session.get(ChatRequest, request_id)
+            request = cast("ChatRequest | TextRequest | None", session.get(table, request_id))
             unheld = request is not None and not request.holders and request.state not in FINAL_STATES
-        if unheld:
+        if unheld and cancel is not None:
+            cancel(runtime, request_id)
+        elif unheld:
             service.cancel(runtime, None, request_id, streamed_chars=streamed_chars)
 
     what = f"cancelling the abandoned request {request_id}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.database import Base
@@ -37,3 +37,13 @@ class Worker(Base):
     bridge_agent: Mapped[str] = mapped_column(String(300), default="")
     last_pop_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, index=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+    # Text declarations (horde/text/checkin.py), re-sent on every text pop. A worker pops chat, text or
+    # both; each kind has its own models and lengths, and its own last pop for the online window.
+    text_models: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    text_max_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    text_max_context_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    softprompts: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    nsfw: Mapped[bool] = mapped_column(Boolean, default=False)
+    require_upfront_kudos: Mapped[bool] = mapped_column(Boolean, default=False)
+    text_pop_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True, index=True)

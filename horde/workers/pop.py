@@ -17,6 +17,7 @@ from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.chat.schemas import POP_SCHEMA, load
 from horde.events import jobs_channel, request_channel
 from horde.ops.drain import DRAIN
+from horde.text import lifecycle as text_lifecycle
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
@@ -72,7 +73,8 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     with runtime.db.transaction() as session:
         worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
         trusted = owner.trusted
-        in_flight = lifecycle.jobs_in_flight(session, worker)
+        # Text jobs share the worker's threads (horde/text/pop.py counts chat ones the same way).
+        in_flight = lifecycle.jobs_in_flight(session, worker) + text_lifecycle.jobs_in_flight(session, worker)
         result: dict[str, object]
         if in_flight >= worker.threads:
             result = {"id": None, "skipped": {"threads": in_flight}}

@@ -13,11 +13,13 @@ import time
 
 import requests
 
+from horde.bridge.backends import openai_text
 from horde.bridge.backends.openai_http import BackendHTTP, BackendHTTPError
 from horde.bridge.backends.sse import ChatStreamAccumulator, StreamError, iter_sse_data
 from horde.bridge.context import JobContext
 from horde.bridge.job import Job, JobCancelled, JobFault, Reply
 from horde.bridge.messages import estimate_usage
+from horde.bridge.text_job import TextJob, TextReply
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,10 @@ class OpenAICompatBackend:
             if attempt < BACKEND_MAX_ATTEMPTS and ctx.wait(BACKEND_RETRY_DELAY_S):
                 raise JobCancelled()
         raise JobFault(reason)
+
+    def complete(self, job: TextJob) -> TextReply:
+        """A text job's generation, through the server's /v1/completions."""
+        return openai_text.complete(self, job)
 
     def _read_timeout_s(self, ctx: JobContext) -> float:
         return max(MIN_READ_TIMEOUT_S, ctx.remaining_s() - SUBMIT_MARGIN_S)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from typing import Any
 
 from horde.bridge.context import JobContext
@@ -18,6 +19,7 @@ from horde.bridge.job import Job, JobCancelled, JobFault, Reply, tool_call
 from horde.bridge.messages import estimate_usage
 from horde.bridge.rules import DEFAULT_RULES, Rule, fill_template, find_rule
 from horde.bridge.schema_instance import instance_for
+from horde.bridge.text_job import TextJob, TextReply, finish
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,21 @@ class ScriptedBackend:
         if "fault" in spec:
             raise JobFault(spec["fault"])
         return reply
+
+
+    def complete(self, job: TextJob) -> TextReply:
+        """A text job's generation: the rule matching its prompt (as a user message) gives the text."""
+        as_chat = Job(id=job.ids[0], model=job.model, ttl_s=job.ttl_s,
+                      payload={"messages": [{"role": "user", "content": job.prompt}], "max_tokens": job.max_length})
+        rule = find_rule(self.rules, as_chat)
+        if rule is None:
+            raise JobFault("scripted worker: no rule matches this job")
+        spec = rule.reply
+        threading.Event().wait(spec.get("delay_s", 0))
+        if "fault" in spec:
+            raise JobFault(spec["fault"])
+        reply = build_reply(spec, as_chat)
+        return finish(reply.content or "", job, "length" if reply.finish_reason == "length" else "stop")
 
 
 def build_reply(spec: dict, job: Job) -> Reply:

@@ -126,6 +126,11 @@ def screen_chat_request(body: Any) -> ScreenedRequest:
                            include_reasoning=options["include_reasoning"], model_param=model_param)
 
 
+def screen_models(body: dict) -> tuple[list[str], str]:
+    """`model` or `models`, as /v1/chat/completions takes them; /v1/completions shares the rule."""
+    return _screen_models(body)
+
+
 def is_default_no_op(key: str, value: Any) -> bool:
     """Whether ``key`` holds one of its defaults from DEFAULT_NO_OP_PARAMETERS."""
     return any(same_json_value(value, default) for default in DEFAULT_NO_OP_PARAMETERS.get(key, ()))

@@ -1,0 +1,91 @@
+"""OpenAI `text_completion` objects built from a text request and its generations.
+
+Each generation is one choice, in the order they were submitted. Workers return the
+text with the stop sequence it ended on (the AI Horde's contract); OpenAI's does not
+contain it, so it is cut here.
+"""
+
+from __future__ import annotations
+
+import calendar
+from typing import TYPE_CHECKING
+
+from horde.oai.completion import system_fingerprint
+
+if TYPE_CHECKING:
+    from horde.text.models import TextJob, TextRequest
+
+
+def completion_id(request: TextRequest) -> str:
+    return "cmpl-" + request.id.replace("-", "")
+
+
+def choice_text(request: TextRequest, job: TextJob) -> tuple[str, str]:
+    """(text, finish_reason) of one generation as OpenAI answers it."""
+    text = job.text or ""
+    for stop in (request.params or {}).get("stop_sequence") or ():
+        if stop and text.endswith(stop):
+            return text[: -len(stop)], "stop"
+    if job.finish_reason in ("stop", "length"):
+        return text, job.finish_reason
+    return text, "length" if job.tokens >= request.max_length else "stop"
+
+
+def choice(request: TextRequest, job: TextJob, index: int) -> dict:
+    text, reason = choice_text(request, job)
+    return {"text": text, "index": index, "logprobs": None, "finish_reason": reason}
+
+
+def usage(request: TextRequest, jobs: list[TextJob]) -> dict:
+    completion = sum(job.tokens for job in jobs)
+    return {
+        "prompt_tokens": request.prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": request.prompt_tokens + completion,
+    }
+
+
+def x_horde(request: TextRequest, jobs: list[TextJob]) -> dict:
+    first = jobs[0] if jobs else None
+    return {
+        "request_id": request.id,
+        "worker_id": first.worker_id if first else None,
+        "worker_name": first.worker_name if first else None,
+        "model": first.model if first else None,
+        "kudos": request.kudos_charged,
+        "generations": [
+            {
+                "index": index,
+                "worker_id": job.worker_id,
+                "worker_name": job.worker_name,
+                "model": job.model,
+                "kudos": job.kudos,
+            }
+            for index, job in enumerate(jobs)
+        ],
+    }
+
+
+def served_model(request: TextRequest, jobs: list[TextJob]) -> str:
+    return jobs[0].model if jobs else (request.models[0] if request.models else "")
+
+
+def envelope(request: TextRequest, jobs: list[TextJob], choices: list[dict]) -> dict:
+    body = {
+        "id": completion_id(request),
+        "object": "text_completion",
+        "created": calendar.timegm(request.created_at.timetuple()),
+        "model": served_model(request, jobs),
+        "choices": choices,
+    }
+    fingerprint = system_fingerprint(jobs[0].worker_id, jobs[0].model) if jobs else None
+    if fingerprint is not None:
+        body["system_fingerprint"] = fingerprint
+    return body
+
+
+def text_completion(request: TextRequest, jobs: list[TextJob]) -> dict:
+    body = envelope(request, jobs, [choice(request, job, index) for index, job in enumerate(jobs)])
+    body["usage"] = usage(request, jobs)
+    body["x_horde"] = x_horde(request, jobs)
+    return body

@@ -1,0 +1,1 @@
+"""The AI Horde's text generation API (the "kobold" API): requests, jobs, pricing and routes."""

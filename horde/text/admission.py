@@ -1,0 +1,216 @@
+"""Admission of a text request: validate, price, check kudos and rate, then queue (or only price, on a dry run).
+
+As on the AI Horde, a request no online worker can serve yet is still queued, and
+the answer's `message` says so; it faults if no worker takes it within its lifetime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from horde import errors
+from horde.accounts.models import User
+from horde.chat import pricing as chat_pricing
+from horde.chat import queue as chat_queue
+from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS
+from horde.chat.schemas import load
+from horde.text import checkin, pricing, queue
+from horde.text.models import TextRequest, TextRequestModel
+from horde.text.schemas import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_LENGTH_TOKENS,
+    GENERATION_INPUT_SCHEMA,
+    MIN_LENGTH_TOKENS,
+    unknown_keys,
+)
+from horde.workers.models import Worker
+
+if TYPE_CHECKING:
+    from horde.config import Settings
+
+
+RATE_WINDOW_S = 60
+NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
+
+
+@dataclass
+class Admitted:
+    kudos: int
+    request: TextRequest | None = None
+    message: str | None = None
+    warnings: list[dict] = field(default_factory=list)
+
+
+def validate(body: object) -> tuple[dict, list[dict]]:
+    """The loaded request, with null values dropped, and a warning per key left out."""
+    loaded = load(GENERATION_INPUT_SCHEMA, body)
+    ignored = unknown_keys(GENERATION_INPUT_SCHEMA, body)
+    warnings = [
+        {"code": "UnknownField", "message": f"The field '{name}' is not part of the text API; it was ignored."}
+        for name in ignored
+    ]
+    loaded = {key: value for key, value in loaded.items() if value is not None}
+    loaded["params"] = {key: value for key, value in (loaded.get("params") or {}).items() if value is not None}
+    if loaded.get("extra_source_images"):
+        raise errors.BadRequest("This request type does not accept extra source images.", param="extra_source_images")
+    if loaded.get("style"):
+        raise errors.StyleNotFound(f"This Horde has no text style '{loaded['style']}'.", param="style")
+    return loaded, warnings
+
+
+def admit(
+    session: Session,
+    settings: Settings,
+    user: User,
+    loaded: dict,
+    *,
+    client_agent: str = "unknown:0:unknown",
+    client_address: str | None = None,
+    warnings: list[dict] | None = None,
+    lifetime_s: float,
+) -> Admitted:
+    params = dict(loaded["params"])
+    n = params.get("n", 1)
+    params["n"] = n
+    params.setdefault("max_length", DEFAULT_LENGTH_TOKENS)
+    params.setdefault("max_context_length", DEFAULT_CONTEXT_TOKENS)
+    models = list(dict.fromkeys(loaded.get("models") or []))
+    prompt_tokens = pricing.prompt_tokens(loaded["prompt"], params["max_context_length"])
+    online = checkin.online_text_workers(session, settings.worker_online_window_s, models)
+    warnings = list(warnings or [])
+    _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, warnings)
+    estimate = pricing.estimate(
+        models,
+        n=n,
+        max_length=params["max_length"],
+        prompt_tokens=prompt_tokens,
+        reference_path=settings.model_reference_path,
+    )
+    if loaded.get("dry_run"):
+        return Admitted(kudos=estimate, warnings=warnings)
+    _check_rate(session, settings, user, client_address)
+    only, blocked = _worker_lists(loaded)
+    request = TextRequest(
+        user_id=user.id,
+        models=models,
+        max_length=params["max_length"],
+        max_context_length=params["max_context_length"],
+        prompt_tokens=prompt_tokens,
+        softprompt=loaded.get("softprompt"),
+        only_workers=_bars(only),
+        blocked_workers=_bars(blocked),
+        trusted_only=loaded.get("trusted_workers", False),
+        slow_workers=loaded.get("slow_workers", True),
+        disable_batching=loaded.get("disable_batching", False),
+        nsfw=loaded.get("nsfw", False),
+        upfront_paid=user.kudos >= estimate and not user.anonymous,
+        prompt=loaded["prompt"],
+        params=params,
+        webhook=loaded.get("webhook"),
+        client_agent=client_agent.replace("\x00", "")[:300],
+        client_address=client_address,
+        n=n,
+        waiting=n,
+        kudos_estimate=estimate,
+        priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
+        priority=max(user.kudos, 0),
+    )
+    session.add(request)
+    session.flush()
+    session.add_all(TextRequestModel(request_id=request.id, model=model) for model in models)
+    why = unservable_reason(request, online, loaded)
+    message = NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
+    return Admitted(kudos=estimate, request=request, message=message, warnings=warnings)
+
+
+def _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, warnings) -> None:
+    """Over the free allowance a request needs its estimate upfront, or (allow_downgrade) a smaller max_length."""
+    threads = sum(worker.threads for worker in online)
+    allowance = chat_pricing.free_allowance_tokens(threads, queue.waiting_count(session, models))
+    wanted = params["max_length"] * params["n"]
+    estimate = pricing.estimate(
+        models,
+        n=params["n"],
+        max_length=params["max_length"],
+        prompt_tokens=prompt_tokens,
+        reference_path=settings.model_reference_path,
+    )
+    if wanted <= allowance or user.kudos >= estimate:
+        return
+    if loaded.get("allow_downgrade"):
+        lowered = max(MIN_LENGTH_TOKENS, allowance // params["n"])
+        warnings.append(
+            {
+                "code": "Downgraded",
+                "message": f"max_length lowered from {params['max_length']} to "
+                f"{lowered}: the request needs {estimate} kudos upfront.",
+            }
+        )
+        params["max_length"] = lowered
+        return
+    raise errors.KudosUpfront(
+        f"Due to demand, requests over {allowance} tokens (max_length × n) need the kudos upfront; this one needs "
+        f"{estimate} and the API key has {user.kudos}. Lower max_length or n, or send allow_downgrade.",
+        param="params.max_length",
+        metadata={"kudos_estimate": estimate, "kudos": user.kudos, "free_allowance_tokens": allowance},
+    )
+
+
+def _worker_lists(loaded: dict) -> tuple[list[str], list[str]]:
+    """`workers` is an allow-list, or a deny-list with worker_blacklist (true, or a list of ids to deny)."""
+    listed = list(loaded.get("workers") or [])
+    blacklist = loaded.get("worker_blacklist", False)
+    if isinstance(blacklist, list):
+        return listed, list(blacklist)
+    return ([], listed) if blacklist else (listed, [])
+
+
+def _bars(ids: list[str]) -> str | None:
+    return ("|" + "|".join(ids) + "|") if ids else None
+
+
+def unservable_reason(request: TextRequest, online: list[Worker], loaded: dict) -> str | None:
+    """Why no online worker could take the request now, or None when one could."""
+    if not online:
+        models = ", ".join(request.models) if request.models else "any model"
+        return f"No text worker serving {models} is online."
+    candidates = [w for w in online if (w.text_max_length or 0) >= request.max_length]
+    if not candidates:
+        return f"No online worker generates max_length {request.max_length} tokens."
+    candidates = [w for w in candidates if (w.text_max_context_length or 0) >= request.max_context_length]
+    if not candidates:
+        return f"No online worker accepts max_context_length {request.max_context_length}."
+    if request.softprompt:
+        candidates = [w for w in candidates if request.softprompt in (w.softprompts or ())]
+        if not candidates:
+            return f"No online worker has the softprompt '{request.softprompt}'."
+    only, blocked = _worker_lists(loaded)
+    candidates = [w for w in candidates if (not only or w.id in only) and w.id not in blocked]
+    if not candidates:
+        return "No online worker matches the request's workers and worker_blacklist."
+    if request.nsfw and not any(w.nsfw for w in candidates):
+        return "No online worker accepts nsfw requests."
+    return None
+
+
+def _check_rate(session: Session, settings: Settings, user: User, client_address: str | None) -> None:
+    """One budget for chat and text requests together; the anonymous user's is per client address."""
+    limit = settings.rate_limit_per_minute
+    address = client_address if user.anonymous else None
+    used = chat_queue.created_since(session, user.id, RATE_WINDOW_S, address) + queue.created_since(
+        session, user.id, RATE_WINDOW_S, address
+    )
+    if used >= limit:
+        raise errors.TooManyRequests(
+            f"Too many requests: at most {limit} chat and text requests a minute per "
+            f"{'client address' if address else 'user'}.",
+            headers={
+                "Retry-After": str(RATE_WINDOW_S),
+                "X-RateLimit-Limit": str(limit),
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Reset": str(RATE_WINDOW_S),
+            },
+        )

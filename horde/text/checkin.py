@@ -1,0 +1,80 @@
+"""A text pop's check-in: the worker's text declarations, kept apart from its chat ones.
+
+A worker that pops only text never appears online to chat: its chat `last_pop_at`
+stays at NEVER_POPPED, and chat's online window reads only that column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from horde import errors
+from horde.accounts.models import User
+from horde.text.models import JOB_SUBMITTED, TextJob
+from horde.timeutil import utcnow
+from horde.workers.models import Worker
+
+NEVER_POPPED = dt.datetime(1970, 1, 1)
+#: Below this many generated tokens a second a worker is "slow" (requests with slow_workers false skip it).
+SLOW_TOKENS_PER_S = 2.0
+RECENT_JOBS_FOR_SPEED = 20
+
+
+def check_in(session: Session, owner: User, pop: dict) -> Worker:
+    if owner.anonymous:
+        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+    worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
+    if worker is None:
+        worker = Worker(
+            name=pop["name"],
+            owner_id=owner.id,
+            models=[],
+            max_length=pop["max_length"],
+            max_context_length=pop["max_context_length"],
+            last_pop_at=NEVER_POPPED,
+        )
+        session.add(worker)
+    elif worker.owner_id != owner.id:
+        raise errors.WorkerNameTaken(f"The worker name '{pop['name']}' belongs to another user.")
+    worker.text_models = list(dict.fromkeys(pop["models"]))
+    worker.text_max_length = pop["max_length"]
+    worker.text_max_context_length = pop["max_context_length"]
+    worker.threads = pop["threads"]
+    worker.softprompts = list(pop.get("softprompts") or [])
+    worker.nsfw = bool(pop.get("nsfw"))
+    worker.require_upfront_kudos = bool(pop.get("require_upfront_kudos"))
+    worker.bridge_agent = (pop.get("bridge_agent") or "unknown:0:unknown")[:300]
+    worker.text_pop_at = utcnow()
+    session.flush()
+    return worker
+
+
+def tokens_per_s(session: Session, worker_id: str) -> float | None:
+    """Median speed of the worker's latest submitted generations; None before its first."""
+    rows = session.execute(
+        select(TextJob.tokens, TextJob.started_at, TextJob.ended_at)
+        .where(TextJob.worker_id == worker_id, TextJob.state == JOB_SUBMITTED)
+        .order_by(TextJob.ended_at.desc())
+        .limit(RECENT_JOBS_FOR_SPEED)
+    ).all()
+    speeds = [tokens / max((ended - started).total_seconds(), 0.001) for tokens, started, ended in rows if ended]
+    return statistics.median(speeds) if speeds else None
+
+
+def is_slow(session: Session, worker_id: str) -> bool:
+    speed = tokens_per_s(session, worker_id)
+    return speed is not None and speed < SLOW_TOKENS_PER_S
+
+
+def online_text_workers(session: Session, window_s: float, models: list[str] | None = None) -> list[Worker]:
+    """Workers whose last text pop is within the window; serving any of `models` when given (empty: any)."""
+    cutoff = utcnow() - dt.timedelta(seconds=window_s)
+    found = session.scalars(select(Worker).where(Worker.text_pop_at >= cutoff)).all()
+    if not models:
+        return list(found)
+    wanted = set(models)
+    return [worker for worker in found if wanted.intersection(worker.text_models or ())]

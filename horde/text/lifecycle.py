@@ -1,0 +1,318 @@
+"""A text request's life after admission: claim, submit, fault, expiry, cancel.
+
+Every change of state is one compare-and-set UPDATE: it names the state it expects
+and the caller learns from the row count whether it won. A job moves once from
+processing; the request's counters move with it in the same transaction, so each
+generation is charged once and rewarded once. Functions never commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, cast
+
+from sqlalchemy import CursorResult, Update, case, func, select, update
+from sqlalchemy.orm import Session
+
+from horde import errors
+from horde.accounts import service as accounts
+from horde.accounts.models import User
+from horde.chat.tokens import text_tokens
+from horde.text import pricing
+from horde.text.eligibility import QUEUE_ORDER, Offer, queue_filter
+from horde.text.models import (
+    CANCELLED,
+    DONE,
+    FAULTED,
+    JOB_ABORTED,
+    JOB_CANCELLED,
+    JOB_FAULTED,
+    JOB_PROCESSING,
+    JOB_SUBMITTED,
+    PROCESSING,
+    WAITING,
+    TextJob,
+    TextRequest,
+)
+from horde.timeutil import utcnow
+from horde.workers.models import Worker
+
+if TYPE_CHECKING:
+    from horde.config import Settings
+    from horde.workers.checkins import WorkerView
+
+
+ACCEPTED_STATES = ("ok", "censored")
+
+
+def _compare_and_set(session: Session, statement: Update) -> bool:
+    return _rowcount(session, statement) == 1
+
+
+def _rowcount(session: Session, statement: Update) -> int:
+    result = session.execute(statement.execution_options(synchronize_session=False))
+    return cast(CursorResult, result).rowcount or 0
+
+
+def _one_left(now) -> dict:
+    """The request's values once one running generation leaves it: final when it was the last."""
+    last = TextRequest.waiting + TextRequest.processing == 1
+    final = case((TextRequest.cancelled.is_(True), CANCELLED), else_=DONE)
+    return {
+        "processing": TextRequest.processing - 1,
+        "state": case((last, final), else_=TextRequest.state),
+        "finished_at": case((last, now), else_=TextRequest.finished_at),
+    }
+
+
+def next_request(session: Session, offer: Offer, *, skip_locked: bool, prefer_users: list[int]) -> TextRequest | None:
+    """The best waiting request for the worker: its priority users first, then priority class, kudos, age."""
+    order: tuple = QUEUE_ORDER
+    if prefer_users:
+        order = (case((TextRequest.user_id.in_(prefer_users), 0), else_=1), *QUEUE_ORDER)
+    query = select(TextRequest).where(queue_filter(offer)).order_by(*order).limit(1)
+    if skip_locked:
+        query = query.with_for_update(skip_locked=True, of=TextRequest)
+    return session.scalar(query)
+
+
+def claim(session: Session, settings: Settings, request: TextRequest, worker: Worker, amount: int) -> list[TextJob]:
+    """Take up to `amount` of the request's waiting generations for `worker`, one compare-and-set each."""
+    offered = list(worker.text_models or [])
+    model = next((name for name in request.models or [] if name in offered), None) or offered[0]
+    now = utcnow()
+    jobs = []
+    for _ in range(amount):
+        taken = _compare_and_set(
+            session,
+            update(TextRequest)
+            .where(TextRequest.id == request.id, TextRequest.state == WAITING, TextRequest.waiting > 0)
+            .values(
+                waiting=TextRequest.waiting - 1,
+                processing=TextRequest.processing + 1,
+                state=case((TextRequest.waiting == 1, PROCESSING), else_=WAITING),
+            ),
+        )
+        if not taken:
+            break
+        job = TextJob(
+            request_id=request.id,
+            worker_id=worker.id,
+            worker_name=worker.name,
+            model=model,
+            started_at=now,
+            deadline_at=now + dt.timedelta(seconds=settings.job_ttl_s),
+        )
+        session.add(job)
+        jobs.append(job)
+    session.flush()
+    return jobs
+
+
+def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
+    return (
+        session.scalar(
+            select(func.count(TextJob.id)).where(TextJob.worker_id == worker.id, TextJob.state == JOB_PROCESSING)
+        )
+        or 0
+    )
+
+
+def owned_job(session: Session, owner: User, job_id: str) -> tuple[TextJob, TextRequest, Worker]:
+    job = session.get(TextJob, job_id)
+    if job is None:
+        raise errors.InvalidJobID(f"No text job '{job_id}'.")
+    worker = session.get(Worker, job.worker_id)
+    if worker is None or worker.owner_id != owner.id:
+        raise errors.WrongCredentials("This job belongs to a worker of another user.")
+    return job, _request_of(session, job), worker
+
+
+def _request_of(session: Session, job: TextJob) -> TextRequest:
+    """A job's request: its foreign key (ON DELETE CASCADE) guarantees one."""
+    request = session.get(TextRequest, job.request_id)
+    assert request is not None
+    return request
+
+
+def _settle(session: Session, request: TextRequest, worker: Worker, kudos: int) -> None:
+    """Charge the requester and reward the worker's owner by SQL arithmetic (accounts.move_kudos), in user-id
+    order as chat's settlement does, so two settlements never wait on each other crosswise."""
+    moves = sorted([(request.user_id, -kudos, "charge"), (worker.owner_id, kudos, "reward")])
+    for user_id, amount, kind in moves:
+        accounts.move_kudos(session, session.get_one(User, user_id), amount, kind=kind, request_id=request.id)
+
+
+def _refuse_ended(session: Session, job: TextJob) -> None:
+    session.refresh(job)
+    if job.state == JOB_SUBMITTED:
+        raise errors.DuplicateGen("This generation was already submitted.")
+    raise errors.AbortedGen(f"This generation is no longer assigned to the worker (it is {job.state}).")
+
+
+def submit(session: Session, settings: Settings, owner: User, body: dict) -> tuple[int, TextJob, TextRequest]:
+    """Store one generation and settle it; a state other than ok/censored is a fault (returns reward 0)."""
+    job, request, worker = owned_job(session, owner, body["id"])
+    if body["state"] not in ACCEPTED_STATES:
+        fault(session, settings, job, f"The worker submitted the generation in state '{body['state']}'.")
+        return 0, job, request
+    generated = body.get("generation") or ""
+    tokens = body.get("completion_tokens")
+    tokens = min(text_tokens(generated) if tokens is None else tokens, request.max_length)
+    kudos = pricing.price(
+        job.model, tokens=tokens, prompt_tokens=request.prompt_tokens, reference_path=settings.model_reference_path
+    )
+    now = utcnow()
+    if not _compare_and_set(
+        session,
+        update(TextJob)
+        .where(TextJob.id == job.id, TextJob.state == JOB_PROCESSING)
+        .values(
+            state=JOB_SUBMITTED,
+            ended_at=now,
+            text=generated,
+            seed=body.get("seed") or 0,
+            generation_state=body["state"],
+            gen_metadata=body.get("gen_metadata") or None,
+            tokens=tokens,
+            kudos=kudos,
+            finish_reason=body.get("finish_reason"),
+        ),
+    ):
+        _refuse_ended(session, job)
+    _compare_and_set(
+        session,
+        update(TextRequest)
+        .where(TextRequest.id == request.id)
+        .values(finished=TextRequest.finished + 1, kudos_charged=TextRequest.kudos_charged + kudos, **_one_left(now)),
+    )
+    _settle(session, request, worker, kudos)
+    session.refresh(job)
+    session.refresh(request)
+    return kudos, job, request
+
+
+def fault(session: Session, settings: Settings, job: TextJob, reason: str, *, job_state: str = JOB_FAULTED) -> bool:
+    """End a running job without a generation; its generation waits again, or the request faults."""
+    if not _compare_and_set(
+        session,
+        update(TextJob)
+        .where(TextJob.id == job.id, TextJob.state == JOB_PROCESSING)
+        .values(state=job_state, ended_at=utcnow(), reason=reason),
+    ):
+        return False
+    request = _request_of(session, job)
+    session.refresh(request)
+    exhausted = request.restarted + 1 >= settings.max_attempts * request.n
+    if request.cancelled or request.state in (DONE, FAULTED, CANCELLED):
+        _compare_and_set(session, update(TextRequest).where(TextRequest.id == request.id).values(**_one_left(utcnow())))
+    elif exhausted:
+        _fault_request(session, request, reason)
+    else:
+        _compare_and_set(
+            session,
+            update(TextRequest)
+            .where(TextRequest.id == request.id, TextRequest.state.in_((WAITING, PROCESSING)))
+            .values(
+                processing=TextRequest.processing - 1,
+                waiting=TextRequest.waiting + 1,
+                restarted=TextRequest.restarted + 1,
+                state=WAITING,
+                fault_message=reason,
+            ),
+        )
+    return True
+
+
+def _fault_request(session: Session, request: TextRequest, reason: str) -> None:
+    now = utcnow()
+    if _compare_and_set(
+        session,
+        update(TextRequest)
+        .where(TextRequest.id == request.id, TextRequest.state.in_((WAITING, PROCESSING)))
+        .values(
+            state=FAULTED,
+            waiting=0,
+            processing=0,
+            restarted=TextRequest.restarted + 1,
+            finished_at=now,
+            fault_message=reason,
+        ),
+    ):
+        session.execute(
+            update(TextJob)
+            .where(TextJob.request_id == request.id, TextJob.state == JOB_PROCESSING)
+            .values(state=JOB_CANCELLED, ended_at=now, reason="The request faulted.")
+            .execution_options(synchronize_session=False)
+        )
+
+
+def expire_jobs(session: Session, settings: Settings) -> list[str]:
+    """Abort every job past its ttl; returns the ids of the requests that changed."""
+    expired = session.scalars(
+        select(TextJob).where(TextJob.state == JOB_PROCESSING, TextJob.deadline_at < utcnow())
+    ).all()
+    reason = f"The worker did not submit the generation within its ttl of {int(settings.job_ttl_s)} s."
+    return [job.request_id for job in expired if fault(session, settings, job, reason, job_state=JOB_ABORTED)]
+
+
+def expire_requests(session: Session, lifetime_s: float) -> list[str]:
+    """Requests still waiting after `lifetime_s` fault: no worker took them (the AI Horde's 20 minutes)."""
+    cutoff = utcnow() - dt.timedelta(seconds=lifetime_s)
+    stale = session.scalars(
+        select(TextRequest.id).where(TextRequest.state == WAITING, TextRequest.created_at < cutoff)
+    ).all()
+    changed = []
+    for request_id in stale:
+        request = session.get(TextRequest, request_id)
+        if request is None:
+            continue
+        message = f"No worker took the request within {int(lifetime_s)} s."
+        if request.processing == 0:
+            if _compare_and_set(
+                session,
+                update(TextRequest)
+                .where(TextRequest.id == request_id, TextRequest.state == WAITING, TextRequest.processing == 0)
+                .values(state=FAULTED, waiting=0, finished_at=utcnow(), fault_message=message),
+            ):
+                changed.append(request_id)
+        elif _compare_and_set(
+            session,
+            update(TextRequest)
+            .where(TextRequest.id == request_id, TextRequest.state == WAITING)
+            .values(waiting=0, state=PROCESSING, fault_message=message),
+        ):
+            changed.append(request_id)
+    return changed
+
+
+def cancel(session: Session, request: TextRequest, *, running: bool = False) -> bool:
+    """Hand out no more generations; with `running`, also end those being generated (uncharged).
+
+    False when the request had already ended. Generations already submitted stay charged.
+    """
+    now = utcnow()
+    if running:
+        stopped = _rowcount(
+            session,
+            update(TextJob)
+            .where(TextJob.request_id == request.id, TextJob.state == JOB_PROCESSING)
+            .values(state=JOB_CANCELLED, ended_at=now, reason="The request was cancelled."),
+        )
+    else:
+        stopped = 0
+    processing = TextRequest.processing - stopped
+    changed = _compare_and_set(
+        session,
+        update(TextRequest)
+        .where(TextRequest.id == request.id, TextRequest.state.in_((WAITING, PROCESSING)))
+        .values(
+            waiting=0,
+            cancelled=True,
+            processing=processing,
+            state=case((processing == 0, CANCELLED), else_=PROCESSING),
+            finished_at=case((processing == 0, now), else_=None),
+        ),
+    )
+    session.refresh(request)
+    return changed

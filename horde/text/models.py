@@ -1,0 +1,123 @@
+"""Text request and job tables.
+
+A text request is what a client asked for: `n` generations of one prompt. Each
+generation is handed out as one job, possibly to different workers; the request
+row counts its generations by stage (waiting, processing, finished), and every
+change of those counts is one compare-and-set UPDATE (horde/text/lifecycle.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from horde.database import Base
+from horde.timeutil import utcnow
+
+#: Request states: `waiting` while generations remain to hand out, `processing` while the last ones run.
+WAITING, PROCESSING, DONE, FAULTED, CANCELLED = "waiting", "processing", "done", "faulted", "cancelled"
+FINAL_STATES = (DONE, FAULTED, CANCELLED)
+
+JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED, JOB_FAULTED, JOB_CANCELLED = (
+    "processing",
+    "submitted",
+    "aborted",
+    "faulted",
+    "cancelled",
+)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class TextRequest(Base):
+    __tablename__ = "text_requests"
+    __table_args__ = (
+        Index("ix_text_requests_queue", "state", "priority_class", text("priority DESC"), "created_at", "id"),
+        Index("ix_text_requests_user_created", "user_id", "created_at"),
+        Index("ix_text_requests_address_created", "client_address", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    state: Mapped[str] = mapped_column(String(16), default=WAITING)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    priority_class: Mapped[int] = mapped_column(Integer, default=1)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+
+    # What a worker must offer.
+    models: Mapped[list] = mapped_column(JSON)
+    max_length: Mapped[int] = mapped_column(Integer)
+    max_context_length: Mapped[int] = mapped_column(Integer)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    softprompt: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    only_workers: Mapped[str | None] = mapped_column(Text, nullable=True)  # "|id|id|" for LIKE
+    blocked_workers: Mapped[str | None] = mapped_column(Text, nullable=True)  # "|id|id|" for NOT LIKE
+    trusted_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    slow_workers: Mapped[bool] = mapped_column(Boolean, default=True)
+    disable_batching: Mapped[bool] = mapped_column(Boolean, default=False)
+    nsfw: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: The requester held the estimate when it was queued (for workers that ask for upfront kudos).
+    upfront_paid: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    prompt: Mapped[str] = mapped_column(Text)
+    params: Mapped[dict] = mapped_column(JSON)
+    webhook: Mapped[str | None] = mapped_column(Text, nullable=True)
+    client_agent: Mapped[str] = mapped_column(String(300), default="unknown:0:unknown")
+    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)  # anonymous callers' limit
+
+    n: Mapped[int] = mapped_column(Integer, default=1)
+    waiting: Mapped[int] = mapped_column(Integer, default=1)
+    processing: Mapped[int] = mapped_column(Integer, default=0)
+    finished: Mapped[int] = mapped_column(Integer, default=0)
+    restarted: Mapped[int] = mapped_column(Integer, default=0)
+    cancelled: Mapped[bool] = mapped_column(Boolean, default=False)
+    kudos_estimate: Mapped[int] = mapped_column(Integer, default=0)
+    kudos_charged: Mapped[int] = mapped_column(Integer, default=0)
+    fault_rc: Mapped[str | None] = mapped_column(String(50), nullable=True)
+    fault_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    # The OpenAI front's bookkeeping, as on chat requests (horde/oai/idempotency.py).
+    body_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    holders: Mapped[int] = mapped_column(Integer, default=0)
+    delivered: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class TextRequestModel(Base):
+    """One row per model a request accepts, so pop filters by model in SQL."""
+
+    __tablename__ = "text_request_models"
+
+    request_id: Mapped[str] = mapped_column(ForeignKey("text_requests.id", ondelete="CASCADE"), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+
+
+class TextJob(Base):
+    """One generation handed to one worker."""
+
+    __tablename__ = "text_jobs"
+    __table_args__ = (Index("ix_text_jobs_state_deadline", "state", "deadline_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    request_id: Mapped[str] = mapped_column(ForeignKey("text_requests.id", ondelete="CASCADE"), index=True)
+    worker_id: Mapped[str] = mapped_column(ForeignKey("workers.id"), index=True)
+    worker_name: Mapped[str] = mapped_column(String(100))
+    model: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(16), default=JOB_PROCESSING)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    deadline_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True, index=True)
+    text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    generation_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    gen_metadata: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    #: Tokens generated, as the Horde counts them (priced and shown in the stats).
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    kudos: Mapped[int] = mapped_column(Integer, default=0)
+    finish_reason: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -1,0 +1,114 @@
+"""A text pop: check in, then take up to `amount` generations of the best request within the
+worker's free threads, or long-poll for one up to `wait` seconds.
+
+`wait` is this Horde's addition to the AI Horde's pop (which has none, so its workers
+sleep a second between empty pops): a worker that sends it hears of a new job at once.
+A new or restarted generation is announced on `text_jobs_channel` of each of its models
+(ANY_MODEL_CHANNEL for a request that takes any model).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from horde.accounts import service as accounts
+from horde.accounts.models import User
+from horde.chat import lifecycle as chat_lifecycle
+from horde.chat.schemas import load
+from horde.events import request_channel
+from horde.text import checkin, eligibility, lifecycle, views
+from horde.text.schemas import POP_SCHEMA
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
+
+POP_DEFAULTS = (("threads", 1), ("max_length", 512), ("max_context_length", 2048), ("amount", 1), ("wait", 0))
+LONG_POLL_RECHECK_S = 5.0
+ANY_MODEL_CHANNEL = "text-jobs:*"
+
+
+def text_jobs_channel(model: str) -> str:
+    return f"text-jobs:{model}"
+
+
+def announce(runtime: Runtime, models: list[str]) -> None:
+    """Wake the text workers long-polling for these models (every text worker, for any model)."""
+    for channel in [text_jobs_channel(model) for model in models] or [ANY_MODEL_CHANNEL]:
+        runtime.bus.publish(channel)
+
+
+def empty_answer(skipped: dict) -> dict:
+    return {
+        "id": None,
+        "ids": [],
+        "payload": {},
+        "skipped": skipped,
+        "softprompt": None,
+        "model": None,
+        "ttl": None,
+        "extra_source_images": None,
+    }
+
+
+def pop(runtime: Runtime, api_key: str | None, body: object) -> dict:
+    pop_body = {key: value for key, value in load(POP_SCHEMA, body).items() if value is not None}
+    for key, default in POP_DEFAULTS:
+        pop_body.setdefault(key, default)
+    deadline = time.monotonic() + pop_body["wait"]
+    channels = [text_jobs_channel(model) for model in pop_body["models"]] + [ANY_MODEL_CHANNEL]
+    with runtime.bus.subscribe(*channels) as subscription:
+        while True:
+            last_try = deadline - time.monotonic() <= 0
+            answer = pop_once(runtime, api_key, pop_body, explain=last_try)
+            if answer["id"] is not None or last_try or answer.get("busy"):
+                answer.pop("busy", None)
+                return answer
+            subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
+
+
+def pop_once(runtime: Runtime, api_key: str | None, pop_body: dict, *, explain: bool) -> dict:
+    """One check-in and claim. `explain` computes the skipped counts, which scan the queue."""
+    with runtime.db.transaction() as session:
+        owner = accounts.authenticate(session, api_key)
+        worker = checkin.check_in(session, owner, pop_body)
+        offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=checkin.is_slow(session, worker.id))
+        in_flight = lifecycle.jobs_in_flight(session, worker) + chat_lifecycle.jobs_in_flight(session, worker)
+        free = worker.threads - in_flight
+        if free <= 0:
+            return dict(empty_answer({}), busy=True)
+        prefer = _user_ids(session, pop_body.get("priority_usernames"))
+        request = lifecycle.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=prefer)
+        if request is None:
+            return empty_answer(eligibility.skipped_counts(session, offer) if explain else {})
+        amount = 1 if request.disable_batching else min(pop_body["amount"], free)
+        jobs = lifecycle.claim(session, runtime.settings, request, worker, amount)
+        answer = {
+            "id": jobs[0].id,
+            "ids": [job.id for job in jobs],
+            "payload": views.job_payload(request, len(jobs)),
+            "skipped": {},
+            "softprompt": request.softprompt,
+            "model": jobs[0].model,
+            "ttl": int(runtime.settings.job_ttl_s),
+            "extra_source_images": None,
+        }
+    runtime.bus.publish(request_channel(request.id))
+    return answer
+
+
+def _user_ids(session: Session, names: list[str] | None) -> list[int]:
+    """priority_usernames are the AI Horde's "name#id" (or a bare name)."""
+    ids = []
+    for name in names or ():
+        _, _, tail = name.rpartition("#")
+        if tail.isdigit():
+            ids.append(int(tail))
+        else:
+            found = session.scalar(select(User.id).where(User.username == name))
+            if found is not None:
+                ids.append(found)
+    return ids

@@ -1,0 +1,95 @@
+"""The text API's routes under /api/v2, with the AI Horde's paths. Thin: each calls one service."""
+
+from __future__ import annotations
+
+from flask import request as http_request
+from flask_restx import Namespace, Resource
+
+from horde.api import api_key, json_body, runtime
+from horde.chat.routes import OTHER_MODEL_TYPES
+from horde.chat.service import authenticate
+from horde.client_address import client_address
+from horde.text import pop, service, stats
+
+namespace = Namespace("text", description="The AI Horde's text generation API")
+stats_namespace = Namespace("text_stats", description="Text generation statistics")
+APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
+WORKER_APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker owner's API key", "required": True}}
+
+
+@namespace.route("/async")
+class Async(Resource):
+    @namespace.doc(params=APIKEY_HEADER)
+    def post(self) -> tuple[dict, int] | dict:
+        """Queue a text request (202 {id, kudos}); with dry_run, only price it (200 {kudos})."""
+        hub = runtime()
+        user = authenticate(hub, api_key())
+        agent = http_request.headers.get("Client-Agent", "unknown:0:unknown")
+        address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
+        admitted = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
+        answer: dict = {"kudos": admitted.kudos}
+        if admitted.request is None:
+            return answer, 200
+        answer = {"id": admitted.request.id, **answer}
+        if admitted.message:
+            answer["message"] = admitted.message
+        if admitted.warnings:
+            answer["warnings"] = admitted.warnings
+        return answer, 202
+
+
+@namespace.route("/status/<string:request_id>")
+class Status(Resource):
+    def get(self, request_id: str) -> dict:
+        """Counts by stage, the wait, and every generation so far."""
+        return service.status(runtime(), request_id)
+
+    def delete(self, request_id: str) -> dict:
+        """Hand out no more generations; those running finish and are kept. Answers the status."""
+        hub = runtime()
+        service.cancel(hub, request_id)
+        return service.status(hub, request_id)
+
+
+@namespace.route("/pop")
+class Pop(Resource):
+    @namespace.doc(params=WORKER_APIKEY_HEADER)
+    def post(self) -> tuple[dict, int] | dict:
+        """Check in and take up to `amount` generations of one request, within the worker's free threads."""
+        return pop.pop(runtime(), api_key(), json_body())
+
+
+@namespace.route("/submit")
+class Submit(Resource):
+    @namespace.doc(params=WORKER_APIKEY_HEADER)
+    def post(self) -> tuple[dict, int] | dict:
+        """Submit one generation; answers the kudos rewarded."""
+        return service.submit(runtime(), api_key(), json_body())
+
+
+@stats_namespace.route("/totals")
+class Totals(Resource):
+    def get(self) -> dict:
+        """Generations and tokens in the past minute, hour, day, month and in total."""
+        hub = runtime()
+        with hub.db.read() as session:
+            return stats.totals(session)
+
+
+@stats_namespace.route("/models")
+class PerModel(Resource):
+    def get(self) -> dict:
+        """Generations per model in the past day, month and in total."""
+        hub = runtime()
+        with hub.db.read() as session:
+            return stats.per_model(session)
+
+
+def text_models() -> list[dict]:
+    """/status/models?type=text."""
+    hub = runtime()
+    with hub.db.read() as session:
+        return stats.model_status(session, hub.settings)
+
+
+OTHER_MODEL_TYPES["text"] = text_models

@@ -1,0 +1,129 @@
+"""Text operations shared by the native routes and the OpenAI front: create, status, cancel, pop, submit, sweep."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from horde import errors
+from horde.accounts import service as accounts
+from horde.accounts.models import User
+from horde.chat.schemas import load
+from horde.events import request_channel
+from horde.text import admission, fail_fast, lifecycle, pop, views, webhook
+from horde.text.models import WAITING, TextRequest
+from horde.text.schemas import SUBMIT_SCHEMA
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from horde.accounts.identity import Identity
+    from horde.runtime import Runtime
+
+
+#: The AI Horde's lifetime of a request no worker takes.
+REQUEST_LIFETIME_S = 20 * 60
+
+
+def create(
+    runtime: Runtime,
+    user: User | Identity,
+    body: object,
+    *,
+    client_agent: str = "unknown:0:unknown",
+    body_hash: str | None = None,
+    holders: int = 0,
+    front: fail_fast.FrontOptions | None = None,
+    client_address: str | None = None,
+) -> admission.Admitted:
+    """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing."""
+    loaded, warnings = admission.validate(body)
+    if loaded.get("webhook"):
+        webhook.check(loaded["webhook"], runtime.settings)
+    with runtime.db.transaction() as session:
+        user = session.get_one(User, user.id)
+        if front is not None:
+            loaded.setdefault("models", [])
+            fail_fast.check(session, runtime.settings, loaded, front)
+        admitted = admission.admit(
+            session,
+            runtime.settings,
+            user,
+            loaded,
+            client_agent=client_agent,
+            client_address=client_address,
+            warnings=warnings,
+            lifetime_s=REQUEST_LIFETIME_S,
+        )
+        if admitted.request is not None:
+            admitted.request.body_hash, admitted.request.holders = body_hash, holders
+    if admitted.request is not None:
+        pop.announce(runtime, admitted.request.models)
+    return admitted
+
+
+def load_owned(session: Session, user: User, request_id: str) -> TextRequest:
+    request = session.get(TextRequest, request_id)
+    if request is None or request.user_id != user.id:
+        raise errors.RequestNotFound(f"No text request '{request_id}' of this API key.")
+    return request
+
+
+def read(runtime: Runtime, request_id: str) -> TextRequest | None:
+    with runtime.db.read() as session:
+        return session.get(TextRequest, request_id)
+
+
+def status(runtime: Runtime, request_id: str) -> dict:
+    """Anyone holding the id may read its status, as on the AI Horde."""
+    with runtime.db.read() as session:
+        request = session.get(TextRequest, request_id)
+        if request is None:
+            raise errors.RequestNotFound(f"No text request '{request_id}'.")
+        return views.status(session, runtime.settings, request)
+
+
+def cancel(
+    runtime: Runtime, request_id: str, *, running: bool = False, reason: errors.HordeError | None = None
+) -> TextRequest:
+    """Hand out no more generations (with `running`, end those being generated too); `reason` is the
+    Horde's own, recorded so that the waiter and a replay answer the same."""
+    with runtime.db.transaction() as session:
+        request = session.get(TextRequest, request_id)
+        if request is None:
+            raise errors.RequestNotFound(f"No text request '{request_id}'.")
+        if lifecycle.cancel(session, request, running=running) and reason is not None:
+            request.fault_rc, request.fault_message = reason.rc, reason.message
+    runtime.bus.publish(request_channel(request_id))
+    return request
+
+
+def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
+    submitted = load(SUBMIT_SCHEMA, body)
+    with runtime.db.transaction() as session:
+        owner = accounts.authenticate(session, api_key)
+        if owner.anonymous:
+            raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+        reward, job, request = lifecycle.submit(session, runtime.settings, owner, submitted)
+        delivery = None
+        if reward and request.webhook:
+            delivery = dict(views.generation(job), request=request.id, kudos=job.kudos)
+        hook = request.webhook
+    runtime.bus.publish(request_channel(request.id))
+    if request.state == WAITING:  # a faulted generation waits again
+        pop.announce(runtime, request.models)
+    if delivery is not None and hook:
+        webhook.send(hook, delivery, runtime.settings)
+    return {"reward": reward}
+
+
+def sweep(runtime: Runtime) -> int:
+    """Expire stale text jobs and requests; the serve loop calls it beside chat's sweep."""
+    with runtime.db.transaction() as session:
+        changed = lifecycle.expire_jobs(session, runtime.settings)
+        changed += lifecycle.expire_requests(session, REQUEST_LIFETIME_S)
+    for request_id in dict.fromkeys(changed):
+        runtime.bus.publish(request_channel(request_id))
+        request = read(runtime, request_id)
+        if request is not None and request.state == WAITING:
+            pop.announce(runtime, request.models)
+    return len(changed)

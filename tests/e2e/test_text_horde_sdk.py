@@ -1,0 +1,135 @@
+"""The AI Horde's text API through horde-sdk 0.18.0, as a client and as a worker, against a real server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import requests
+
+from horde_testing.processes import ROOT
+from tests.e2e.conftest import unique_model
+
+SCENARIO_TIMEOUT_S = 180
+SDK_N_TIMEOUT_S = 20
+
+
+def run_sdk(horde, scenario: str, **args) -> dict:
+    env = dict(horde.env, AI_HORDE_URL=horde.url + "/api/")
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.e2e.horde_sdk_scenarios", scenario, json.dumps(args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SCENARIO_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def balance(horde, key: str) -> int:
+    return requests.get(horde.url + "/api/v2/find_user", headers={"apikey": key}, timeout=5).json()["kudos"]
+
+
+def test_keys_take_the_ai_hordes_form(horde):
+    key = horde.user()
+    assert len(key) == 22 and set(key) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def test_simple_client_gets_a_generation_from_an_sdk_worker(horde):
+    model = unique_model("text")
+    client_key, worker_key = horde.user(kudos=100), horde.user()
+    name = f"sdk-{model[-8:]}"
+    result = run_sdk(
+        horde,
+        "generate",
+        key=client_key,
+        worker_key=worker_key,
+        worker_name=name,
+        model=model,
+        prompt="Once upon a time",
+        n=1,
+    )
+    assert result["done"] is True and result["finished"] == 1
+    assert result["generations"] == [
+        {
+            "text": f" reply to [Once upon a time] by {name}",
+            "seed": 7,
+            "worker_name": name,
+            "model": model,
+            "state": "ok",
+        }
+    ]
+    charged = 100 - balance(horde, client_key)
+    assert charged == result["kudos"] > 0
+    assert balance(horde, worker_key) == charged  # rewarded once, as much as charged
+
+
+def test_simple_client_with_n_above_one_gets_one_job_per_generation(horde):
+    """The SDK waits out SDK_N_TIMEOUT_S here (it expects one response); the worker serves both jobs long before."""
+    model = unique_model("text")
+    client_key, worker_key = horde.user(kudos=100), horde.user()
+    result = run_sdk(
+        horde,
+        "generate",
+        key=client_key,
+        worker_key=worker_key,
+        worker_name=f"sdk-{model[-8:]}",
+        model=model,
+        prompt="Twice",
+        n=2,
+        timeout=SDK_N_TIMEOUT_S,
+    )
+    assert result["finished"] == 2 and len(result["generations"]) == 2
+    assert [len(round_["ids"]) for round_ in result["served"]] == [1, 1]  # one job each, popped one at a time
+    assert len({g["text"] for g in result["generations"]}) == 1
+    assert 100 - balance(horde, client_key) == result["kudos"] == balance(horde, worker_key)
+
+
+def test_cancel_stops_handing_out_generations_and_keeps_the_finished_one(horde):
+    model = unique_model("text")
+    client_key, worker_key = horde.user(kudos=100), horde.user()
+    result = run_sdk(
+        horde,
+        "cancel",
+        key=client_key,
+        worker_key=worker_key,
+        worker_name=f"sdk-{model[-8:]}",
+        model=model,
+        prompt="Cancel me",
+    )
+    assert len(result["first_pop"]["ids"]) == 1 and result["first_pop"]["n"] == 1
+    assert result["deleted"]["waiting"] == 0 and result["deleted"]["done"] is True
+    assert result["pop_after_delete"]["ids"] == []
+    assert result["final"]["finished"] == 1 and result["texts"] == [f" reply to [Cancel me] by sdk-{model[-8:]}"]
+    assert 100 - balance(horde, client_key) == result["final"]["kudos"] > 0
+
+
+def test_sdk_worker_pops_a_batch_up_to_amount_and_reads_skipped_counts(horde):
+    model = unique_model("text")
+    client_key, worker_key = horde.user(kudos=100), horde.user()
+    name = f"sdk-{model[-8:]}"
+    first = run_sdk(horde, "worker", worker_key=worker_key, worker_name=name, model=model)
+    assert first["ids"] == [] and first["model"] is None  # checked in; nothing queued
+    queued = requests.post(
+        horde.url + "/api/v2/generate/text/async",
+        headers={"apikey": client_key},
+        timeout=5,
+        json={"prompt": "Batch", "models": [model], "params": {"n": 3, "max_length": 600}},
+    )
+    assert queued.status_code == 202, queued.text
+    skipped = run_sdk(horde, "worker", worker_key=worker_key, worker_name=name, model=model)
+    assert skipped["ids"] == [] and skipped["skipped"].get("max_length") == 1  # the SDK worker declares 512
+    requests.delete(horde.url + f"/api/v2/generate/text/status/{queued.json()['id']}", timeout=5)
+    fitting = requests.post(
+        horde.url + "/api/v2/generate/text/async",
+        headers={"apikey": client_key},
+        timeout=5,
+        json={"prompt": "Batch", "models": [model], "params": {"n": 3, "max_length": 64}},
+    )
+    batch = run_sdk(horde, "worker", worker_key=worker_key, worker_name=name, model=model, amount=2)
+    assert len(batch["ids"]) == 2 and batch["n"] == 2 and batch["max_length"] == 64
+    status = requests.get(horde.url + f"/api/v2/generate/text/status/{fitting.json()['id']}", timeout=5).json()
+    assert (status["finished"], status["waiting"]) == (2, 1)
