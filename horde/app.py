@@ -41,7 +41,15 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
     @app.get("/health")
     def health():
+        """Liveness only: the process answers. Readiness (database, Redis) is /ready."""
         return jsonify({"status": "ok"})
+
+    @app.get("/ready")
+    def ready():
+        from horde.readiness import readiness
+
+        body, status, headers = readiness(runtime)
+        return jsonify(body), status, headers
 
     @app.errorhandler(HordeError)
     def horde_error(error: HordeError):

@@ -6,19 +6,69 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Executable, create_engine, event
+from sqlalchemy import CursorResult, Executable, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+from horde import errors
+
+log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: Per process; transactions are short, so a few connections serve many greenlets.
 POSTGRES_POOL_SIZE = 10
 POSTGRES_POOL_OVERFLOW = 10
+#: How long opening a connection may take before the database counts as unreachable.
+POSTGRES_CONNECT_TIMEOUT_S = 3
+#: SQLSTATEs of a lost or refused connection: class 08, and the server shutting down or starting up.
+CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+#: SQLite failures that pass with time: a lock held past the busy timeout, a file that cannot be opened or read now.
+SQLITE_BUSY_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED")
+SQLITE_UNAVAILABLE_ERRORS = (*SQLITE_BUSY_ERRORS, "SQLITE_CANTOPEN", "SQLITE_IOERR")
+BUSY_MESSAGE = (f"The Horde's database is too busy to answer right now. Retry after "
+                f"{errors.ServiceUnavailable.RETRY_AFTER_S} s.")
+
+
+def is_busy(exc: BaseException) -> bool:
+    """The database answers but is saturated: no pooled connection free in time, or a SQLite lock held too long."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    return isinstance(exc, DBAPIError) and str(getattr(exc.orig, "sqlite_errorname", "")).startswith(SQLITE_BUSY_ERRORS)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when `exc` says the database cannot serve now (unreachable or busy), not that a statement was wrong."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    sqlite_name = getattr(exc.orig, "sqlite_errorname", None)
+    if sqlite_name is not None:
+        return sqlite_name.startswith(SQLITE_UNAVAILABLE_ERRORS)
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(CONNECTION_SQLSTATES)
+
+
+def _close(session: Session) -> None:
+    """Close a session whose work is done (or failed already): a connection that dies now loses nothing."""
+    try:
+        session.close()
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        log.info("a database connection died as its session closed; the pool replaces it")
 
 
 class Base(DeclarativeBase):
@@ -46,11 +96,16 @@ class Database:
             # Readers take no write lock: under WAL they never wait for (nor block) a writer.
             self.read_engine = _sqlite_engine(url, "BEGIN")
         else:
+            # pool_pre_ping drops connections that died in an outage, so the pool reconnects by itself.
             self.engine = create_engine(url, pool_size=POSTGRES_POOL_SIZE, max_overflow=POSTGRES_POOL_OVERFLOW,
-                                        pool_pre_ping=True)
+                                        pool_pre_ping=True,
+                                        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S})
             self.read_engine = self.engine
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
+        #: Called once when the database becomes unreachable (the runtime wakes every waiter to notice).
+        self.on_unreachable: Callable[[], None] | None = None
+        self.reachable = True
 
     @staticmethod
     def _ensure_sqlite_folder(url: str) -> None:
@@ -60,16 +115,26 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Session]:
-        """Yield a session; commit when the block ends, roll back when it raises."""
+        """Yield a session; commit when the block ends, roll back when it raises.
+
+        A lost or refused connection raises errors.ServiceUnavailable.
+        """
         session: Session = self._sessions()
+        committing = False
         try:
             yield session
+            committing = True
             session.commit()
-        except BaseException:
-            session.rollback()
-            raise
+        except BaseException as exc:
+            if not is_unavailable(exc):
+                session.rollback()
+                raise
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
+            raise self._unavailable(exc, maybe_committed=committing) from exc
         finally:
-            session.close()
+            _close(session)
+        self._reached()
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
@@ -77,8 +142,42 @@ class Database:
         session: Session = self._read_sessions()
         try:
             yield session
+        except BaseException as exc:
+            if is_unavailable(exc):
+                raise self._unavailable(exc, maybe_committed=False) from exc
+            raise
         finally:
-            session.close()  # the pool rolls the connection back; loaded objects stay readable, detached
+            _close(session)  # the pool rolls the connection back; loaded objects stay readable, detached
+        self._reached()
+
+    def ping(self) -> bool:
+        """One round trip to the database, for the readiness probe."""
+        try:
+            with self.read() as session:
+                session.execute(text("SELECT 1"))
+        except (errors.ServiceUnavailable, SQLAlchemyError):
+            return False
+        return True
+
+    def _unavailable(self, exc: BaseException, *, maybe_committed: bool) -> errors.ServiceUnavailable:
+        """The 503 for `exc`. A lost database (not a busy one) also wakes every waiter, once per outage."""
+        if is_busy(exc):
+            error = errors.ServiceUnavailable(BUSY_MESSAGE)
+            error.maybe_committed = maybe_committed
+            return error
+        error = errors.ServiceUnavailable()
+        error.maybe_committed = maybe_committed
+        if self.reachable:
+            self.reachable = False
+            log.warning("the database is unreachable; answering 503 service_unavailable until it returns")
+            if self.on_unreachable is not None:
+                self.on_unreachable()
+        return error
+
+    def _reached(self) -> None:
+        if not self.reachable:
+            self.reachable = True
+            log.warning("the database is reachable again")
 
     def dispose(self) -> None:
         self.engine.dispose()

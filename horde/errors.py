@@ -139,6 +139,23 @@ class QueueUnavailable(HordeError):
     rc = "queue_unavailable"
 
 
+class ServiceUnavailable(HordeError):
+    """The database cannot be reached: nothing was decided, so the same call may succeed after Retry-After.
+
+    `maybe_committed` is set when the connection failed while committing: the change may have been stored.
+    """
+
+    status = 503
+    rc = "service_unavailable"
+    RETRY_AFTER_S = 5
+
+    def __init__(self, message: str | None = None, *, metadata: dict | None = None) -> None:
+        super().__init__(message or f"The Horde cannot reach its database right now. Retry after "
+                                    f"{self.RETRY_AFTER_S} s.", metadata=metadata)
+        self.headers.setdefault("Retry-After", str(self.RETRY_AFTER_S))
+        self.maybe_committed = False
+
+
 class TooManyRequests(HordeError):
     status = 429
     rc = "rate_limit_exceeded"

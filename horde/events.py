@@ -2,7 +2,9 @@
 
 Events carry no state; the state lives in the database and a woken waiter reads
 it. In-process by default; over Redis pub/sub when HORDE_REDIS_URL is set, so a
-waiter in one server process hears a submit handled by another.
+waiter in one server process hears a submit handled by another
+(horde/redis_events.py). While Redis cannot be reached, waiters read the
+database every POLL_WITHOUT_EVENTS_S instead.
 
 A subscriber subscribes *before* it reads the state, then waits: a publish that
 lands between the read and the wait is not lost.
@@ -10,15 +12,17 @@ lands between the read and the wait is not lost.
 
 from __future__ import annotations
 
-import logging
 import threading
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from horde.config import Settings
 
-log = logging.getLogger(__name__)
+#: While Redis is unreachable, waiters and long-polls read the database this often instead.
+POLL_WITHOUT_EVENTS_S = 1.0
+
 
 def request_channel(request_id: str) -> str:
     return f"request:{request_id}"
@@ -46,6 +50,7 @@ class Subscription:
         self._pending = False
         #: Per channel, the announcement count when this poller last looked at the queue.
         self.seen: dict[str, int] = {}
+        self._woken_at = time.monotonic()
 
     def notify(self) -> None:
         with self._ready:
@@ -57,7 +62,15 @@ class Subscription:
         return self._pending
 
     def wait(self, timeout: float | None) -> bool:
-        """True when an event arrived since the last wait (or during this one)."""
+        """True when an event arrived since the last wait (or during this one).
+
+        While the bus cannot hear other processes, it is also True once every POLL_WITHOUT_EVENTS_S,
+        so that the waiter reads the database instead of an event.
+        """
+        poll_s = self._bus.poll_interval_s()
+        if poll_s is not None:
+            due_s = max(0.0, self._woken_at + poll_s - time.monotonic())
+            timeout = due_s if timeout is None else min(timeout, due_s)
         if self.single:
             self._bus._start_waiting(self)
         try:
@@ -65,10 +78,14 @@ class Subscription:
                 if not self._pending:
                     self._ready.wait(timeout)
                 fired, self._pending = self._pending, False
-                return fired
         finally:
             if self.single:
                 self._bus._stop_waiting(self)
+        if poll_s is not None and time.monotonic() >= self._woken_at + poll_s:
+            fired = True
+        if fired:
+            self._woken_at = time.monotonic()
+        return fired
 
     def mark_seen(self) -> None:
         """Call before looking at the queue: every announcement so far is then accounted for."""
@@ -161,7 +178,7 @@ class LocalEventBus:
         self._dispatch(channel)
 
     def wake_all(self) -> None:
-        """Wake every local subscriber (a shutdown: each looks at why it waits)."""
+        """Wake every local subscriber: a shutdown, a lost database or lost events; each looks at why it waits."""
         with self._lock:
             subscribers = {subscription for group in self._subscribers.values() for subscription in group}
         for subscription in subscribers:
@@ -181,59 +198,21 @@ class LocalEventBus:
         for subscription in listeners:
             subscription.notify()
 
+    def poll_interval_s(self) -> float | None:
+        """None while events reach this process; else how often waiters read the database instead."""
+        return None
+
+    def status(self) -> str:
+        """What the readiness probe says of Redis: here none is configured (in-process events only)."""
+        return "not configured"
+
     def close(self) -> None:
         pass
 
 
-class RedisEventBus(LocalEventBus):
-    """Publishes through Redis; one listener per process dispatches to local subscribers."""
-
-    def __init__(self, url: str, prefix: str):
-        super().__init__()
-        import redis
-
-        self._prefix = f"{prefix}:events:"
-        self._redis = redis.Redis.from_url(url)
-        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        self._pubsub.psubscribe(self._prefix + "*")
-        self._closed = threading.Event()
-        self._listener = threading.Thread(target=self._listen, name="horde-events", daemon=True)
-        self._listener.start()
-
-    def publish(self, channel: str) -> None:
-        try:
-            self._redis.publish(self._prefix + channel, b"")
-        except Exception:  # a lost event costs latency only: waiters re-read on their tick
-            log.exception("publishing %s to Redis failed; dispatching locally", channel)
-            self._dispatch(channel)
-
-    def _listen(self) -> None:
-        prefix_length = len(self._prefix)
-        while not self._closed.is_set():
-            try:
-                message = self._pubsub.get_message(timeout=1.0)
-            except Exception:
-                if self._closed.is_set():
-                    return
-                log.exception("Redis event listener failed; reconnecting")
-                self._closed.wait(0.5)
-                continue
-            if message and message.get("type") == "pmessage":
-                channel = message["channel"]
-                if isinstance(channel, bytes):
-                    channel = channel.decode()
-                self._dispatch(channel[prefix_length:])
-
-    def close(self) -> None:
-        self._closed.set()
-        try:
-            self._pubsub.close()
-            self._redis.close()
-        except Exception:
-            pass
-
-
 def make_event_bus(settings: Settings) -> LocalEventBus:
     if settings.redis_url:
+        from horde.redis_events import RedisEventBus
+
         return RedisEventBus(settings.redis_url, settings.redis_prefix)
     return LocalEventBus()

@@ -24,7 +24,9 @@ class Runtime:
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
         db = Database(settings.database_url)
-        return cls(settings=settings, db=db, bus=make_event_bus(settings))
+        bus = make_event_bus(settings)
+        db.on_unreachable = bus.wake_all  # waiters read at once and end with service_unavailable
+        return cls(settings=settings, db=db, bus=bus)
 
     def close(self) -> None:
         self.bus.close()

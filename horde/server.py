@@ -24,6 +24,7 @@ from gevent.event import Event
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
+from horde.errors import ServiceUnavailable
 from horde.ops.drain import DRAIN
 
 if TYPE_CHECKING:
@@ -132,6 +133,8 @@ def sweeper(runtime: Runtime) -> None:
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)
+        except ServiceUnavailable:
+            pass  # the database logs the outage once; the next sweep tries again
         except Exception:
             log.exception("sweeping expired jobs failed")
 

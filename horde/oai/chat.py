@@ -23,6 +23,7 @@ from horde.oai import errors as oai_errors
 from horde.oai.observed import observed
 from horde.oai.screening import ScreenedRequest, screen_chat_request
 from horde.oai.waiter import Failed, Finished, FirstRead, watch
+from horde.settle import settle
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -61,22 +62,43 @@ class ChatCall:
             request_id = claim.request_id
         elif _retry_count(headers) > 0:
             request_id = idempotency.retried_request(self.runtime, user.id, self.digest)
+        holding = False
+        try:
+            if request_id is not None:
+                idempotency.hold(self.runtime, request_id, +1)
+                holding = True
+                stored = service.read(self.runtime, request_id) if key is not None else None
+                replayed = stored is not None and stored.state in FINAL_STATES
+            else:
+                request_id = self._create(user, headers, key, address)
+                holding = True
+            return self._respond(request_id, environ, replayed)
+        except errors.ServiceUnavailable as error:
+            raise self._outage(error, request_id, holding) from None
+
+    def _outage(self, error: errors.ServiceUnavailable, request_id: str | None,
+                holding: bool) -> errors.ServiceUnavailable:
+        """The database went away while this call followed (or created) a request: the Horde may hold it.
+
+        The holder is released once the database is back, as if the client had dropped its connection.
+        """
+        if request_id is not None or error.maybe_committed:
+            error.should_retry = False
         if request_id is not None:
-            idempotency.hold(self.runtime, request_id, +1)
-            stored = service.read(self.runtime, request_id) if key is not None else None
-            replayed = stored is not None and stored.state in FINAL_STATES
-        else:
-            request_id = self._create(user, headers, key, address)
-        return self._respond(request_id, environ, replayed)
+            error.metadata.setdefault("request_id", request_id)
+            if holding:
+                settle(f"releasing the request {request_id}", lambda: idempotency.abandon(self.runtime, request_id))
+        return error
 
     def _create(self, user, headers, key, address: str) -> str:
         try:
             request = service.create(self.runtime, user, self.screened.native, client_agent=auth.client_agent(headers),
                                      model_param=self.screened.model_param, body_hash=self.digest, holders=1,
                                      client_address=address)
-        except Exception:
-            if key is not None:
-                idempotency.release(self.runtime, user.id, key)
+        except Exception as exc:
+            stored = isinstance(exc, errors.ServiceUnavailable) and exc.maybe_committed
+            if key is not None and not stored:
+                settle("releasing an Idempotency-Key", lambda: idempotency.release(self.runtime, user.id, key))
             raise
         if key is not None:
             idempotency.bind(self.runtime, user.id, key, request.id)
@@ -94,14 +116,16 @@ class ChatCall:
         return self._json(request_id, first, watcher, environ, headers)
 
     def _json(self, request_id, first, watcher, environ, headers) -> Response:
-        abandoned = delivered = False
+        release = True  # this call's holder, unless abandoned (or left to answer() on an outage)
+        delivered = False
         events = itertools.chain([first], watcher)
+        runtime = self.runtime
         try:
             for event in events:
                 if isinstance(event, Finished):
                     if _client_gone(environ):
-                        abandoned = True
-                        idempotency.abandon(self.runtime, request_id)
+                        release = False
+                        settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
                         return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
                                                    request_id, {})
                     delivered = True
@@ -109,16 +133,20 @@ class ChatCall:
                 if isinstance(event, Failed):
                     return self.error_response(event.error, request_id, headers)
                 if _client_gone(environ):
-                    abandoned = True
-                    idempotency.abandon(self.runtime, request_id)
+                    release = False
+                    settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
                     return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
                                                request_id, {})
+        except errors.ServiceUnavailable:
+            release = False
+            raise
         finally:
             watcher.close()
-            if delivered:
-                idempotency.release_delivered(self.runtime, request_id)
-            elif not abandoned:
-                idempotency.hold(self.runtime, request_id, -1)
+            if release and delivered:
+                settle(f"releasing the delivered request {request_id}",
+                       lambda: idempotency.release_delivered(runtime, request_id))
+            elif release:
+                settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
         return self.error_response(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
     def _final_json(self, request, headers) -> Response:
@@ -176,14 +204,7 @@ class ChatCall:
                 finished = True
             finally:
                 watcher.close()
-                if finished and getattr(state, "interrupted", False):
-                    idempotency.hold(runtime, request_id, -1)  # held on the Horde for a retry elsewhere
-                elif finished and state.diverged:
-                    idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars, grace_s=0)
-                elif finished:
-                    idempotency.release_delivered(runtime, request_id)
-                else:
-                    idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars)
+                _end_stream(runtime, request_id, state, finished)
 
         # No stream_with_context: the stream uses no request globals, and holding the request context for the
         # whole wait would cost every waiting stream its copy.
@@ -194,6 +215,20 @@ class ChatCall:
         response.headers["X-Accel-Buffering"] = "no"
         response.headers["x-request-id"] = request_id
         return response
+
+
+def _end_stream(runtime: Runtime, request_id: str, state: Any, finished: bool) -> None:
+    """Release the stream's holder: delivered when it ran to its end, abandoned otherwise."""
+    release = f"releasing the streamed request {request_id}"
+    if finished and getattr(state, "interrupted", False):
+        settle(release, lambda: idempotency.hold(runtime, request_id, -1))  # held on the Horde for a retry elsewhere
+    elif finished and state.diverged:
+        settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars,
+                                                    grace_s=0))
+    elif finished and not getattr(state, "outage", False):
+        settle(release, lambda: idempotency.release_delivered(runtime, request_id))
+    else:  # the client went away, or the database did and the stream ended on service_unavailable
+        settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars))
 
 
 def _retry_count(headers) -> int:

@@ -28,6 +28,7 @@ from horde import errors
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, ChatRequest
 from horde.oai.idempotency_models import IdempotencyKey
+from horde.settle import settle
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -169,7 +170,8 @@ def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace
             table: RequestTable = ChatRequest, cancel: Callable[[Runtime, str], object] | None = None) -> None:
     """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
 
-    `cancel(runtime, request_id)` replaces the chat cancel for a TextRequest `table`."""
+    `cancel(runtime, request_id)` replaces the chat cancel for a TextRequest `table`. Raises
+    errors.ServiceUnavailable only before the holder is released, so that a caller may retry it whole."""
     hold(runtime, request_id, -1, table)
     grace_s = runtime.settings.oai_drop_grace_s if grace_s is None else grace_s
 
@@ -184,7 +186,9 @@ def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace
         elif unheld:
             service.cancel(runtime, None, request_id, streamed_chars=streamed_chars)
 
+    what = f"cancelling the abandoned request {request_id}"
     if grace_s > 0:
-        threading.Thread(target=cancel_if_unheld, name=f"abandon-{request_id}", daemon=True).start()
+        threading.Thread(target=settle, args=(what, cancel_if_unheld), name=f"abandon-{request_id}",
+                         daemon=True).start()
     else:
-        cancel_if_unheld()
+        settle(what, cancel_if_unheld)

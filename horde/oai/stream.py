@@ -82,6 +82,7 @@ class StreamState:
         self.live = is_live(request)
         self.role_sent = False
         self.diverged = False
+        self.outage = False
         #: The stream ended because this process shuts down; the request goes on for a retry to attach to.
         self.interrupted = False
         self.content = ""
@@ -233,8 +234,13 @@ def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
 
 
 def events(state: StreamState, watcher: Iterable[object]) -> Iterator[bytes]:
-    """Translate waiter events into SSE bytes until the request ends."""
-    return drive(ChatWriter(state), watcher)
+    """Translate waiter events into SSE bytes until the request ends, or the database goes away."""
+    try:
+        yield from drive(ChatWriter(state), watcher)
+    except errors.ServiceUnavailable as error:
+        state.outage = True
+        error.should_retry = False
+        yield from error_event(error, state.request_id)
 
 
 class ChatWriter:

@@ -35,6 +35,11 @@ print(json.dumps(sorted({dist for name in names for dist in owners.get(name, ())
 """
 
 
+#: The project itself, and what a dependency imports only when it happens to be installed (flask-restx takes
+#: ujson over json when it can): neither is a requirement of the production command.
+NOT_REQUIRED = {"horde", "ujson"}
+
+
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -74,7 +79,7 @@ def test_requirements_txt_installs_everything_the_production_command_imports(tmp
     assert probe.returncode == 0, probe.stderr
     imported = {_canonical(name) for name in json.loads(probe.stdout)}
     assert "packaging" in imported  # the import that broke the README's command
-    assert imported - installed == set()
+    assert imported - installed - NOT_REQUIRED == set()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,122 @@
+"""Events over Redis pub/sub, so that a waiter in one process hears a change made in another.
+
+Redis only speeds up wake-ups; the database is the source of truth. One listener
+thread per process holds a pattern subscription and dispatches what it hears to
+the local subscribers. While it is not subscribed (Redis down at start, or lost
+later) waiters and long-polls read the database every POLL_WITHOUT_EVENTS_S,
+publishes are dispatched locally as well, and the listener reconnects every
+RECONNECT_S until Redis answers again. No restart is needed either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from horde.events import POLL_WITHOUT_EVENTS_S, LocalEventBus
+
+log = logging.getLogger(__name__)
+
+#: A refused or silent Redis costs a publish at most this long.
+REDIS_CONNECT_TIMEOUT_S = 1.0
+REDIS_IO_TIMEOUT_S = 2.0
+#: How long the listener blocks for a message before it looks at `closed` again.
+LISTEN_TICK_S = 1.0
+RECONNECT_S = 0.5
+
+
+class RedisEventBus(LocalEventBus):
+    """Publishes through Redis; one listener per process dispatches to local subscribers."""
+
+    def __init__(self, url: str, prefix: str):
+        super().__init__()
+        self._prefix = f"{prefix}:events:"
+        # No retries inside redis-py: a failed publish falls back at once, the listener retries on its own.
+        self._redis = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
+            socket_timeout=REDIS_IO_TIMEOUT_S,
+            socket_keepalive=True,
+            retry=Retry(NoBackoff(), 0),
+        )
+        self._subscribed: bool | None = None  # unknown until the listener's first attempt
+        self._pubsub = None
+        self._closed = threading.Event()
+        self._listener = threading.Thread(target=self._listen, name="horde-events", daemon=True)
+        self._listener.start()
+
+    def poll_interval_s(self) -> float | None:
+        return None if self._subscribed is True else POLL_WITHOUT_EVENTS_S
+
+    def status(self) -> str:
+        return "ok" if self._subscribed is True else "unreachable"
+
+    def publish(self, channel: str) -> None:
+        """To Redis for every process; also locally while this process's listener cannot hear Redis."""
+        heard_back = self._subscribed is True
+        try:
+            self._redis.publish(self._prefix + channel, b"")
+        except redis.RedisError as exc:
+            log.debug("publishing %s to Redis failed (%s); dispatching locally", channel, exc)
+            heard_back = False
+        if not heard_back:
+            self._dispatch(channel)
+
+    def _listen(self) -> None:
+        while not self._closed.is_set():
+            self._pubsub = pubsub = self._redis.pubsub()
+            try:
+                pubsub.psubscribe(self._prefix + "*")
+                self._relay(pubsub)
+            except Exception as exc:  # the listener must outlive any failure: it only costs latency
+                if self._closed.is_set():
+                    return  # close() pulled the connection from under the listener
+                if not isinstance(exc, (redis.RedisError, OSError)):
+                    log.exception("the Redis event listener failed; reconnecting")
+                self._set_subscribed(False, f"{exc.__class__.__name__}: {exc}")
+            finally:
+                with contextlib.suppress(Exception):
+                    pubsub.close()
+            self._closed.wait(RECONNECT_S)
+
+    def _relay(self, pubsub) -> None:
+        prefix_length = len(self._prefix)
+        while not self._closed.is_set():
+            message = pubsub.get_message(timeout=LISTEN_TICK_S)
+            if not message:
+                continue
+            if message.get("type") == "psubscribe":
+                self._set_subscribed(True)
+            elif message.get("type") == "pmessage":
+                channel = message["channel"]
+                if isinstance(channel, bytes):
+                    channel = channel.decode()
+                self._dispatch(channel[prefix_length:])
+
+    def _set_subscribed(self, subscribed: bool, why: str = "") -> None:
+        """On every change, wake every waiter: it re-reads what events it may have missed."""
+        if subscribed == self._subscribed or self._closed.is_set():
+            return
+        self._subscribed = subscribed
+        if subscribed:
+            log.info("Redis events connected")
+        else:
+            log.warning(
+                "Redis is unreachable (%s); waiters read the database every %s s until it returns",
+                why,
+                POLL_WITHOUT_EVENTS_S,
+            )
+        self.wake_all()
+
+    def close(self) -> None:
+        self._closed.set()
+        with contextlib.suppress(Exception):
+            if self._pubsub is not None:
+                self._pubsub.close()
+        with contextlib.suppress(Exception):
+            self._redis.close()
