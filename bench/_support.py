@@ -24,6 +24,7 @@ POSTGRES_ENV = "HORDE_BENCH_DATABASE_URL"
 
 # -- figures ------------------------------------------------------------------------
 
+
 def percentile(values, q: float) -> float:
     """Nearest-rank percentile (q in 0..100) of a non-empty sequence."""
     ordered = sorted(values)
@@ -43,8 +44,10 @@ def ms(seconds: float) -> str:
 
 def table(headers: list[str], rows: list[list]) -> str:
     cells = [[str(cell) for cell in row] for row in rows]
-    widths = [max(len(str(header)), *(len(row[i]) for row in cells)) if cells else len(str(header))
-              for i, header in enumerate(headers)]
+    widths = [
+        max(len(str(header)), *(len(row[i]) for row in cells)) if cells else len(str(header))
+        for i, header in enumerate(headers)
+    ]
     line = "  ".join(str(header).rjust(width) for header, width in zip(headers, widths, strict=False))
     out = [line, "  ".join("-" * width for width in widths)]
     for row in cells:
@@ -57,6 +60,7 @@ def log(message: str) -> None:
 
 
 # -- databases ----------------------------------------------------------------------
+
 
 def _driver_url(url: str) -> str:
     return "postgresql+psycopg://" + url.split("://", 1)[1] if url.startswith("postgresql://") else url
@@ -106,6 +110,7 @@ class SqliteBenchDatabase:
 
 
 # -- processes ----------------------------------------------------------------------
+
 
 def rss_kib(pid: int) -> int:
     """Resident set size of a process, KiB (VmRSS of /proc/<pid>/status)."""

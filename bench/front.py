@@ -78,17 +78,24 @@ class Horde:
         self.url = self.server.url
 
     def worker(self, models, *args) -> Worker:
-        worker = Worker(self.server, self.owner_key, f"bench-worker-{uuid.uuid4().hex[:6]}", list(models), *args,
-                        env=self.env)
+        worker = Worker(
+            self.server, self.owner_key, f"bench-worker-{uuid.uuid4().hex[:6]}", list(models), *args, env=self.env
+        )
         self.workers.append(worker)
         return worker
 
     def job_times(self, request_ids) -> dict[str, tuple[float, float]]:
         """request id -> (started_at, ended_at) of its submitted job, as epoch seconds."""
         with self.runtime.db.transaction() as session:
-            rows = [row for table in (ChatJob, TextJob) for row in session.execute(
-                select(table.request_id, table.started_at, table.ended_at)
-                .where(table.request_id.in_(list(request_ids)), table.state == "submitted")).all()]
+            rows = [
+                row
+                for table in (ChatJob, TextJob)
+                for row in session.execute(
+                    select(table.request_id, table.started_at, table.ended_at).where(
+                        table.request_id.in_(list(request_ids)), table.state == "submitted"
+                    )
+                ).all()
+            ]
         epoch = lambda moment: moment.replace(tzinfo=dt.UTC).timestamp()  # noqa: E731
         return {request_id: (epoch(started), epoch(ended)) for request_id, started, ended in rows if ended}
 
@@ -164,7 +171,7 @@ def alternate(n: int, calls: list, gap_s: float) -> dict[str, list[Sample]]:
     """Run the calls in turn n times (order flipped every other round), pausing gap_s after each."""
     results = {name: [] for name, _ in calls}
     for index in range(n):
-        for name, call in (calls if index % 2 == 0 else calls[::-1]):
+        for name, call in calls if index % 2 == 0 else calls[::-1]:
             results[name].append(call())
             time.sleep(gap_s)  # the worker is back in its long-poll: idle
     return results
@@ -174,8 +181,15 @@ def print_phases(labelled: list[tuple[str, list[Sample]]], jobs: dict) -> None:
     rows = []
     for label, samples in labelled:
         before, worker, after = phases(samples, jobs)
-        rows.append([label, S.ms(S.median(before)), S.ms(S.median(worker)), S.ms(S.median(after)),
-                     S.ms(S.median([s.elapsed for s in samples]))])
+        rows.append(
+            [
+                label,
+                S.ms(S.median(before)),
+                S.ms(S.median(worker)),
+                S.ms(S.median(after)),
+                S.ms(S.median([s.elapsed for s in samples])),
+            ]
+        )
     print("where the time goes (medians, ms; server clock = client clock, same machine):")
     print(S.table(["path", "sent→claimed", "claimed→submitted", "submitted→answered", "total"], rows))
 
@@ -202,9 +216,11 @@ def scripted_bench(args) -> None:
         session.headers.update({"apikey": horde.client_key})
         body = {"model": MODEL, "messages": [{"role": "user", "content": "Say something short."}], "max_tokens": 32}
         text_body = {"model": MODEL, "prompt": "Say something short.", "max_tokens": 32}
-        calls = [("front", lambda: front_call(client, body)),
-                 ("completions", lambda: completions_call(client, text_body)),
-                 ("native", lambda: native_call(session, horde.url, body, args.poll_ms / 1000))]
+        calls = [
+            ("front", lambda: front_call(client, body)),
+            ("completions", lambda: completions_call(client, text_body)),
+            ("native", lambda: native_call(session, horde.url, body, args.poll_ms / 1000)),
+        ]
         alternate(args.warmup, calls, args.gap_ms / 1000)
         S.log(f"scripted: {args.n} front, {args.n} completions and {args.n} native requests, alternating")
         results = alternate(args.n, calls, args.gap_ms / 1000)
@@ -216,18 +232,27 @@ def scripted_bench(args) -> None:
         worker_all = worker_front + worker_native
         front_s, native_s = [s.elapsed for s in front], [s.elapsed for s in native]
         native_med = S.median(native_s)
-        print(f"Non-streamed request, scripted worker long-polling (--wait 20), SQLite, {args.n} each, "
-              f"alternating; native polls every {args.poll_ms:g} ms")
-        print(S.table(["path", "n", "median ms", "p99 ms", "÷ native median"], [
-            row("front /v1 (OpenAI SDK)", front_s, native_med),
-            row("front /v1/completions (OpenAI SDK)", [s.elapsed for s in text], native_med),
-            row("native async + status poll", native_s, native_med),
-            row("worker pop→submit (jobs table)", worker_all, native_med),
-        ]))
+        print(
+            f"Non-streamed request, scripted worker long-polling (--wait 20), SQLite, {args.n} each, "
+            f"alternating; native polls every {args.poll_ms:g} ms"
+        )
+        print(
+            S.table(
+                ["path", "n", "median ms", "p99 ms", "÷ native median"],
+                [
+                    row("front /v1 (OpenAI SDK)", front_s, native_med),
+                    row("front /v1/completions (OpenAI SDK)", [s.elapsed for s in text], native_med),
+                    row("native async + status poll", native_s, native_med),
+                    row("worker pop→submit (jobs table)", worker_all, native_med),
+                ],
+            )
+        )
         front_med, worker_med = S.median(front_s), S.median(worker_all)
-        print(f"front/native median ratio: {front_med / native_med:.2f}; added latency over the worker's own time "
-              f"(median - worker median): front {(front_med - worker_med) * 1000:.2f} ms, "
-              f"native {(native_med - worker_med) * 1000:.2f} ms")
+        print(
+            f"front/native median ratio: {front_med / native_med:.2f}; added latency over the worker's own time "
+            f"(median - worker median): front {(front_med - worker_med) * 1000:.2f} ms, "
+            f"native {(native_med - worker_med) * 1000:.2f} ms"
+        )
         print_phases([("front", front), ("completions", text), ("native", native)], jobs)
     finally:
         horde.close()
@@ -243,8 +268,10 @@ def llama_bench(args) -> None:
     binary = lb.default_cache_dir() / lb.BINARY_NAME
     if not binary.is_file():
         if not args.build:
-            print(f"llama: skipped, llama-server is not built ({binary} is missing); pass --build to build it "
-                  "(about 5-8 minutes on 2 cores)")
+            print(
+                f"llama: skipped, llama-server is not built ({binary} is missing); pass --build to build it "
+                "(about 5-8 minutes on 2 cores)"
+            )
             return
         binary = lb.build_llama_server()
     model_dir = tempfile.TemporaryDirectory(prefix="horde-bench-llama-")
@@ -260,14 +287,20 @@ def llama_compare(args, lb, binary, model_path) -> None:
     with lb.LlamaServer(binary, model_path, ctx=4096, parallel=1, extra_args=extra) as llama:
         try:
             horde = Horde()
-            horde.worker([LLAMA_MODEL], "--backend", "openai", "--backend-url", llama.url, "--wait", "20",
-                         "--kinds", "chat,text")
+            horde.worker(
+                [LLAMA_MODEL], "--backend", "openai", "--backend-url", llama.url, "--wait", "20", "--kinds", "chat,text"
+            )
             llama_model = requests.get(llama.v1_url + "/models", timeout=10).json()["data"][0]["id"]
-            horde_client = openai.OpenAI(base_url=horde.url + "/v1", api_key=horde.client_key, max_retries=0,
-                                         timeout=120)
+            horde_client = openai.OpenAI(
+                base_url=horde.url + "/v1", api_key=horde.client_key, max_retries=0, timeout=120
+            )
             direct_client = openai.OpenAI(base_url=llama.v1_url, api_key="none", max_retries=0, timeout=120)
-            body = {"messages": [{"role": "user", "content": "Write one short sentence about the sea."}],
-                    "max_tokens": 32, "temperature": 0, "seed": 1234}
+            body = {
+                "messages": [{"role": "user", "content": "Write one short sentence about the sea."}],
+                "max_tokens": 32,
+                "temperature": 0,
+                "seed": 1234,
+            }
             tokens = set()
 
             def direct_call() -> Sample:
@@ -278,9 +311,11 @@ def llama_compare(args, lb, binary, model_path) -> None:
                 return Sample(elapsed, None, wall_start, time.time())
 
             text_body = {"prompt": "The sea is", "max_tokens": 32, "temperature": 0, "seed": 1234}
-            calls = [("horde", lambda: front_call(horde_client, dict(body, model=LLAMA_MODEL))),
-                     ("completions", lambda: completions_call(horde_client, dict(text_body, model=LLAMA_MODEL))),
-                     ("direct", direct_call)]
+            calls = [
+                ("horde", lambda: front_call(horde_client, dict(body, model=LLAMA_MODEL))),
+                ("completions", lambda: completions_call(horde_client, dict(text_body, model=LLAMA_MODEL))),
+                ("direct", direct_call),
+            ]
             alternate(args.warmup, calls, args.gap_ms / 1000)
             S.log(f"llama: {args.n} requests through the Horde and {args.n} direct, alternating")
             results = alternate(args.n, calls, args.gap_ms / 1000)
@@ -291,17 +326,26 @@ def llama_compare(args, lb, binary, model_path) -> None:
             via_s, direct_s = [s.elapsed for s in via], [s.elapsed for s in direct]
             direct_med = S.median(direct_s)
             print()
-            print(f"llama-server (tiny model, ctx 4096, 1 slot, -t {args.llama_threads or 'default'}), max_tokens 32, "
-                  f"temperature 0, seed 1234, {args.n} each, alternating; completion tokens: "
-                  f"{sorted(t for t in tokens if t is not None)}")
-            print(S.table(["path", "n", "median ms", "p99 ms", "÷ direct median"], [
-                row("Horde /v1 → openai worker → llama", via_s, direct_med),
-                row("Horde /v1/completions → worker → llama", [s.elapsed for s in text], direct_med),
-                row("direct llama-server /v1", direct_s, direct_med),
-                row("worker pop→submit (jobs table)", worker, direct_med),
-            ]))
-            print(f"Horde added latency (difference of medians): {(S.median(via_s) - direct_med) * 1000:.2f} ms "
-                  f"(worker job time - direct: {(S.median(worker) - direct_med) * 1000:.2f} ms)")
+            print(
+                f"llama-server (tiny model, ctx 4096, 1 slot, -t {args.llama_threads or 'default'}), max_tokens 32, "
+                f"temperature 0, seed 1234, {args.n} each, alternating; completion tokens: "
+                f"{sorted(t for t in tokens if t is not None)}"
+            )
+            print(
+                S.table(
+                    ["path", "n", "median ms", "p99 ms", "÷ direct median"],
+                    [
+                        row("Horde /v1 → openai worker → llama", via_s, direct_med),
+                        row("Horde /v1/completions → worker → llama", [s.elapsed for s in text], direct_med),
+                        row("direct llama-server /v1", direct_s, direct_med),
+                        row("worker pop→submit (jobs table)", worker, direct_med),
+                    ],
+                )
+            )
+            print(
+                f"Horde added latency (difference of medians): {(S.median(via_s) - direct_med) * 1000:.2f} ms "
+                f"(worker job time - direct: {(S.median(worker) - direct_med) * 1000:.2f} ms)"
+            )
             print_phases([("Horde /v1", via), ("Horde /v1/completions", text)], jobs)
         finally:
             if horde is not None:
@@ -313,12 +357,20 @@ def main(argv=None) -> int:
     parser.add_argument("-n", type=int, default=50, help="requests per path (default 50)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed requests per path first (default 5)")
     parser.add_argument("--poll-ms", type=float, default=10, help="native status poll interval (default 10)")
-    parser.add_argument("--gap-ms", type=float, default=100,
-                        help="pause after each request so that the worker is idle again (default 100)")
+    parser.add_argument(
+        "--gap-ms",
+        type=float,
+        default=100,
+        help="pause after each request so that the worker is idle again (default 100)",
+    )
     parser.add_argument("--llama", action="store_true", help="also measure against a real llama-server")
-    parser.add_argument("--llama-threads", type=int, default=1,
-                        help="llama-server -t (default 1: its spinning threads otherwise starve the Horde on 2 cores; "
-                             "0 = llama-server's default)")
+    parser.add_argument(
+        "--llama-threads",
+        type=int,
+        default=1,
+        help="llama-server -t (default 1: its spinning threads otherwise starve the Horde on 2 cores; "
+        "0 = llama-server's default)",
+    )
     parser.add_argument("--build", action="store_true", help="with --llama: build llama-server when not cached")
     parser.add_argument("--dump", action="store_true", help="print every sample to stderr")
     parser.add_argument("--no-scripted", action="store_true", help="skip the scripted-worker comparison")

@@ -51,18 +51,34 @@ from horde.workers.schemas import POP_SCHEMA
 
 # Models and how popular they are, with requests and workers.
 MODELS = {
-    "bench/llama-3.1-8b-instruct": 30, "bench/mistral-7b-instruct": 18, "bench/qwen2.5-14b-instruct": 14,
-    "bench/gemma-2-9b-it": 10, "bench/mixtral-8x7b-instruct": 9, "bench/phi-3-mini": 7,
-    "bench/command-r": 6, "bench/llama-3.1-70b-instruct": 6,
+    "bench/llama-3.1-8b-instruct": 30,
+    "bench/mistral-7b-instruct": 18,
+    "bench/qwen2.5-14b-instruct": 14,
+    "bench/gemma-2-9b-it": 10,
+    "bench/mixtral-8x7b-instruct": 9,
+    "bench/phi-3-mini": 7,
+    "bench/command-r": 6,
+    "bench/llama-3.1-70b-instruct": 6,
 }
 IDLE_MODEL = "bench/idle-model-without-jobs"
 MAX_TOKENS_MIX = ([64, 128, 256, 300, 512, 1024, 2048], [8, 15, 25, 10, 25, 12, 5])
 WORKER_MAX_LENGTH_MIX = ([512, 1024, 2048, 4096], [25, 35, 30, 10])
 WORKER_CONTEXT_MIX = ([4096, 8192, 16384, 32768], [20, 40, 30, 10])
 # What requests need: mostly nothing, some seed/penalties/tools/json (bit names from declarations).
-REQUEST_FEATURE_MIX = ([(), ("seed",), ("tools",), ("json_object",), ("json_schema",), ("frequency_penalty",),
-                        ("tools", "seed"), ("vision",), ("reasoning_effort",)],
-                       [62, 10, 8, 4, 4, 4, 3, 3, 2])
+REQUEST_FEATURE_MIX = (
+    [
+        (),
+        ("seed",),
+        ("tools",),
+        ("json_object",),
+        ("json_schema",),
+        ("frequency_penalty",),
+        ("tools", "seed"),
+        ("vision",),
+        ("reasoning_effort",),
+    ],
+    [62, 10, 8, 4, 4, 4, 3, 3, 2],
+)
 REQUEST_GUARANTEE_MIX = ([(), ("tool_choice",), ("schema_adherence",), ("prompt_fit",)], [90, 4, 3, 3])
 
 
@@ -86,30 +102,71 @@ def request_row(rng: random.Random, user: dict, created_at: dt.datetime) -> tupl
     prompt_tokens = int(rng.lognormvariate(5.5, 1.0)) + 10
     features = weighted(rng, REQUEST_FEATURE_MIX)
     guarantees = weighted(rng, REQUEST_GUARANTEE_MIX)
-    messages = [{"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": f"Tell me about the number {rng.randint(0, 10**6)}. " * 4}]
-    payload = {"messages": messages, "max_tokens": max_tokens, "temperature": round(rng.uniform(0, 1.2), 2),
-               "top_p": 1.0, "frequency_penalty": 0, "presence_penalty": 0}
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": f"Tell me about the number {rng.randint(0, 10**6)}. " * 4},
+    ]
+    payload = {
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": round(rng.uniform(0, 1.2), 2),
+        "top_p": 1.0,
+        "frequency_penalty": 0,
+        "presence_penalty": 0,
+    }
     if "seed" in features:
         payload["seed"] = rng.randint(0, 1000)
     tools_temperature = None
     if "tools" in features:
-        payload["tools"] = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-            "type": "object", "properties": {"city": {"type": "string"}}}}}]
+        payload["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+            }
+        ]
         tools_temperature = payload["temperature"]
     request_id = str(uuid.uuid4())
     row = dict(
-        id=request_id, user_id=user["id"], state=WAITING, created_at=created_at, finished_at=None,
+        id=request_id,
+        user_id=user["id"],
+        state=WAITING,
+        created_at=created_at,
+        finished_at=None,
         priority_class=PRIORITY_CLASS_KUDOS if user["kudos"] > 0 else PRIORITY_CLASS_OTHERS,
-        priority=max(user["kudos"], 0), models=models, max_tokens=max_tokens,
-        context_tokens=prompt_tokens + max_tokens, prompt_tokens=prompt_tokens,
-        required_features=features_mask(features), required_guarantees=guarantees_mask(guarantees),
-        tools_temperature=tools_temperature, only_workers=None, trusted_only=rng.random() < 0.05,
-        payload=payload, n_images=1 if "vision" in features else 0, kudos_estimate=max_tokens // 10,
-        kudos_charged=0, context_adjustments=None, client_agent="bench:1:pop", body_hash=None, holders=1,
-        delivered=False, attempts=0, current_job_id=None, worker_id=None, worker_name=None, served_model=None,
-        reply=None, progress_content=None, progress_reasoning=None, progress_seq=0, fault_rc=None,
-        fault_message=None)
+        priority=max(user["kudos"], 0),
+        models=models,
+        max_tokens=max_tokens,
+        context_tokens=prompt_tokens + max_tokens,
+        prompt_tokens=prompt_tokens,
+        required_features=features_mask(features),
+        required_guarantees=guarantees_mask(guarantees),
+        tools_temperature=tools_temperature,
+        only_workers=None,
+        trusted_only=rng.random() < 0.05,
+        payload=payload,
+        n_images=1 if "vision" in features else 0,
+        kudos_estimate=max_tokens // 10,
+        kudos_charged=0,
+        context_adjustments=None,
+        client_agent="bench:1:pop",
+        body_hash=None,
+        holders=1,
+        delivered=False,
+        attempts=0,
+        current_job_id=None,
+        worker_id=None,
+        worker_name=None,
+        served_model=None,
+        reply=None,
+        progress_content=None,
+        progress_reasoning=None,
+        progress_seq=0,
+        fault_rc=None,
+        fault_message=None,
+    )
     return row, [{"request_id": request_id, "model": model} for model in models]
 
 
@@ -117,10 +174,20 @@ def worker_declaration(rng: random.Random, name: str, models: list[str]) -> dict
     """A pop body (as the reference worker would send it)."""
     features = list(FEATURES) if rng.random() < 0.6 else [f for f in FEATURES if rng.random() < 0.6]
     guarantees = [g for g in GUARANTEES if rng.random() < 0.5]
-    return load(POP_SCHEMA, {
-        "name": name, "models": models, "max_length": weighted(rng, WORKER_MAX_LENGTH_MIX),
-        "max_context_length": weighted(rng, WORKER_CONTEXT_MIX), "threads": 1, "features": features,
-        "guarantees": guarantees, "bridge_agent": "bench:1:pop", "wait": 0})
+    return load(
+        POP_SCHEMA,
+        {
+            "name": name,
+            "models": models,
+            "max_length": weighted(rng, WORKER_MAX_LENGTH_MIX),
+            "max_context_length": weighted(rng, WORKER_CONTEXT_MIX),
+            "threads": 1,
+            "features": features,
+            "guarantees": guarantees,
+            "bridge_agent": "bench:1:pop",
+            "wait": 0,
+        },
+    )
 
 
 class Seeded:
@@ -137,17 +204,34 @@ def seed(runtime, rng: random.Random, queued: int, n_workers: int, n_idle: int, 
     # Requesters: a third with kudos (priority class 0), the rest without.
     for index in range(200):
         kudos = rng.choice([0, 0, 10, 250, 5000]) if index % 3 == 0 else 0
-        users.append(dict(id=index + 2, username=f"bench-requester-{index}",
-                          api_key_hash=hash_api_key(new_api_key()), kudos=kudos, trusted=False,
-                          anonymous=False, created_at=now))
+        users.append(
+            dict(
+                id=index + 2,
+                username=f"bench-requester-{index}",
+                api_key_hash=hash_api_key(new_api_key()),
+                kudos=kudos,
+                trusted=False,
+                anonymous=False,
+                created_at=now,
+            )
+        )
     # Worker owners: one per ten workers, half trusted.
     n_owners = max(1, (n_workers + n_idle) // 10)
     owners = []
     for index in range(n_owners):
         key = new_api_key()
         user_id = len(users) + 2
-        users.append(dict(id=user_id, username=f"bench-owner-{index}", api_key_hash=hash_api_key(key), kudos=0,
-                          trusted=index % 2 == 0, anonymous=False, created_at=now))
+        users.append(
+            dict(
+                id=user_id,
+                username=f"bench-owner-{index}",
+                api_key_hash=hash_api_key(key),
+                kudos=0,
+                trusted=index % 2 == 0,
+                anonymous=False,
+                created_at=now,
+            )
+        )
         owners.append((user_id, key))
         keys[user_id] = key
     seeded.users = users[:200]
@@ -163,12 +247,23 @@ def seed(runtime, rng: random.Random, queued: int, n_workers: int, n_idle: int, 
         else:
             models = list(dict.fromkeys(rng.choices(names, weights, k=rng.choice([1, 1, 1, 2, 3]))))
         pop_request = worker_declaration(rng, name, models)
-        worker_rows.append(dict(
-            id=str(uuid.uuid4()), name=name, owner_id=owner_id, models=models,
-            max_length=pop_request["max_length"], max_context_length=pop_request["max_context_length"],
-            threads=1, features_mask=features_mask(pop_request["features"]),
-            guarantees_mask=guarantees_mask(pop_request["guarantees"]), max_temperature_with_tools=None,
-            bridge_agent=pop_request["bridge_agent"], last_pop_at=now, created_at=now))
+        worker_rows.append(
+            dict(
+                id=str(uuid.uuid4()),
+                name=name,
+                owner_id=owner_id,
+                models=models,
+                max_length=pop_request["max_length"],
+                max_context_length=pop_request["max_context_length"],
+                threads=1,
+                features_mask=features_mask(pop_request["features"]),
+                guarantees_mask=guarantees_mask(pop_request["guarantees"]),
+                max_temperature_with_tools=None,
+                bridge_agent=pop_request["bridge_agent"],
+                last_pop_at=now,
+                created_at=now,
+            )
+        )
         (seeded.idle_workers if idle else seeded.workers).append((key, pop_request))
 
     request_rows, model_rows = [], []
@@ -182,9 +277,9 @@ def seed(runtime, rng: random.Random, queued: int, n_workers: int, n_idle: int, 
         session.execute(insert(User), users)
         session.execute(insert(Worker), worker_rows)
         for start in range(0, len(request_rows), 2000):
-            session.execute(insert(ChatRequest), request_rows[start:start + 2000])
+            session.execute(insert(ChatRequest), request_rows[start : start + 2000])
         for start in range(0, len(model_rows), 5000):
-            session.execute(insert(ChatRequestModel), model_rows[start:start + 5000])
+            session.execute(insert(ChatRequestModel), model_rows[start : start + 5000])
     if runtime.db.is_postgresql and analyze:
         from sqlalchemy import text
 
@@ -199,8 +294,11 @@ def settle_and_refill(runtime, rng: random.Random, seeded: Seeded, job_id: str, 
     row, models = request_row(rng, rng.choice(seeded.users), now)
     with runtime.db.transaction() as session:
         session.execute(update(ChatJob).where(ChatJob.id == job_id).values(state=JOB_SUBMITTED, ended_at=now))
-        session.execute(update(ChatRequest).where(ChatRequest.id == request_id)
-                        .values(state=DONE, finished_at=now, reply={"content": "ok"}))
+        session.execute(
+            update(ChatRequest)
+            .where(ChatRequest.id == request_id)
+            .values(state=DONE, finished_at=now, reply={"content": "ok"})
+        )
         session.execute(insert(ChatRequest), [row])
         session.execute(insert(ChatRequestModel), models)
 
@@ -233,8 +331,13 @@ def measure(runtime, rng: random.Random, seeded: Seeded, pops: int, empty_pops: 
         if result["id"] is not None:
             raise RuntimeError("an idle worker claimed a job: the seed is wrong")
         empty_skipped = result["skipped"]
-    return {"claim": claim_s, "misses": misses, "empty": empty_s, "empty_skipped": empty_skipped,
-            "miss_examples": skipped_examples[:2]}
+    return {
+        "claim": claim_s,
+        "misses": misses,
+        "empty": empty_s,
+        "empty_skipped": empty_skipped,
+        "miss_examples": skipped_examples[:2],
+    }
 
 
 def run_case(backend: str, url_factory, queued: int, n_workers: int, args) -> list:
@@ -249,13 +352,23 @@ def run_case(backend: str, url_factory, queued: int, n_workers: int, args) -> li
         seed_s = time.perf_counter() - started
         S.log(f"{backend}: seeded {queued} requests, {n_workers}+{args.idle_workers} workers in {seed_s:.1f} s")
         result = measure(runtime, rng, seeded, args.pops, args.empty_pops)
-        S.log(f"{backend} q={queued} w={n_workers}: claimed {len(result['claim'])}/{args.pops}, "
-              f"empty-pop skipped={result['empty_skipped']}"
-              + (f", misses e.g. {result['miss_examples']}" if result["misses"] else ""))
+        S.log(
+            f"{backend} q={queued} w={n_workers}: claimed {len(result['claim'])}/{args.pops}, "
+            f"empty-pop skipped={result['empty_skipped']}"
+            + (f", misses e.g. {result['miss_examples']}" if result["misses"] else "")
+        )
         claim, empty = result["claim"], result["empty"]
-        return [backend, queued, n_workers, f"{len(claim)}/{args.pops}",
-                S.ms(S.median(claim)), S.ms(S.percentile(claim, 99)),
-                S.ms(S.median(empty)), S.ms(S.percentile(empty, 99)), f"{seed_s:.1f}"]
+        return [
+            backend,
+            queued,
+            n_workers,
+            f"{len(claim)}/{args.pops}",
+            S.ms(S.median(claim)),
+            S.ms(S.percentile(claim, 99)),
+            S.ms(S.median(empty)),
+            S.ms(S.percentile(empty, 99)),
+            f"{seed_s:.1f}",
+        ]
     finally:
         if runtime is not None:
             runtime.close()
@@ -269,13 +382,18 @@ def main(argv=None) -> int:
     parser.add_argument("--pops", type=int, default=200, help="timed claiming pops per case (default 200)")
     parser.add_argument("--empty-pops", type=int, default=100, help="timed empty pops per case (default 100)")
     parser.add_argument("--idle-workers", type=int, default=10, help="workers of a model without jobs (default 10)")
-    parser.add_argument("--postgres-url", help="admin URL of a PostgreSQL server (else HORDE_BENCH_DATABASE_URL, "
-                                               f"else {S.DEFAULT_POSTGRES_URL} when reachable)")
+    parser.add_argument(
+        "--postgres-url",
+        help="admin URL of a PostgreSQL server (else HORDE_BENCH_DATABASE_URL, "
+        f"else {S.DEFAULT_POSTGRES_URL} when reachable)",
+    )
     parser.add_argument("--sqlite-only", action="store_true")
     parser.add_argument("--postgres-only", action="store_true")
-    parser.add_argument("--no-analyze", action="store_true",
-                        help="PostgreSQL: skip ANALYZE after seeding "
-                             "(as with autovacuum off: planner sees empty tables)")
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="PostgreSQL: skip ANALYZE after seeding (as with autovacuum off: planner sees empty tables)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     queued_levels = [int(value) for value in args.queued.split(",") if value]
@@ -301,11 +419,18 @@ def main(argv=None) -> int:
         for queued in queued_levels:
             for n_workers in worker_levels:
                 rows.append(run_case(backend, factory, queued, n_workers, args))
-    print(f"pop_once latency, in-process ({args.pops} claiming pops from random workers, "
-          f"{args.empty_pops} empty pops of a worker whose model has no job; ms"
-          + ("; PostgreSQL without ANALYZE" if args.no_analyze else "; PostgreSQL ANALYZEd after seeding") + ")")
-    print(S.table(["backend", "queued", "workers", "claimed", "claim med", "claim p99", "empty med", "empty p99",
-                   "seed s"], rows))
+    print(
+        f"pop_once latency, in-process ({args.pops} claiming pops from random workers, "
+        f"{args.empty_pops} empty pops of a worker whose model has no job; ms"
+        + ("; PostgreSQL without ANALYZE" if args.no_analyze else "; PostgreSQL ANALYZEd after seeding")
+        + ")"
+    )
+    print(
+        S.table(
+            ["backend", "queued", "workers", "claimed", "claim med", "claim p99", "empty med", "empty p99", "seed s"],
+            rows,
+        )
+    )
     print(f"total {time.perf_counter() - started:.1f} s")
     return 0
 

@@ -74,17 +74,31 @@ class Bench:
         self.port = self.server.port
 
     def native_pop(self, name: str, model: str, wait: float = 0, features=()) -> dict:
-        response = requests.post(self.url + "/api/v2/generate/chat/pop", headers={"apikey": self.owner_key}, json={
-            "name": name, "models": [model], "max_length": 512, "max_context_length": 4096, "threads": 1,
-            "features": list(features), "wait": wait}, timeout=wait + 30)
+        response = requests.post(
+            self.url + "/api/v2/generate/chat/pop",
+            headers={"apikey": self.owner_key},
+            json={
+                "name": name,
+                "models": [model],
+                "max_length": 512,
+                "max_context_length": 4096,
+                "threads": 1,
+                "features": list(features),
+                "wait": wait,
+            },
+            timeout=wait + 30,
+        )
         response.raise_for_status()
         return response.json()
 
     def count_states(self, model: str) -> dict:
         with self.runtime.db.transaction() as session:
-            rows = session.execute(select(ChatRequest.state, func.count())
-                                   .join(ChatRequestModel, ChatRequestModel.request_id == ChatRequest.id)
-                                   .where(ChatRequestModel.model == model).group_by(ChatRequest.state)).all()
+            rows = session.execute(
+                select(ChatRequest.state, func.count())
+                .join(ChatRequestModel, ChatRequestModel.request_id == ChatRequest.id)
+                .where(ChatRequestModel.model == model)
+                .group_by(ChatRequest.state)
+            ).all()
         return dict(rows)
 
     def close(self) -> None:
@@ -96,19 +110,29 @@ class Bench:
 
 # -- (b) progress → chunk -------------------------------------------------------------
 
+
 def progress_latency(bench: Bench, args) -> list:
     worker = f"bench-hand-worker-{uuid.uuid4().hex[:6]}"
     bench.native_pop(worker, LATENCY_MODEL)  # online, so that the request is admitted
     arrivals: dict[str, float] = {}
     arrived = threading.Condition()
     errors: list[str] = []
-    body = {"model": LATENCY_MODEL, "messages": [{"role": "user", "content": "stream to me"}], "max_tokens": 512,
-            "stream": True}
+    body = {
+        "model": LATENCY_MODEL,
+        "messages": [{"role": "user", "content": "stream to me"}],
+        "max_tokens": 512,
+        "stream": True,
+    }
 
     def reader():
         try:
-            with requests.post(bench.url + "/v1/chat/completions", json=body, stream=True, timeout=120,
-                               headers={"Authorization": f"Bearer {bench.client_key}"}) as response:
+            with requests.post(
+                bench.url + "/v1/chat/completions",
+                json=body,
+                stream=True,
+                timeout=120,
+                headers={"Authorization": f"Bearer {bench.client_key}"},
+            ) as response:
                 if response.status_code != 200:
                     errors.append(f"HTTP {response.status_code}: {response.text[:300]}")
                     return
@@ -145,8 +169,9 @@ def progress_latency(bench: Bench, args) -> list:
         piece = f"p{index:03d} "
         content += piece
         started = time.perf_counter()
-        answer = session.post(bench.url + "/api/v2/generate/chat/progress", json={"id": job["id"], "content": content},
-                              timeout=30)
+        answer = session.post(
+            bench.url + "/api/v2/generate/chat/progress", json={"id": job["id"], "content": content}, timeout=30
+        )
         round_trips.append(time.perf_counter() - started)
         if answer.status_code != 200 or answer.json().get("cancel"):
             raise RuntimeError(f"progress refused: HTTP {answer.status_code} {answer.text[:200]}")
@@ -157,26 +182,47 @@ def progress_latency(bench: Bench, args) -> list:
         else:
             lost += 1
         time.sleep(args.post_gap_ms / 1000)
-    submit = session.post(bench.url + "/api/v2/generate/chat/submit", timeout=30,
-                          json={"id": job["id"], "content": content, "finish_reason": "stop"})
+    submit = session.post(
+        bench.url + "/api/v2/generate/chat/submit",
+        timeout=30,
+        json={"id": job["id"], "content": content, "finish_reason": "stop"},
+    )
     submit.raise_for_status()
     thread.join(30)
     if errors:
         raise RuntimeError("the stream reader failed: " + "; ".join(errors))
-    print(f"(b) progress post → SSE chunk, one stream, {args.posts} posts of one short piece each "
-          f"({args.post_gap_ms:g} ms apart after the chunk arrived)")
-    print(S.table(["measure", "n", "median ms", "p99 ms", "max ms"], [
-        ["post start → chunk received", len(latencies), S.ms(S.median(latencies)), S.ms(S.percentile(latencies, 99)),
-         S.ms(max(latencies) if latencies else float("nan"))],
-        ["progress POST round trip", len(round_trips), S.ms(S.median(round_trips)),
-         S.ms(S.percentile(round_trips, 99)), S.ms(max(round_trips))],
-    ]))
+    print(
+        f"(b) progress post → SSE chunk, one stream, {args.posts} posts of one short piece each "
+        f"({args.post_gap_ms:g} ms apart after the chunk arrived)"
+    )
+    print(
+        S.table(
+            ["measure", "n", "median ms", "p99 ms", "max ms"],
+            [
+                [
+                    "post start → chunk received",
+                    len(latencies),
+                    S.ms(S.median(latencies)),
+                    S.ms(S.percentile(latencies, 99)),
+                    S.ms(max(latencies) if latencies else float("nan")),
+                ],
+                [
+                    "progress POST round trip",
+                    len(round_trips),
+                    S.ms(S.median(round_trips)),
+                    S.ms(S.percentile(round_trips, 99)),
+                    S.ms(max(round_trips)),
+                ],
+            ],
+        )
+    )
     if lost:
         print(f"   {lost} piece(s) never arrived as their own chunk within 3 s")
     return latencies
 
 
 # -- (a) many waiting streams ---------------------------------------------------------
+
 
 class Stream:
     __slots__ = ("closed", "error", "index", "keepalives", "opened_at", "sock", "status")
@@ -192,11 +238,19 @@ class Stream:
 
 
 def hold_stream(stream: Stream, port: int, key: str, opening: gevent.lock.Semaphore) -> None:
-    body = json.dumps({"model": HOLD_MODEL, "messages": [{"role": "user", "content": f"hold #{stream.index}"}],
-                       "max_tokens": 64, "stream": True}).encode()
-    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
-            f"Content-Type: application/json\r\nAccept: text/event-stream\r\nUser-Agent: bench-streams\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    body = json.dumps(
+        {
+            "model": HOLD_MODEL,
+            "messages": [{"role": "user", "content": f"hold #{stream.index}"}],
+            "max_tokens": 64,
+            "stream": True,
+        }
+    ).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Type: application/json\r\nAccept: text/event-stream\r\nUser-Agent: bench-streams\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     released = False
     opening.acquire()
     try:
@@ -221,7 +275,7 @@ def hold_stream(stream: Stream, port: int, key: str, opening: gevent.lock.Semaph
         sock.settimeout(None)
         tail = buffer
         stream.keepalives.extend([time.monotonic()] * tail.count(KEEPALIVE_MARK))
-        tail = tail[-(len(KEEPALIVE_MARK) - 1):]
+        tail = tail[-(len(KEEPALIVE_MARK) - 1) :]
         while not stream.closed:
             data = sock.recv(65536)
             if not data:
@@ -231,7 +285,7 @@ def hold_stream(stream: Stream, port: int, key: str, opening: gevent.lock.Semaph
             if found:
                 now = time.monotonic()
                 stream.keepalives.extend([now] * found)
-            tail = window[-(len(KEEPALIVE_MARK) - 1):]
+            tail = window[-(len(KEEPALIVE_MARK) - 1) :]
     except Exception as exc:
         if not stream.closed:
             stream.error = f"{type(exc).__name__}: {exc}"
@@ -322,26 +376,60 @@ def hold_many(bench: Bench, args) -> None:
         window_end, cpu_end, own_end = time.monotonic(), S.cpu_seconds(pid), own_cpu()
         in_window = sum(1 for s in streams for t in s.keepalives if window_start <= t < window_end)
         rss_after_window = S.rss_kib(pid)
-        S.log(f"(a) {level}: opened in {open_s:.1f} s, all keepalive'd after {open_s + settle_s:.1f} s, "
-              f"pending {pending}, failed {len(failed)}"
-              + (f" (e.g. {failed[0].error[:200]!r})" if failed else ""))
+        S.log(
+            f"(a) {level}: opened in {open_s:.1f} s, all keepalive'd after {open_s + settle_s:.1f} s, "
+            f"pending {pending}, failed {len(failed)}" + (f" (e.g. {failed[0].error[:200]!r})" if failed else "")
+        )
         delta = max(rss, rss_after_window) - baseline
-        rows.append([level, held, len(failed), pending, f"{open_s:.1f}", f"{open_s + settle_s:.1f}",
-                     f"{delta / 1024:.1f}", f"{delta / max(1, held):.1f}", f"{delta / max(1, connections):.1f}",
-                     in_window, f"{in_window / max(1, held) / args.window:.2f}",
-                     f"{100 * (cpu_end - cpu_start) / (window_end - window_start):.0f}",
-                     f"{100 * (own_end - own_start) / (window_end - window_start):.0f}"])
+        rows.append(
+            [
+                level,
+                held,
+                len(failed),
+                pending,
+                f"{open_s:.1f}",
+                f"{open_s + settle_s:.1f}",
+                f"{delta / 1024:.1f}",
+                f"{delta / max(1, held):.1f}",
+                f"{delta / max(1, connections):.1f}",
+                in_window,
+                f"{in_window / max(1, held) / args.window:.2f}",
+                f"{100 * (cpu_end - cpu_start) / (window_end - window_start):.0f}",
+                f"{100 * (own_end - own_start) / (window_end - window_start):.0f}",
+            ]
+        )
         if pending and args.stop_when_starved:
             S.log(f"(a) {pending} streams had no keepalive after {args.settle_timeout} s: not going higher")
             break
 
-    print(f"(a) waiting streams held by one server process (SQLite, HORDE_OAI_KEEPALIVE_S=1), "
-          f"baseline VmRSS {baseline / 1024:.1f} MiB; keepalives counted over a {args.window:g} s window")
-    print(S.table(["streams", "held", "failed", "no keepalive", "open s", "all kept-alive s", "RSS Δ MiB",
-                   "KiB/held", "KiB/conn", f"keepalives in {args.window:g}s", "per held per s", "server CPU %",
-                   "client CPU %"], rows))
-    print("   held: answered 200 and streaming; no keepalive: connected (or connecting) but no keepalive within "
-          f"{args.settle_timeout:g} s of the level's start; KiB/conn divides the RSS growth by every open connection")
+    print(
+        f"(a) waiting streams held by one server process (SQLite, HORDE_OAI_KEEPALIVE_S=1), "
+        f"baseline VmRSS {baseline / 1024:.1f} MiB; keepalives counted over a {args.window:g} s window"
+    )
+    print(
+        S.table(
+            [
+                "streams",
+                "held",
+                "failed",
+                "no keepalive",
+                "open s",
+                "all kept-alive s",
+                "RSS Δ MiB",
+                "KiB/held",
+                "KiB/conn",
+                f"keepalives in {args.window:g}s",
+                "per held per s",
+                "server CPU %",
+                "client CPU %",
+            ],
+            rows,
+        )
+    )
+    print(
+        "   held: answered 200 and streaming; no keepalive: connected (or connecting) but no keepalive within "
+        f"{args.settle_timeout:g} s of the level's start; KiB/conn divides the RSS growth by every open connection"
+    )
 
     # Close everything; the server must notice, cancel, and keep answering.
     closed_at = time.monotonic()
@@ -363,25 +451,42 @@ def hold_many(bench: Bench, args) -> None:
         gevent.sleep(1)
     later_health = health_ms(bench.port)
     states = bench.count_states(HOLD_MODEL)
-    print(f"after closing all {len(streams)} streams: /health answered 200 in {first_health:.1f} ms at once and "
-          f"{later_health:.1f} ms later; requests still waiting: {states.get('waiting', 0)}"
-          + (f" (all cancelled {drained_s:.1f} s after the close)" if drained_s is not None else
-             f" after {args.drain_timeout:g} s") + f"; states {states}")
+    print(
+        f"after closing all {len(streams)} streams: /health answered 200 in {first_health:.1f} ms at once and "
+        f"{later_health:.1f} ms later; requests still waiting: {states.get('waiting', 0)}"
+        + (
+            f" (all cancelled {drained_s:.1f} s after the close)"
+            if drained_s is not None
+            else f" after {args.drain_timeout:g} s"
+        )
+        + f"; states {states}"
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", default="1000,5000",
-                        help="cumulative stream counts to hold, comma-separated (default 1000,5000)")
-    parser.add_argument("--open-concurrency", type=int, default=200,
-                        help="connections being opened at once (default 200)")
-    parser.add_argument("--settle-timeout", type=float, default=60,
-                        help="seconds per level for all streams to open and get a keepalive (default 60)")
+    parser.add_argument(
+        "--streams", default="1000,5000", help="cumulative stream counts to hold, comma-separated (default 1000,5000)"
+    )
+    parser.add_argument(
+        "--open-concurrency", type=int, default=200, help="connections being opened at once (default 200)"
+    )
+    parser.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=60,
+        help="seconds per level for all streams to open and get a keepalive (default 60)",
+    )
     parser.add_argument("--window", type=float, default=3, help="keepalive counting window, s (default 3)")
-    parser.add_argument("--drain-timeout", type=float, default=20,
-                        help="seconds to wait for the server to cancel the closed streams (default 20)")
-    parser.add_argument("--stop-when-starved", action="store_true",
-                        help="skip higher levels when some streams got no keepalive in time")
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=20,
+        help="seconds to wait for the server to cancel the closed streams (default 20)",
+    )
+    parser.add_argument(
+        "--stop-when-starved", action="store_true", help="skip higher levels when some streams got no keepalive in time"
+    )
     parser.add_argument("--posts", type=int, default=100, help="(b) progress posts (default 100)")
     parser.add_argument("--post-gap-ms", type=float, default=20, help="(b) pause between posts (default 20)")
     parser.add_argument("--skip-hold", action="store_true", help="skip (a)")

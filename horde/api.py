@@ -25,11 +25,18 @@ def make_blueprint() -> Blueprint:
         """A request or job id in the path with NUL is refused like one in a body (PostgreSQL cannot hold it)."""
         for name, value in (request.view_args or {}).items():
             if isinstance(value, str) and not request_json.is_storable(value):
-                raise errors.BadRequest(f"The '{name}' in the path holds a NUL character or a lone surrogate.",
-                                        param=name)
-    api = Api(blueprint, title="Horde native API", version="2", doc="/doc",
-              description="Chat and text requests, workers and accounts. Errors are {message, rc}; "
-                          "see README_return_codes.md.")
+                raise errors.BadRequest(
+                    f"The '{name}' in the path holds a NUL character or a lone surrogate.", param=name
+                )
+
+    api = Api(
+        blueprint,
+        title="Horde native API",
+        version="2",
+        doc="/doc",
+        description="Chat and text requests, workers and accounts. Errors are {message, rc}; "
+        "see README_return_codes.md.",
+    )
     api.add_namespace(accounts_namespace, path="/find_user")
     api.add_namespace(chat_namespace, path="/generate/chat")
     api.add_namespace(workers_namespace, path="/generate/chat")

@@ -33,8 +33,9 @@ CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
 #: SQLite failures that pass with time: a lock held past the busy timeout, a file that cannot be opened or read now.
 SQLITE_BUSY_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED")
 SQLITE_UNAVAILABLE_ERRORS = (*SQLITE_BUSY_ERRORS, "SQLITE_CANTOPEN", "SQLITE_IOERR")
-BUSY_MESSAGE = (f"The Horde's database is too busy to answer right now. Retry after "
-                f"{errors.ServiceUnavailable.RETRY_AFTER_S} s.")
+BUSY_MESSAGE = (
+    f"The Horde's database is too busy to answer right now. Retry after {errors.ServiceUnavailable.RETRY_AFTER_S} s."
+)
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -89,7 +90,7 @@ class Database:
         self.is_sqlite = url.startswith("sqlite")
         self.is_postgresql = url.startswith("postgresql")
         if self.is_postgresql and url.startswith("postgresql://"):
-            url = "postgresql+psycopg://" + url[len("postgresql://"):]
+            url = "postgresql+psycopg://" + url[len("postgresql://") :]
         if self.is_sqlite:
             self._ensure_sqlite_folder(url)
             self.engine = _sqlite_engine(url, "BEGIN IMMEDIATE")
@@ -97,9 +98,13 @@ class Database:
             self.read_engine = _sqlite_engine(url, "BEGIN")
         else:
             # pool_pre_ping drops connections that died in an outage, so the pool reconnects by itself.
-            self.engine = create_engine(url, pool_size=POSTGRES_POOL_SIZE, max_overflow=POSTGRES_POOL_OVERFLOW,
-                                        pool_pre_ping=True,
-                                        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S})
+            self.engine = create_engine(
+                url,
+                pool_size=POSTGRES_POOL_SIZE,
+                max_overflow=POSTGRES_POOL_OVERFLOW,
+                pool_pre_ping=True,
+                connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+            )
             self.read_engine = self.engine
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)

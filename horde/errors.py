@@ -14,8 +14,15 @@ class HordeError(Exception):
     #: False where the Horde held (or may have held) the request: clients must not retry blindly.
     should_retry: bool | None = None
 
-    def __init__(self, message: str, *, param: str | None = None, metadata: dict | None = None,
-                 headers: dict | None = None, status: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        metadata: dict | None = None,
+        headers: dict | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.param = param
@@ -150,8 +157,10 @@ class ServiceUnavailable(HordeError):
     RETRY_AFTER_S = 5
 
     def __init__(self, message: str | None = None, *, metadata: dict | None = None) -> None:
-        super().__init__(message or f"The Horde cannot reach its database right now. Retry after "
-                                    f"{self.RETRY_AFTER_S} s.", metadata=metadata)
+        super().__init__(
+            message or f"The Horde cannot reach its database right now. Retry after {self.RETRY_AFTER_S} s.",
+            metadata=metadata,
+        )
         self.headers.setdefault("Retry-After", str(self.RETRY_AFTER_S))
         self.maybe_committed = False
 

@@ -161,8 +161,12 @@ class LocalEventBus:
                 self._forget_waiting(subscription)
                 return subscription
         for subscription in self._subscribers.get(channel, ()):
-            if (subscription.single and subscription is not exclude and not subscription.pending
-                    and subscription.seen.get(channel, 0) < latest):
+            if (
+                subscription.single
+                and subscription is not exclude
+                and not subscription.pending
+                and subscription.seen.get(channel, 0) < latest
+            ):
                 return subscription
         return None
 

@@ -17,8 +17,18 @@ from horde.text.models import TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
 
 MODELS = (
-    User, KudosEntry, Worker, KnownModel, ChatRequest, ChatRequestModel, ChatJob, IdempotencyKey, StoredResponse,
-    TextRequest, TextRequestModel, TextJob,
+    User,
+    KudosEntry,
+    Worker,
+    KnownModel,
+    ChatRequest,
+    ChatRequestModel,
+    ChatJob,
+    IdempotencyKey,
+    StoredResponse,
+    TextRequest,
+    TextRequestModel,
+    TextJob,
 )
 
 

@@ -26,8 +26,11 @@ def load(schema: Schema, data: Any) -> dict:
 def _first_error(messages, prefix=""):
     if isinstance(messages, dict):
         key = sorted(messages, key=str)[0]
-        path = f"{prefix}.{key}" if prefix and not isinstance(key, int) else (
-            f"{prefix}[{key}]" if isinstance(key, int) else str(key))
+        path = (
+            f"{prefix}.{key}"
+            if prefix and not isinstance(key, int)
+            else (f"{prefix}[{key}]" if isinstance(key, int) else str(key))
+        )
         return _first_error(messages[key], path)
     if isinstance(messages, list) and messages:
         first = messages[0]

@@ -31,11 +31,10 @@ _UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
 _MAYBE_UNSTORABLE_RE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]|\x00")
 
 
-
-
 def too_large(max_bytes: int) -> errors.RequestTooLarge:
-    return errors.RequestTooLarge(f"The request body is larger than the limit of {max_bytes} bytes.",
-                                  headers={"Connection": "close"})
+    return errors.RequestTooLarge(
+        f"The request body is larger than the limit of {max_bytes} bytes.", headers={"Connection": "close"}
+    )
 
 
 def check_declared_length(request: Request, max_bytes: int) -> None:
@@ -60,8 +59,11 @@ def read(request: Request, max_bytes: int) -> bytes:
     except RequestEntityTooLarge:
         raise too_large(max_bytes) from None
     except (ValueError, OSError, HTTPException):  # gevent's chunked parser, a cut connection
-        raise errors.BadRequest("We could not read the body of your request: the connection closed early or "
-                                "its chunked encoding is malformed.", headers={"Connection": "close"}) from None
+        raise errors.BadRequest(
+            "We could not read the body of your request: the connection closed early or "
+            "its chunked encoding is malformed.",
+            headers={"Connection": "close"},
+        ) from None
     return b"".join(chunks)
 
 
@@ -83,8 +85,11 @@ def parse(raw: bytes) -> Any:
     if _MAYBE_UNSTORABLE_RE.search(raw):  # only then look at every string: most bodies have no such escape
         param = unstorable_path(body)
         if param is not None:
-            raise errors.BadRequest(f"The string at '{param}' holds a NUL character or a lone surrogate, which the "
-                                    "Horde does not accept in any string.", param=param or None)
+            raise errors.BadRequest(
+                f"The string at '{param}' holds a NUL character or a lone surrogate, which the "
+                "Horde does not accept in any string.",
+                param=param or None,
+            )
     return body
 
 
@@ -98,8 +103,11 @@ def depth(value: Any) -> int:
         deepest += 1
         below: list = []
         for node in pause_every(level):
-            below.extend(child for child in (node.values() if isinstance(node, dict) else node)
-                         if isinstance(child, (dict, list)))
+            below.extend(
+                child
+                for child in (node.values() if isinstance(node, dict) else node)
+                if isinstance(child, (dict, list))
+            )
         level = below
     return deepest
 

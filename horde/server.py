@@ -101,8 +101,11 @@ class HordeHandler(WSGIHandler):
 
 def handler_class(settings: Settings) -> type[HordeHandler]:
     """HordeHandler with the settings' connection timeouts."""
-    return type("ConfiguredHordeHandler", (HordeHandler,), {
-        "idle_timeout_s": settings.http_idle_timeout_s, "header_timeout_s": settings.http_header_timeout_s})
+    return type(
+        "ConfiguredHordeHandler",
+        (HordeHandler,),
+        {"idle_timeout_s": settings.http_idle_timeout_s, "header_timeout_s": settings.http_header_timeout_s},
+    )
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -160,8 +163,13 @@ def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
     raise_descriptor_limit()
     listener = listen(host, port)
     start_sweeper(runtime)
-    server = WSGIServer(listener, app, handler_class=handler_class(runtime.settings), log=None,
-                        error_log=logging.getLogger("horde.wsgi"))
+    server = WSGIServer(
+        listener,
+        app,
+        handler_class=handler_class(runtime.settings),
+        log=None,
+        error_log=logging.getLogger("horde.wsgi"),
+    )
     stopped = Event()
 
     def shut_down():

@@ -55,9 +55,12 @@ class PostgresDatabase:
 
     def drop(self) -> None:
         with self._admin.connect() as connection:
-            connection.execute(text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = :name AND pid <> pg_backend_pid()"),
-                {"name": self.name})
+            connection.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = :name AND pid <> pg_backend_pid()"
+                ),
+                {"name": self.name},
+            )
             connection.execute(text(f'DROP DATABASE IF EXISTS "{self.name}"'))
         self._admin.dispose()

@@ -38,8 +38,9 @@ class Process:
     def __init__(self, args: list[str], env: dict, name: str):
         self.log = tempfile.NamedTemporaryFile(prefix=f"horde-{name}-", suffix=".log", delete=False)
         self.name = name
-        self.popen = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=self.log,
-                                      stderr=subprocess.STDOUT)
+        self.popen = subprocess.Popen(
+            [sys.executable, *args], cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT
+        )
 
     def output(self) -> str:
         return Path(self.log.name).read_text(errors="replace")
@@ -98,8 +99,19 @@ class GunicornServer(Server):
     GRACEFUL_TIMEOUT_S = 60
 
     def command(self) -> list[str]:
-        return ["-m", "gunicorn", "-k", "horde.gunicorn_worker.HordeWorker", "-w", str(self.WORKERS),
-                "-b", f"127.0.0.1:{self.port}", "--graceful-timeout", str(self.GRACEFUL_TIMEOUT_S), "horde.wsgi:app"]
+        return [
+            "-m",
+            "gunicorn",
+            "-k",
+            "horde.gunicorn_worker.HordeWorker",
+            "-w",
+            str(self.WORKERS),
+            "-b",
+            f"127.0.0.1:{self.port}",
+            "--graceful-timeout",
+            str(self.GRACEFUL_TIMEOUT_S),
+            "horde.wsgi:app",
+        ]
 
 
 class Worker(Process):
@@ -132,8 +144,23 @@ class Gunicorn(Process):
     def __init__(self, env: dict, processes: int = 2, worker_connections: int = 2000):
         self.port = free_port()
         self.processes = processes
-        super().__init__(["-m", "gunicorn", "-k", "gevent", "-w", str(processes), "--worker-connections",
-                          str(worker_connections), "-b", f"127.0.0.1:{self.port}", "horde.wsgi:app"], env, "gunicorn")
+        super().__init__(
+            [
+                "-m",
+                "gunicorn",
+                "-k",
+                "gevent",
+                "-w",
+                str(processes),
+                "--worker-connections",
+                str(worker_connections),
+                "-b",
+                f"127.0.0.1:{self.port}",
+                "horde.wsgi:app",
+            ],
+            env,
+            "gunicorn",
+        )
         self.url = f"http://127.0.0.1:{self.port}"
         try:
             wait_until(self._ready, timeout_s=60, what="gunicorn's processes to answer /health")

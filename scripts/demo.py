@@ -46,22 +46,49 @@ def main(argv=None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="horde-demo-"))
     env = dict(os.environ, HORDE_DATABASE_URL=f"sqlite:///{workdir / 'horde.db'}", PYTHONPATH=str(ROOT))
     python = sys.executable
-    created = subprocess.run([python, "-m", "horde", "users", "create", "demo-owner", "--kudos", "1000"],
-                             env=env, check=True, capture_output=True, text=True)
+    created = subprocess.run(
+        [python, "-m", "horde", "users", "create", "demo-owner", "--kudos", "1000"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     key = created.stdout.strip().splitlines()[-1]
     log = open(workdir / "demo.log", "w")  # the server's and the worker's logs, kept out of the demo's output
     print(f"Horde on {URL} (SQLite at {workdir / 'horde.db'}; logs in {workdir / 'demo.log'})")
-    server = subprocess.Popen([python, "-m", "horde", "serve", "--port", str(PORT)], env=env, cwd=ROOT,
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [python, "-m", "horde", "serve", "--port", str(PORT)], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+    )
     worker = None
     try:
         wait_for(lambda: requests.get(URL + "/health", timeout=1).ok, "the server")
-        worker = subprocess.Popen([python, "-m", "horde", "worker", "--backend", "scripted", "--horde-url", URL,
-                                   f"--api-key={key}", "--name", "demo-worker", "--model", MODEL,
-                                   "--rules", str(ROOT / "examples" / "scripted_rules.json")], env=env, cwd=ROOT,
-                                  stdout=log, stderr=subprocess.STDOUT)
-        wait_for(lambda: any(stat["name"] == MODEL for stat in requests.get(URL + "/api/v2/status/models").json()),
-                 "the worker")
+        worker = subprocess.Popen(
+            [
+                python,
+                "-m",
+                "horde",
+                "worker",
+                "--backend",
+                "scripted",
+                "--horde-url",
+                URL,
+                f"--api-key={key}",
+                "--name",
+                "demo-worker",
+                "--model",
+                MODEL,
+                "--rules",
+                str(ROOT / "examples" / "scripted_rules.json"),
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(
+            lambda: any(stat["name"] == MODEL for stat in requests.get(URL + "/api/v2/status/models").json()),
+            "the worker",
+        )
         client = OpenAI(base_url=URL + "/v1", api_key=key, default_headers={"X-Title": "horde-demo"})
         print("models:", [model.id for model in client.models.list().data])
         messages = [{"role": "user", "content": "Hello, Horde!"}]
@@ -69,8 +96,9 @@ def main(argv=None) -> int:
         print("reply:", completion.choices[0].message.content)
         print("x_horde:", completion.model_extra["x_horde"])
         print("streamed:", end=" ")
-        for chunk in client.chat.completions.create(model=MODEL, stream=True,
-                                                    messages=[{"role": "user", "content": "Stream this, please."}]):
+        for chunk in client.chat.completions.create(
+            model=MODEL, stream=True, messages=[{"role": "user", "content": "Stream this, please."}]
+        ):
             if chunk.choices and chunk.choices[0].delta.content:
                 print(chunk.choices[0].delta.content, end="", flush=True)
         print()

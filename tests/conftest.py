@@ -72,10 +72,9 @@ def client(app):
 def make_user(runtime):
     def make(name=None, kudos=0, trusted=False):
         with runtime.db.transaction() as session:
-            user, key = accounts.create_user(session, name or f"user-{uuid.uuid4().hex[:8]}", kudos=kudos,
-                                             trusted=trusted)
+            user, key = accounts.create_user(
+                session, name or f"user-{uuid.uuid4().hex[:8]}", kudos=kudos, trusted=trusted
+            )
         return user, key
 
     return make
-
-

@@ -8,8 +8,9 @@ from horde.request_context import api_key, runtime
 
 namespace = Namespace("accounts", description="Users and kudos")
 
-user_model = namespace.model("User", {
-    "id": fields.Integer, "username": fields.String, "kudos": fields.Integer, "trusted": fields.Boolean})
+user_model = namespace.model(
+    "User", {"id": fields.Integer, "username": fields.String, "kudos": fields.Integer, "trusted": fields.Boolean}
+)
 
 
 @namespace.route("")

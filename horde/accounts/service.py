@@ -15,8 +15,7 @@ from horde.database import is_postgresql
 def ensure_anonymous_user(session: Session) -> User:
     user = session.scalar(select(User).where(User.anonymous.is_(True)))
     if user is None:
-        user = User(username=ANONYMOUS_USERNAME, api_key_hash=hash_api_key(ANONYMOUS_API_KEY),
-                    kudos=0, anonymous=True)
+        user = User(username=ANONYMOUS_USERNAME, api_key_hash=hash_api_key(ANONYMOUS_API_KEY), kudos=0, anonymous=True)
         session.add(user)
         session.flush()
     return user
@@ -77,8 +76,10 @@ def move_kudos(session: Session, user: User, amount: int, *, kind: str, request_
     if amount == 0:
         return
     session.add(KudosEntry(user_id=user.id, amount=amount, kind=kind, request_id=request_id))
-    balance = session.execute(update(User).where(User.id == user.id).values(kudos=User.kudos + amount)
-                              .returning(User.kudos), execution_options={"synchronize_session": False}).scalar_one()
+    balance = session.execute(
+        update(User).where(User.id == user.id).values(kudos=User.kudos + amount).returning(User.kudos),
+        execution_options={"synchronize_session": False},
+    ).scalar_one()
     set_committed_value(user, "kudos", balance)
 
 

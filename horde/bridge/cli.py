@@ -53,10 +53,14 @@ KINDS = ("chat", "text")
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m horde worker", description="Serve Horde chat jobs with a backend.")
-    p.add_argument("--horde-url", default=os.environ.get("HORDE_URL", DEFAULT_HORDE_URL),
-                   help="the Horde's root URL (env HORDE_URL)")
-    p.add_argument("--api-key", default=os.environ.get("HORDE_API_KEY"),
-                   help="the worker owner's key (env HORDE_API_KEY)")
+    p.add_argument(
+        "--horde-url",
+        default=os.environ.get("HORDE_URL", DEFAULT_HORDE_URL),
+        help="the Horde's root URL (env HORDE_URL)",
+    )
+    p.add_argument(
+        "--api-key", default=os.environ.get("HORDE_API_KEY"), help="the worker owner's key (env HORDE_API_KEY)"
+    )
     p.add_argument("--name", required=True, help="the worker's unique name")
     p.add_argument("--backend", choices=BACKEND_NAMES, default="scripted")
     p.add_argument("--model", action="append", default=[], help="a model name to serve (repeatable)")
@@ -72,12 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=POP_WAIT_DEFAULT_S, help="long-poll seconds per pop (0-30)")
     p.add_argument("--once", action="store_true", help="process one job, then exit")
     p.add_argument("--max-jobs", type=int, help="exit after this many jobs")
-    p.add_argument("--progress-interval", type=float, default=PROGRESS_INTERVAL_S,
-                   help="seconds between progress posts")
-    p.add_argument("--shutdown-grace", type=float, default=SHUTDOWN_GRACE_S,
-                   help="seconds in-flight jobs get at SIGTERM before they are faulted")
-    p.add_argument("--kinds", default="chat", type=_kinds,
-                   help="comma-separated job kinds to pop: chat (the native chat API), text (the AI Horde's text API)")
+    p.add_argument(
+        "--progress-interval", type=float, default=PROGRESS_INTERVAL_S, help="seconds between progress posts"
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=SHUTDOWN_GRACE_S,
+        help="seconds in-flight jobs get at SIGTERM before they are faulted",
+    )
+    p.add_argument(
+        "--kinds",
+        default="chat",
+        type=_kinds,
+        help="comma-separated job kinds to pop: chat (the native chat API), text (the AI Horde's text API)",
+    )
     p.add_argument("--log-level", default="INFO", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return p
 
@@ -96,13 +109,15 @@ def scripted_worker(args: argparse.Namespace) -> tuple[ScriptedBackend, Declarat
     given_features = parse_name_list(args.features, FEATURES, "feature")
     given_guarantees = parse_name_list(args.guarantees, GUARANTEES, "guarantee")
     declarations = Declarations(
-        name=args.name, models=args.model,
+        name=args.name,
+        models=args.model,
         max_length=args.max_length or SCRIPTED_MAX_LENGTH_TOKENS,
         max_context_length=args.max_context_length or SCRIPTED_MAX_CONTEXT_TOKENS,
         threads=args.threads or 1,
         features=list(FEATURES) if given_features is None else given_features,
         guarantees=list(SCRIPTED_GUARANTEES) if given_guarantees is None else given_guarantees,
-        limits=_limits(args))
+        limits=_limits(args),
+    )
     return ScriptedBackend(rules), declarations
 
 
@@ -120,11 +135,15 @@ def openai_worker(args: argparse.Namespace) -> tuple[OpenAICompatBackend, Declar
         context = min(context, args.max_context_length)
     max_length = min(context, MAX_LENGTH_MAX_TOKENS, args.max_length or MAX_LENGTH_MAX_TOKENS)
     declarations = Declarations(
-        name=args.name, models=args.model or [info.model_ids[0]], max_length=max_length,
-        max_context_length=context, threads=args.threads or min(info.slots or 1, THREADS_MAX),
+        name=args.name,
+        models=args.model or [info.model_ids[0]],
+        max_length=max_length,
+        max_context_length=context,
+        threads=args.threads or min(info.slots or 1, THREADS_MAX),
         features=narrow(probe.features, parse_name_list(args.features, FEATURES, "feature")),
         guarantees=narrow(probe.guarantees, parse_name_list(args.guarantees, GUARANTEES, "guarantee")),
-        limits=_limits(args))
+        limits=_limits(args),
+    )
     backend = OpenAICompatBackend(http, info.model_ids, streaming=probe.streaming, stream_usage=probe.stream_usage)
     return backend, declarations
 
@@ -178,8 +197,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     max_jobs = 1 if args.once else args.max_jobs
     client = HordeClient(args.horde_url, args.api_key, threading.Event())
-    loop = WorkerLoop(client, backend, declarations, wait_s=args.wait, max_jobs=max_jobs,
-                      progress_interval_s=args.progress_interval, shutdown_grace_s=args.shutdown_grace)
+    loop = WorkerLoop(
+        client,
+        backend,
+        declarations,
+        wait_s=args.wait,
+        max_jobs=max_jobs,
+        progress_interval_s=args.progress_interval,
+        shutdown_grace_s=args.shutdown_grace,
+    )
     text_loop = TextLoop(client, backend, declarations, wait_s=args.wait) if "text" in args.kinds else None
     with stop_on_signals(loop):
         if text_loop is None:

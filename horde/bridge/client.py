@@ -48,14 +48,15 @@ class FatalHordeError(HordeError):
 
 def backoff_s(attempt: int, cap_s: float) -> float:
     """0.5, 1, 2, 4 … seconds, capped: quick on a blip, gentle on an outage."""
-    return min(cap_s, BACKOFF_FIRST_S * (2 ** attempt))
+    return min(cap_s, BACKOFF_FIRST_S * (2**attempt))
 
 
 class HordeClient:
     """One worker's connection to one Horde; safe to use from many threads."""
 
-    def __init__(self, horde_url: str, api_key: str, stop_event: threading.Event | None = None,
-                 bridge_agent: str = BRIDGE_AGENT):
+    def __init__(
+        self, horde_url: str, api_key: str, stop_event: threading.Event | None = None, bridge_agent: str = BRIDGE_AGENT
+    ):
         self.base_url = horde_url.rstrip("/") + API_PREFIX
         self.bridge_agent = bridge_agent
         self.api_key = api_key

@@ -22,8 +22,9 @@ CANCELLED_BY_HORDE = "the request was cancelled"
 
 
 class JobContext:
-    def __init__(self, job: Job, client: HordeClient, *, progress_enabled: bool,
-                 progress_interval_s: float = PROGRESS_INTERVAL_S):
+    def __init__(
+        self, job: Job, client: HordeClient, *, progress_enabled: bool, progress_interval_s: float = PROGRESS_INTERVAL_S
+    ):
         self.job = job
         self._client = client
         self.progress_enabled = progress_enabled and job.is_plain_text

@@ -11,8 +11,16 @@ from dataclasses import dataclass, field
 from horde.bridge import BRIDGE_AGENT
 
 FEATURES = (
-    "tools", "json_object", "json_schema", "tools_with_response_format", "vision", "seed",
-    "frequency_penalty", "presence_penalty", "reasoning_effort", "progress",
+    "tools",
+    "json_object",
+    "json_schema",
+    "tools_with_response_format",
+    "vision",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "reasoning_effort",
+    "progress",
 )
 GUARANTEES = ("tool_choice", "schema_adherence", "prompt_fit")
 

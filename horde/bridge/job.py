@@ -39,9 +39,12 @@ class Job:
         if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
             raise JobFault("malformed job: the payload has no messages list")
         ttl = body.get("ttl")
-        return cls(id=str(body["id"]), model=str(body.get("model") or ""),
-                   ttl_s=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else DEFAULT_JOB_TTL_S,
-                   payload=payload)
+        return cls(
+            id=str(body["id"]),
+            model=str(body.get("model") or ""),
+            ttl_s=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else DEFAULT_JOB_TTL_S,
+            payload=payload,
+        )
 
     @property
     def messages(self) -> list[dict]:
@@ -88,8 +91,12 @@ class Reply:
     usage: dict = field(default_factory=dict)
 
     def submit_body(self, job_id: str) -> dict:
-        body: dict[str, object] = {"id": job_id, "content": self.content, "finish_reason": self.finish_reason,
-                "usage": dict(self.usage)}
+        body: dict[str, object] = {
+            "id": job_id,
+            "content": self.content,
+            "finish_reason": self.finish_reason,
+            "usage": dict(self.usage),
+        }
         if self.reasoning_content:
             body["reasoning_content"] = self.reasoning_content
         if self.tool_calls:
@@ -103,5 +110,4 @@ def new_tool_call_id() -> str:
 
 def tool_call(name: str, arguments: str, call_id: str | None = None) -> dict:
     """One OpenAI-shaped tool call; `arguments` is the JSON text, as OpenAI sends it."""
-    return {"id": call_id or new_tool_call_id(), "type": "function",
-            "function": {"name": name, "arguments": arguments}}
+    return {"id": call_id or new_tool_call_id(), "type": "function", "function": {"name": name, "arguments": arguments}}

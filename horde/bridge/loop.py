@@ -35,10 +35,17 @@ FAULT_REASON_MAX_CHARS = 1000
 
 
 class WorkerLoop:
-    def __init__(self, client: HordeClient, backend: Backend, declarations: Declarations, *,
-                 wait_s: float = POP_WAIT_DEFAULT_S, max_jobs: int | None = None,
-                 progress_interval_s: float = PROGRESS_INTERVAL_S,
-                 shutdown_grace_s: float = SHUTDOWN_GRACE_S):
+    def __init__(
+        self,
+        client: HordeClient,
+        backend: Backend,
+        declarations: Declarations,
+        *,
+        wait_s: float = POP_WAIT_DEFAULT_S,
+        max_jobs: int | None = None,
+        progress_interval_s: float = PROGRESS_INTERVAL_S,
+        shutdown_grace_s: float = SHUTDOWN_GRACE_S,
+    ):
         self.client = client
         self.backend = backend
         self.declarations = declarations
@@ -80,9 +87,17 @@ class WorkerLoop:
     def run(self) -> int:
         """Serve jobs until stopped, `max_jobs` is reached or the Horde refuses the worker."""
         d = self.declarations
-        log.info("worker %r serving %s: max_length=%d max_context_length=%d threads=%d features=%s "
-                 "guarantees=%s limits=%s", d.name, ", ".join(d.models), d.max_length, d.max_context_length,
-                 d.threads, ",".join(d.features) or "-", ",".join(d.guarantees) or "-", d.limits or "-")
+        log.info(
+            "worker %r serving %s: max_length=%d max_context_length=%d threads=%d features=%s guarantees=%s limits=%s",
+            d.name,
+            ", ".join(d.models),
+            d.max_length,
+            d.max_context_length,
+            d.threads,
+            ",".join(d.features) or "-",
+            ",".join(d.guarantees) or "-",
+            d.limits or "-",
+        )
         popper = threading.Thread(target=self._pop_loop, name="horde-popper", daemon=True)
         popper.start()
         while not self._popper_done.wait(MAIN_POLL_S):
@@ -134,14 +149,25 @@ class WorkerLoop:
         except JobFault as exc:
             self.client.fault(str(answer["id"]), exc.reason)
             return False
-        ctx = JobContext(job, self.client, progress_enabled="progress" in self.declarations.features,
-                         progress_interval_s=self.progress_interval_s)
+        ctx = JobContext(
+            job,
+            self.client,
+            progress_enabled="progress" in self.declarations.features,
+            progress_interval_s=self.progress_interval_s,
+        )
         thread = threading.Thread(target=self._run_job, args=(job, ctx), name=f"job-{job.id}", daemon=True)
         with self._lock:
             self._inflight[job.id] = (thread, ctx)
         self.jobs_started += 1
-        log.info("job %s: model %s, %d message(s), %d tool(s), format %s, ttl %ss", job.id, job.model,
-                 len(job.messages), len(job.tools), job.response_format_type, job.ttl_s)
+        log.info(
+            "job %s: model %s, %d message(s), %d tool(s), format %s, ttl %ss",
+            job.id,
+            job.model,
+            len(job.messages),
+            len(job.tools),
+            job.response_format_type,
+            job.ttl_s,
+        )
         thread.start()
         return True
 

@@ -13,8 +13,9 @@ def message_text(message: dict) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(part.get("text") or "" for part in content
-                       if isinstance(part, dict) and part.get("type") == "text")
+        return "".join(
+            part.get("text") or "" for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
     return ""
 
 
@@ -26,8 +27,13 @@ def last_user_text(messages: list[dict]) -> str:
 
 
 def count_images(messages: list[dict]) -> int:
-    return sum(1 for message in messages if isinstance(message.get("content"), list)
-               for part in message["content"] if isinstance(part, dict) and part.get("type") == "image_url")
+    return sum(
+        1
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("type") == "image_url"
+    )
 
 
 def messages_chars(messages: list[dict]) -> int:
@@ -46,14 +52,17 @@ def estimate_tokens(chars: int) -> int:
     return max(1, math.ceil(chars / CHARS_PER_TOKEN))
 
 
-def estimate_usage(messages: list[dict], content: str | None, reasoning: str | None,
-                   tool_calls: list[dict] | None = None) -> dict:
+def estimate_usage(
+    messages: list[dict], content: str | None, reasoning: str | None, tool_calls: list[dict] | None = None
+) -> dict:
     completion_chars = len(content or "") + len(reasoning or "")
     for call in tool_calls or []:
         function = call.get("function") or {}
         completion_chars += len(function.get("name") or "") + len(function.get("arguments") or "")
-    usage = {"prompt_tokens": estimate_tokens(messages_chars(messages)),
-             "completion_tokens": estimate_tokens(completion_chars)}
+    usage = {
+        "prompt_tokens": estimate_tokens(messages_chars(messages)),
+        "completion_tokens": estimate_tokens(completion_chars),
+    }
     if reasoning:
         usage["reasoning_tokens"] = estimate_tokens(len(reasoning))
     return usage

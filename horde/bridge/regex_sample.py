@@ -19,8 +19,12 @@ except ImportError:  # pragma: no cover
 
 _C = sre_constants
 _CATEGORY_CHARS = {
-    _C.CATEGORY_DIGIT: "0", _C.CATEGORY_NOT_DIGIT: "a", _C.CATEGORY_SPACE: " ",
-    _C.CATEGORY_NOT_SPACE: "a", _C.CATEGORY_WORD: "a", _C.CATEGORY_NOT_WORD: "-",
+    _C.CATEGORY_DIGIT: "0",
+    _C.CATEGORY_NOT_DIGIT: "a",
+    _C.CATEGORY_SPACE: " ",
+    _C.CATEGORY_NOT_SPACE: "a",
+    _C.CATEGORY_WORD: "a",
+    _C.CATEGORY_NOT_WORD: "-",
 }
 _PREFERRED_CHARS = "a0A-_ .x1"
 _REPEATS = tuple(op for op in (_C.MAX_REPEAT, _C.MIN_REPEAT, getattr(_C, "POSSESSIVE_REPEAT", None)) if op)

@@ -15,11 +15,27 @@ from typing import Any
 from horde.bridge.job import FINISH_REASONS, Job
 from horde.bridge.messages import count_images, last_user_text
 
-MATCH_KEYS = {"model": str, "contains": str, "last_role": str, "has_tools": bool,
-              "response_format": str, "has_image": bool}
-REPLY_KEYS = {"content": str, "reasoning_content": str, "tool_calls": (str, list), "json": object,
-              "finish_reason": str, "usage": dict, "delay_s": (int, float), "progress_steps": int,
-              "progress_interval_s": (int, float), "fault": str, "cancel_aware": bool}
+MATCH_KEYS = {
+    "model": str,
+    "contains": str,
+    "last_role": str,
+    "has_tools": bool,
+    "response_format": str,
+    "has_image": bool,
+}
+REPLY_KEYS = {
+    "content": str,
+    "reasoning_content": str,
+    "tool_calls": (str, list),
+    "json": object,
+    "finish_reason": str,
+    "usage": dict,
+    "delay_s": (int, float),
+    "progress_steps": int,
+    "progress_interval_s": (int, float),
+    "fault": str,
+    "cancel_aware": bool,
+}
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 TEMPLATE_FIELDS = ("last_user", "n_images", "model")
 DEFAULT_CONTENT = "Hello from the scripted worker."
@@ -84,10 +100,15 @@ def _check_reply(reply: dict, where: str) -> None:
         raise RulesError(f'{where}.tool_calls must be "auto" or a list')
     if isinstance(calls, list):
         for i, call in enumerate(calls):
-            if not isinstance(call, dict) or not isinstance(call.get("name"), str) or \
-                    not isinstance(call.get("arguments", {}), (dict, str)) or set(call) - {"name", "arguments", "id"}:
-                raise RulesError(f'{where}.tool_calls[{i}] must be {{"name", "arguments"}} '
-                                 "with arguments an object or a string")
+            if (
+                not isinstance(call, dict)
+                or not isinstance(call.get("name"), str)
+                or not isinstance(call.get("arguments", {}), (dict, str))
+                or set(call) - {"name", "arguments", "id"}
+            ):
+                raise RulesError(
+                    f'{where}.tool_calls[{i}] must be {{"name", "arguments"}} with arguments an object or a string'
+                )
     if "finish_reason" in reply and reply["finish_reason"] not in FINISH_REASONS:
         raise RulesError(f"{where}.finish_reason must be one of {', '.join(FINISH_REASONS)}")
     if reply.get("progress_steps", 0) < 0 or reply.get("delay_s", 0) < 0:
@@ -113,8 +134,11 @@ def find_rule(rules: Iterable[Rule], job: Job) -> Rule | None:
 
 def fill_template(text: str, job: Job) -> str:
     """Replace `{last_user}`, `{n_images}` and `{model}`; other braces (JSON) stay as they are."""
-    values = {"last_user": last_user_text(job.messages), "n_images": str(count_images(job.messages)),
-              "model": job.model}
+    values = {
+        "last_user": last_user_text(job.messages),
+        "n_images": str(count_images(job.messages)),
+        "model": job.model,
+    }
     for name in TEMPLATE_FIELDS:
         text = text.replace("{" + name + "}", values[name])
     return text

@@ -20,11 +20,21 @@ MAX_DEPTH = 32
 ONEOF_VARIANTS = 4
 DEFAULT_STRING = "example"
 STRING_FORMATS = {
-    "date-time": "2024-01-01T00:00:00Z", "date": "2024-01-01", "time": "00:00:00Z",
-    "email": "user@example.com", "idn-email": "user@example.com", "hostname": "example.com",
-    "uri": "https://example.com/", "iri": "https://example.com/", "url": "https://example.com/",
-    "uri-reference": "https://example.com/", "uuid": "00000000-0000-4000-8000-000000000000",
-    "ipv4": "127.0.0.1", "ipv6": "::1", "duration": "P1D", "regex": ".*",
+    "date-time": "2024-01-01T00:00:00Z",
+    "date": "2024-01-01",
+    "time": "00:00:00Z",
+    "email": "user@example.com",
+    "idn-email": "user@example.com",
+    "hostname": "example.com",
+    "uri": "https://example.com/",
+    "iri": "https://example.com/",
+    "url": "https://example.com/",
+    "uri-reference": "https://example.com/",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+    "ipv4": "127.0.0.1",
+    "ipv6": "::1",
+    "duration": "P1D",
+    "regex": ".*",
 }
 _OBJECT_KEYS = ("properties", "required", "additionalProperties", "minProperties", "patternProperties")
 _ARRAY_KEYS = ("items", "prefixItems", "minItems", "maxItems", "contains")
@@ -133,7 +143,7 @@ class _Generator:
         out: dict = {}
         wanted = list(schema.get("required") or [])
         minimum = int(schema.get("minProperties") or 0)
-        wanted += [k for k in properties if k not in wanted][:max(0, minimum - len(wanted))]
+        wanted += [k for k in properties if k not in wanted][: max(0, minimum - len(wanted))]
         while wanted:
             key = wanted.pop(0)
             if key in out:
@@ -149,7 +159,7 @@ class _Generator:
         prefix = schema.get("prefixItems") or (items if isinstance(items, list) else [])
         item_schema = items if isinstance(items, dict) else (schema.get("additionalItems") or {})
         minimum = int(schema.get("minItems") or 0)
-        out = [self.make(s, depth + 1, 0) for s in prefix[:max(minimum, 0)]] if prefix else []
+        out = [self.make(s, depth + 1, 0) for s in prefix[: max(minimum, 0)]] if prefix else []
         contains = schema.get("contains")
         if isinstance(contains, dict):
             for _ in range(int(schema.get("minContains", 1))):
@@ -167,8 +177,12 @@ def _pick_type(schema: dict) -> str | None:
         return useful[0] if useful else ("null" if kind else None)
     if isinstance(kind, str):
         return kind
-    for keys, name in ((_OBJECT_KEYS, "object"), (_ARRAY_KEYS, "array"),
-                       (_STRING_KEYS, "string"), (_NUMBER_KEYS, "number")):
+    for keys, name in (
+        (_OBJECT_KEYS, "object"),
+        (_ARRAY_KEYS, "array"),
+        (_STRING_KEYS, "string"),
+        (_NUMBER_KEYS, "number"),
+    ):
         if any(k in schema for k in keys):
             return name
     return None
@@ -213,7 +227,7 @@ def _fit_length(text: str, schema: dict) -> str:
     if len(text) < minimum:
         text += "x" * (minimum - len(text))
     if maximum is not None and len(text) > int(maximum):
-        text = text[:int(maximum)]
+        text = text[: int(maximum)]
     return text
 
 
@@ -261,8 +275,14 @@ def _number(schema: dict, integer: bool, variant: int) -> int | float:
     if variant:  # distinct values for uniqueItems and oneOf: ±1, ±2 … (±0.5, ±1.5 … for numbers)
         sign, size = (1 if variant % 2 else -1), (variant + 1) // 2
         candidates.append(sign * size if integer else sign * (size - 0.5))
-        candidates += [v for v in (floor + variant if floor is not None else None,
-                                   ceiling - variant if ceiling is not None else None) if v is not None]
+        candidates += [
+            v
+            for v in (
+                floor + variant if floor is not None else None,
+                ceiling - variant if ceiling is not None else None,
+            )
+            if v is not None
+        ]
     candidates += [0, 1, -1]
     if floor is not None:
         candidates += [floor, math.floor(floor) + 1, math.ceil(floor)]

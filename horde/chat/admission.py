@@ -45,17 +45,27 @@ def check_message_count(messages: Any, settings: Settings) -> None:
     if isinstance(messages, list) and len(messages) > settings.max_messages:
         raise errors.UnsupportedChatParameter(
             f"Invalid 'messages': array too long. Expected an array with maximum length {settings.max_messages}, "
-            f"but got an array with length {len(messages)} instead.", param="messages",
-            metadata={"max_messages": settings.max_messages})
+            f"but got an array with length {len(messages)} instead.",
+            param="messages",
+            metadata={"max_messages": settings.max_messages},
+        )
 
 
 def models_of(native: dict) -> list[str]:
     return list(native.get("models") or [native["model"]])
 
 
-def admit(session: Session, settings: Settings, user: User, native: dict, *, client_agent: str = "unknown:0:unknown",
-          model_param: str | None = None, client_address: str | None = None,
-          snapshots: Snapshots | None = None) -> ChatRequest:
+def admit(
+    session: Session,
+    settings: Settings,
+    user: User,
+    native: dict,
+    *,
+    client_agent: str = "unknown:0:unknown",
+    model_param: str | None = None,
+    client_address: str | None = None,
+    snapshots: Snapshots | None = None,
+) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
     With `snapshots` the queue length and typical job time behind the estimates may be a second old."""
@@ -67,7 +77,8 @@ def admit(session: Session, settings: Settings, user: User, native: dict, *, cli
     online = workers.online_among(roster, settings.worker_online_window_s, models)
     if not online:
         raise errors.NoEligibleWorker(
-            f"The model {_names(models)} is not served by any online worker.", param=model_param)
+            f"The model {_names(models)} is not served by any online worker.", param=model_param
+        )
     need = _need(native, models)
     capable = [w for w in online if not missing_declarations(w, need) and not breaks_limits(w, need)]
     if not capable:
@@ -77,7 +88,9 @@ def admit(session: Session, settings: Settings, user: User, native: dict, *, cli
     if not allowed:
         raise errors.NoEligibleWorker(
             f"No online worker serving {_names(models)} matches the request's worker restrictions "
-            "(horde.only, horde.trusted_workers).", param="horde")
+            "(horde.only, horde.trusted_workers).",
+            param="horde",
+        )
     adjustments = []
     requested = native.get("max_tokens", DEFAULT_MAX_TOKENS)
     largest_length = max(w.max_length for w in allowed)
@@ -86,34 +99,58 @@ def admit(session: Session, settings: Settings, user: User, native: dict, *, cli
         adjustments.append({"from": requested, "to": largest_length, "reason": "worker_max_length"})
     tools = native.get("tools") if requirements.forwards_tools(native) else None
     fitted = context.fit(
-        native["messages"], tools, max_tokens=need.max_tokens, mode=native["context_fitting"],
+        native["messages"],
+        tools,
+        max_tokens=need.max_tokens,
+        mode=native["context_fitting"],
         default_context=settings.default_context_tokens,
-        largest_context=max(w.max_context_length for w in allowed if w.max_length >= need.max_tokens))
+        largest_context=max(w.max_context_length for w in allowed if w.max_length >= need.max_tokens),
+    )
     need.context_tokens = fitted.context_tokens
     adjustments += fitted.adjustments
     eligible = [w for w in allowed if fits(w, need)]
     if not eligible:
         raise errors.NoWorkerSupportsLimit(
             f"No online worker serving {_names(models)} accepts max_tokens {need.max_tokens} "
-            f"with a context of {need.context_tokens} tokens.", param="max_tokens")
+            f"with a context of {need.context_tokens} tokens.",
+            param="max_tokens",
+        )
     n_images = sum(count_images(message.get("content")) for message in fitted.messages)
-    estimate = pricing.price(models[0], completion_tokens=need.max_tokens, prompt_tokens=fitted.prompt_tokens,
-                             n_images=n_images, reference_path=settings.model_reference_path)
+    estimate = pricing.price(
+        models[0],
+        completion_tokens=need.max_tokens,
+        prompt_tokens=fitted.prompt_tokens,
+        n_images=n_images,
+        reference_path=settings.model_reference_path,
+    )
     queued = snapshots.waiting(session, models) if snapshots else queue.waiting_for_models(session, models)
     _check_price(session, native, user, estimate, need, eligible, queued)
-    job_s = (snapshots.typical_job_s(session, settings.default_job_duration_s) if snapshots
-             else queue.typical_job_s(session, settings.default_job_duration_s))
+    job_s = (
+        snapshots.typical_job_s(session, settings.default_job_duration_s)
+        if snapshots
+        else queue.typical_job_s(session, settings.default_job_duration_s)
+    )
     _check_queue(native, settings, eligible, queued, job_s)
     request = ChatRequest(
-        user_id=user.id, models=models, max_tokens=need.max_tokens, context_tokens=need.context_tokens,
-        prompt_tokens=fitted.prompt_tokens, required_features=need.features, required_guarantees=need.guarantees,
-        tools_temperature=need.tools_temperature, trusted_only=need.trusted_only,
+        user_id=user.id,
+        models=models,
+        max_tokens=need.max_tokens,
+        context_tokens=need.context_tokens,
+        prompt_tokens=fitted.prompt_tokens,
+        required_features=need.features,
+        required_guarantees=need.guarantees,
+        tools_temperature=need.tools_temperature,
+        trusted_only=need.trusted_only,
         only_workers=("|" + "|".join(need.only) + "|") if need.only else None,
-        payload=_payload(native, fitted.messages, tools, need.max_tokens), n_images=n_images,
-        kudos_estimate=estimate, context_adjustments=adjustments or None, client_agent=_storable_agent(client_agent),
+        payload=_payload(native, fitted.messages, tools, need.max_tokens),
+        n_images=n_images,
+        kudos_estimate=estimate,
+        context_adjustments=adjustments or None,
+        client_agent=_storable_agent(client_agent),
         client_address=client_address,
         priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
-        priority=max(user.kudos, 0))
+        priority=max(user.kudos, 0),
+    )
     session.add(request)
     session.flush()
     session.add_all(ChatRequestModel(request_id=request.id, model=model) for model in dict.fromkeys(models))
@@ -125,9 +162,16 @@ def _need(native: dict, models: list[str]) -> Need:
     tools_temperature = None
     if requirements.forwards_tools(native):
         tools_temperature = native.get("temperature", DEFAULT_SAMPLING["temperature"])
-    return Need(models=models, max_tokens=0, context_tokens=0, features=required.features,
-                guarantees=required.guarantees, tools_temperature=tools_temperature,
-                only=native.get("only"), trusted_only=native.get("trusted_workers", False))
+    return Need(
+        models=models,
+        max_tokens=0,
+        context_tokens=0,
+        features=required.features,
+        guarantees=required.guarantees,
+        tools_temperature=tools_temperature,
+        only=native.get("only"),
+        trusted_only=native.get("trusted_workers", False),
+    )
 
 
 def _payload(native: dict, messages: list[dict], tools, max_tokens: int) -> dict:
@@ -162,8 +206,13 @@ def _check_rate(session, settings, user: User, client_address: str | None) -> No
     if used >= limit:
         raise errors.TooManyRequests(
             f"Too many chat requests: at most {limit} a minute per {'client address' if per_address else 'user'}.",
-            headers={"Retry-After": str(RATE_WINDOW_S), "X-RateLimit-Limit": str(limit),
-                     "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_WINDOW_S)})
+            headers={
+                "Retry-After": str(RATE_WINDOW_S),
+                "X-RateLimit-Limit": str(limit),
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Reset": str(RATE_WINDOW_S),
+            },
+        )
 
 
 def _check_known(session: Session, roster, models: list[str], model_param: str, reference_path: str | None) -> None:
@@ -173,8 +222,9 @@ def _check_known(session: Session, roster, models: list[str], model_param: str, 
     for index, model in enumerate(models):
         if model not in known:
             param = "model" if model_param == "model" else f"models[{index}]"
-            raise errors.ModelNotFound(f"The model `{model}` does not exist or you do not have access to it.",
-                                       param=param)
+            raise errors.ModelNotFound(
+                f"The model `{model}` does not exist or you do not have access to it.", param=param
+            )
 
 
 def _declaration_gap(online, need: Need, models) -> errors.HordeError:
@@ -188,7 +238,8 @@ def _declaration_gap(online, need: Need, models) -> errors.HordeError:
             best_missing = missing
     return errors.NoWorkerSupportsFeatures(
         f"No online worker serving {_names(models)} supports: {', '.join(best_missing or [])}.",
-        metadata={"missing": best_missing})
+        metadata={"missing": best_missing},
+    )
 
 
 def _check_price(session: Session, native, user: User, estimate: int, need: Need, eligible, queued: int) -> None:
@@ -196,7 +247,9 @@ def _check_price(session: Session, native, user: User, estimate: int, need: Need
     if max_kudos is not None and estimate > max_kudos:
         raise errors.MaxKudosExceeded(
             f"The request's kudos estimate of {estimate} exceeds its max_kudos of {max_kudos}.",
-            param="horde.max_kudos", metadata={"kudos_estimate": estimate, "max_kudos": max_kudos})
+            param="horde.max_kudos",
+            metadata={"kudos_estimate": estimate, "max_kudos": max_kudos},
+        )
     threads = sum(w.threads for w in eligible)
     allowance = pricing.free_allowance_tokens(threads, queued)
     if need.max_tokens <= allowance:
@@ -210,8 +263,14 @@ def _check_price(session: Session, native, user: User, estimate: int, need: Need
         raise errors.KudosUpfront(
             f"max_tokens {need.max_tokens} is above the free allowance of {allowance} tokens, so the API key "
             f"needs {estimate} kudos upfront; it has {balance}{held}.",
-            param="max_tokens", metadata={"kudos_estimate": estimate, "kudos": balance, "reserved_kudos": reserved,
-                                          "free_allowance_tokens": allowance})
+            param="max_tokens",
+            metadata={
+                "kudos_estimate": estimate,
+                "kudos": balance,
+                "reserved_kudos": reserved,
+                "free_allowance_tokens": allowance,
+            },
+        )
 
 
 def _check_queue(native: dict, settings: Settings, eligible: list, queued: int, job_s: float) -> None:
@@ -229,4 +288,5 @@ def refuse_long_queue(threads: int, wait_s: int, budget_s: float) -> None:
             f"The queue is too long for the request: {threads} eligible worker threads, an estimated wait of "
             f"{wait_s} s and a budget of {int(budget_s)} s. Retry later, or send availability_mode 'wait'.",
             metadata={"eligible_threads": threads, "wait_time": wait_s, "budget_s": int(budget_s)},
-            headers={"Retry-After": str(max(1, int(wait_s - budget_s)))})
+            headers={"Retry-After": str(max(1, int(wait_s - budget_s)))},
+        )

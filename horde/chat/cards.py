@@ -26,14 +26,21 @@ def model_stats(session: Session, settings: Settings, model: str | None = None) 
         threads = sum(w.threads for w in serving)
         queued = queue.waiting_for_models(session, [name])
         limits = [w.max_temperature_with_tools for w in serving if w.max_temperature_with_tools is not None]
-        stats.append({
-            "name": name, "type": "chat", "workers": len(serving), "threads": threads, "queued": queued,
-            "estimated_wait": queue.wait_estimate_s(queued, threads, job_s) if queued else 0,
-            "max_length": max(w.max_length for w in serving),
-            "max_context_length": max(w.max_context_length for w in serving),
-            "features": sorted(features), "guarantees": sorted(guarantees),
-            "max_temperature_with_tools": max(limits) if len(limits) == len(serving) else None,
-            "worker_ids": sorted(w.id for w in serving),
-            "worker_names": sorted(w.name for w in serving),
-        })
+        stats.append(
+            {
+                "name": name,
+                "type": "chat",
+                "workers": len(serving),
+                "threads": threads,
+                "queued": queued,
+                "estimated_wait": queue.wait_estimate_s(queued, threads, job_s) if queued else 0,
+                "max_length": max(w.max_length for w in serving),
+                "max_context_length": max(w.max_context_length for w in serving),
+                "features": sorted(features),
+                "guarantees": sorted(guarantees),
+                "max_temperature_with_tools": max(limits) if len(limits) == len(serving) else None,
+                "worker_ids": sorted(w.id for w in serving),
+                "worker_names": sorted(w.name for w in serving),
+            }
+        )
     return stats

@@ -28,8 +28,15 @@ class FittedContext:
     adjustments: list[dict] = field(default_factory=list)
 
 
-def fit(messages: list[dict], tools: list[dict] | None, *, max_tokens: int, mode: str, default_context: int,
-        largest_context: int) -> FittedContext:
+def fit(
+    messages: list[dict],
+    tools: list[dict] | None,
+    *,
+    max_tokens: int,
+    mode: str,
+    default_context: int,
+    largest_context: int,
+) -> FittedContext:
     context = min(default_context, largest_context)
     message_costs = [tokens.message_tokens(message) for message in pause_every(messages)]
     tools_cost = tokens.tools_tokens(tools)
@@ -64,8 +71,9 @@ def _turn_starts(messages: list[dict], last_user: int) -> list[int]:
     return starts
 
 
-def _drop_oldest_turns(messages: list[dict], message_costs: list[int], prompt: int,
-                       prompt_budget: int) -> tuple[list[dict], int]:
+def _drop_oldest_turns(
+    messages: list[dict], message_costs: list[int], prompt: int, prompt_budget: int
+) -> tuple[list[dict], int]:
     """The messages left after dropping the oldest turns until the prompt fits, and their estimate."""
     user_indices = [index for index, message in enumerate(messages) if message["role"] == "user"]
     last_user = user_indices[-1] if user_indices else len(messages) - 1
@@ -87,4 +95,6 @@ def _does_not_fit(prompt: int, max_tokens: int, context: int, after_truncation: 
     return errors.NoWorkerSupportsLimit(
         f"The messages take about {prompt} tokens{detail}; with max_tokens {max_tokens} they need "
         f"{prompt + max_tokens}, above the context of {context} tokens that the request can have.",
-        param="messages", metadata={"prompt_tokens": prompt, "max_tokens": max_tokens, "context_tokens": context})
+        param="messages",
+        metadata={"prompt_tokens": prompt, "max_tokens": max_tokens, "context_tokens": context},
+    )

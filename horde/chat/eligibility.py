@@ -58,8 +58,11 @@ def queue_filter(worker: Worker | WorkerView, trusted: bool) -> ColumnElement[bo
     missing_guarantees = ALL_GUARANTEES_MASK & ~worker.guarantees_mask
     conditions = [
         ChatRequest.state == WAITING,
-        exists(select(literal(1)).where(and_(ChatRequestModel.request_id == ChatRequest.id,
-                                             ChatRequestModel.model.in_(worker.models)))),
+        exists(
+            select(literal(1)).where(
+                and_(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(worker.models))
+            )
+        ),
         ChatRequest.max_tokens <= worker.max_length,
         ChatRequest.context_tokens <= worker.max_context_length,
         ChatRequest.required_features.op("&")(missing_features) == 0,
@@ -69,8 +72,12 @@ def queue_filter(worker: Worker | WorkerView, trusted: bool) -> ColumnElement[bo
     if not trusted:
         conditions.append(ChatRequest.trusted_only.is_(False))
     if worker.max_temperature_with_tools is not None:
-        conditions.append(or_(ChatRequest.tools_temperature.is_(None),
-                              ChatRequest.tools_temperature <= worker.max_temperature_with_tools))
+        conditions.append(
+            or_(
+                ChatRequest.tools_temperature.is_(None),
+                ChatRequest.tools_temperature <= worker.max_temperature_with_tools,
+            )
+        )
     return and_(*conditions)
 
 
@@ -78,12 +85,22 @@ QUEUE_ORDER = (ChatRequest.priority_class, ChatRequest.priority.desc(), ChatRequ
 
 
 def need_of(request: ChatRequest) -> Need:
-    return Need(models=list(request.models), max_tokens=request.max_tokens, context_tokens=request.context_tokens,
-                features=request.required_features, guarantees=request.required_guarantees,
-                tools_temperature=request.tools_temperature, only=request.only_worker_ids or None,
-                trusted_only=request.trusted_only)
+    return Need(
+        models=list(request.models),
+        max_tokens=request.max_tokens,
+        context_tokens=request.context_tokens,
+        features=request.required_features,
+        guarantees=request.required_guarantees,
+        tools_temperature=request.tools_temperature,
+        only=request.only_worker_ids or None,
+        trusted_only=request.trusted_only,
+    )
 
 
 def is_eligible(worker: Worker, need: Need, trusted: bool) -> bool:
-    return (not missing_declarations(worker, need) and not breaks_limits(worker, need)
-            and passes_restrictions(worker, need, trusted) and fits(worker, need))
+    return (
+        not missing_declarations(worker, need)
+        and not breaks_limits(worker, need)
+        and passes_restrictions(worker, need, trusted)
+        and fits(worker, need)
+    )

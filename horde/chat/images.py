@@ -31,8 +31,9 @@ def copy_for_inlining(messages: list[dict]) -> list[dict]:
 
 def _has_image_part(message: dict) -> bool:
     content = message.get("content")
-    return isinstance(content, list) and any(isinstance(part, dict) and part.get("type") == "image_url"
-                                             for part in content)
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "image_url" for part in content
+    )
 
 
 def _copy_with_parts(message: dict) -> dict:
@@ -59,7 +60,8 @@ def check_count(messages: list[dict], limit: int) -> None:
         if seen > limit:
             raise errors.UnsupportedChatParameter(
                 f"A request may carry at most {limit} images; this one has more. Send fewer images.",
-                param=f"messages[{index}].content[{part_index}]")
+                param=f"messages[{index}].content[{part_index}]",
+            )
 
 
 def inline_images(messages: list[dict], settings: Settings) -> int:
@@ -99,14 +101,16 @@ def _load(url: str, param: str, settings, left_bytes: int, part_param: str) -> t
         if cap < settings.image_max_bytes:
             raise errors.UnsupportedChatParameter(
                 f"The images of the request together are larger than {settings.max_image_bytes_total} bytes; this "
-                "image crosses the limit.", param=part_param,
-                metadata={"max_image_bytes_total": settings.max_image_bytes_total}) from None
+                "image crosses the limit.",
+                param=part_param,
+                metadata={"max_image_bytes_total": settings.max_image_bytes_total},
+            ) from None
         raise
     raise errors.BadRequest("An image URL must be a data: URL or an http(s) URL.", param=param)
 
 
 def decode_data_url(url: str, param: str, max_bytes: int) -> tuple[str, bytes]:
-    header, _, payload = url[len("data:"):].partition(",")
+    header, _, payload = url[len("data:") :].partition(",")
     mime, _, encoding = header.lower().partition(";")
     if not mime.startswith(ALLOWED_MIME_PREFIX) or encoding != "base64":
         raise errors.BadRequest("A data: image URL must be data:image/<type>;base64,<data>.", param=param)

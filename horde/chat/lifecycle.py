@@ -44,8 +44,9 @@ from horde.workers.models import Worker
 DEFAULT_REASONING_EFFORT = "medium"
 
 
-def claim(session: Session, settings: Settings, worker: Worker | WorkerView, trusted: bool, *,
-          skip_locked: bool) -> tuple[ChatJob, ChatRequest] | None:
+def claim(
+    session: Session, settings: Settings, worker: Worker | WorkerView, trusted: bool, *, skip_locked: bool
+) -> tuple[ChatJob, ChatRequest] | None:
     """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
     if not queue.any_waiting_for(session, worker.models):
         return None
@@ -63,8 +64,13 @@ def claim(session: Session, settings: Settings, worker: Worker | WorkerView, tru
         return None
     model = next(model for model in request.models if model in worker.models)
     now = utcnow()
-    job = ChatJob(request_id=request.id, worker_id=worker.id, model=model, started_at=now,
-                  deadline_at=now + dt.timedelta(seconds=settings.job_ttl_s))
+    job = ChatJob(
+        request_id=request.id,
+        worker_id=worker.id,
+        model=model,
+        started_at=now,
+        deadline_at=now + dt.timedelta(seconds=settings.job_ttl_s),
+    )
     session.add(job)
     session.flush()
     request.state = PROCESSING
@@ -76,8 +82,12 @@ def claim(session: Session, settings: Settings, worker: Worker | WorkerView, tru
 
 
 def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
-    return session.scalar(select(func.count(ChatJob.id)).where(ChatJob.worker_id == worker.id,
-                                                               ChatJob.state == JOB_PROCESSING)) or 0
+    return (
+        session.scalar(
+            select(func.count(ChatJob.id)).where(ChatJob.worker_id == worker.id, ChatJob.state == JOB_PROCESSING)
+        )
+        or 0
+    )
 
 
 def worker_payload(request: ChatRequest, worker: Worker | WorkerView) -> dict:
@@ -104,8 +114,9 @@ def lock_request(session: Session, request_id: str) -> ChatRequest:
     other whichever process runs them, and always in the same order (request, then job, then users),
     which cannot deadlock. SQLite needs no lock: its writers already run one at a time.
     """
-    return session.get_one(ChatRequest, request_id, populate_existing=True,
-                           with_for_update=True if is_postgresql(session) else None)
+    return session.get_one(
+        ChatRequest, request_id, populate_existing=True, with_for_update=True if is_postgresql(session) else None
+    )
 
 
 def _lock_request_unless_held(session: Session, request_id: str) -> ChatRequest | None:
@@ -129,14 +140,22 @@ def progress(session: Session, owner: User | Identity, body: dict) -> tuple[bool
     its request's running job."""
     job, _ = owned_job(session, owner, body["id"])
     running = (ChatRequest.id == job.request_id, ChatRequest.current_job_id == job.id, ChatRequest.state == PROCESSING)
-    stored = rows_changed(session, update(ChatRequest).where(*running).values(
-        progress_content=body.get("content") or "", progress_reasoning=body.get("reasoning_content") or "",
-        progress_seq=ChatRequest.progress_seq + 1))
+    stored = rows_changed(
+        session,
+        update(ChatRequest)
+        .where(*running)
+        .values(
+            progress_content=body.get("content") or "",
+            progress_reasoning=body.get("reasoning_content") or "",
+            progress_seq=ChatRequest.progress_seq + 1,
+        ),
+    )
     return stored != 1, job.request_id
 
 
-def submit(session: Session, settings: Settings, owner: User | Identity,
-           body: dict) -> tuple[int | None, str | None, ChatRequest]:
+def submit(
+    session: Session, settings: Settings, owner: User | Identity, body: dict
+) -> tuple[int | None, str | None, ChatRequest]:
     """(reward, None, request) when accepted; (None, violation, request) when refused."""
     job, worker = owned_job(session, owner, body["id"])
     request = lock_request(session, job.request_id)
@@ -150,14 +169,20 @@ def submit(session: Session, settings: Settings, owner: User | Identity,
     _end_job(session, job, JOB_SUBMITTED, None)
     usage = dict(reply.get("usage") or {})
     usage.setdefault("prompt_tokens", request.prompt_tokens)
-    usage["completion_tokens"] = pricing.billable_completion_tokens(usage.get("completion_tokens"), reply,
-                                                                    request.max_tokens)
+    usage["completion_tokens"] = pricing.billable_completion_tokens(
+        usage.get("completion_tokens"), reply, request.max_tokens
+    )
     if usage.get("reasoning_tokens") is not None:
         usage["reasoning_tokens"] = min(usage["reasoning_tokens"], usage["completion_tokens"])
     reply["usage"] = usage
     reply["finish_reason"] = reply.get("finish_reason") or "stop"
-    kudos = pricing.price(job.model, completion_tokens=usage["completion_tokens"], prompt_tokens=request.prompt_tokens,
-                          n_images=request.n_images, reference_path=settings.model_reference_path)
+    kudos = pricing.price(
+        job.model,
+        completion_tokens=usage["completion_tokens"],
+        prompt_tokens=request.prompt_tokens,
+        n_images=request.n_images,
+        reference_path=settings.model_reference_path,
+    )
     _settle(session, request, worker, kudos)
     request.reply = reply
     request.state, request.finished_at = DONE, utcnow()
@@ -180,8 +205,9 @@ def expire_jobs(session: Session, settings: Settings) -> list[ChatRequest]:
     settles them, and a later sweep catches any that are still due.
     """
     now = utcnow()
-    due = session.execute(select(ChatJob.id, ChatJob.request_id).where(ChatJob.state == JOB_PROCESSING,
-                                                                       ChatJob.deadline_at < now)).all()
+    due = session.execute(
+        select(ChatJob.id, ChatJob.request_id).where(ChatJob.state == JOB_PROCESSING, ChatJob.deadline_at < now)
+    ).all()
     changed = []
     for job_id, request_id in due:
         request = _lock_request_unless_held(session, request_id)
@@ -196,8 +222,15 @@ def expire_jobs(session: Session, settings: Settings) -> list[ChatRequest]:
     return changed
 
 
-def cancel(session: Session, settings: Settings, request: ChatRequest, *, streamed_chars: int = 0,
-           rc: str | None = None, message: str | None = None) -> bool:
+def cancel(
+    session: Session,
+    settings: Settings,
+    request: ChatRequest,
+    *,
+    streamed_chars: int = 0,
+    rc: str | None = None,
+    message: str | None = None,
+) -> bool:
     """Cancel a request; charge what was streamed before the cancel. False when it had already ended.
 
     Under the request's lock, so a concurrent submit either lands first (the request is done, charged for its
@@ -212,9 +245,13 @@ def cancel(session: Session, settings: Settings, request: ChatRequest, *, stream
     if job is not None and job.state == JOB_PROCESSING:
         _end_job(session, job, JOB_CANCELLED, "The request was cancelled.")
         if streamed_chars:
-            kudos = pricing.price(job.model, completion_tokens=max(1, streamed_chars // 4),
-                                  prompt_tokens=request.prompt_tokens, n_images=request.n_images,
-                                  reference_path=settings.model_reference_path)
+            kudos = pricing.price(
+                job.model,
+                completion_tokens=max(1, streamed_chars // 4),
+                prompt_tokens=request.prompt_tokens,
+                n_images=request.n_images,
+                reference_path=settings.model_reference_path,
+            )
             _settle(session, request, session.get_one(Worker, job.worker_id), kudos)
     request.state, request.finished_at = CANCELLED, utcnow()
     return True
@@ -236,8 +273,12 @@ def _settle(session: Session, request: ChatRequest, worker: Worker, kudos: int) 
 def _end_job(session: Session, job: ChatJob, state: str, reason: str | None) -> None:
     """Compare-and-set: end the job only from `processing`; anything else means another call settled it."""
     ended_at = utcnow()
-    ended = rows_changed(session, update(ChatJob).where(ChatJob.id == job.id, ChatJob.state == JOB_PROCESSING)
-                         .values(state=state, reason=reason, ended_at=ended_at))
+    ended = rows_changed(
+        session,
+        update(ChatJob)
+        .where(ChatJob.id == job.id, ChatJob.state == JOB_PROCESSING)
+        .values(state=state, reason=reason, ended_at=ended_at),
+    )
     if ended != 1:
         _running_job(session, job)  # raises the refusal that matches the state another call left
         raise errors.AbortedGen("This job is no longer assigned to the worker.")

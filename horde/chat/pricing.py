@@ -42,8 +42,9 @@ def model_size_b(model: str, reference_path: str | None = None) -> float:
     return model_sizes(reference_path).get(model, DEFAULT_MODEL_SIZE_B)
 
 
-def price(model: str, *, completion_tokens: int, prompt_tokens: int, n_images: int = 0,
-          reference_path: str | None = None) -> int:
+def price(
+    model: str, *, completion_tokens: int, prompt_tokens: int, n_images: int = 0, reference_path: str | None = None
+) -> int:
     size_factor = model_size_b(model, reference_path) / REFERENCE_SIZE_B
     units = completion_tokens / COMPLETION_TOKENS_PER_UNIT + prompt_tokens / PROMPT_TOKENS_PER_UNIT
     return max(MIN_PRICE_KUDOS, math.ceil(size_factor * units)) + KUDOS_PER_IMAGE * n_images

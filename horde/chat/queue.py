@@ -19,29 +19,43 @@ RECENT_JOBS_FOR_ESTIMATE = 50
 def typical_job_s(session: Session, default_s: float) -> float:
     """Median duration of the latest submitted jobs, or the default on a fresh Horde."""
     rows = session.execute(
-        select(ChatJob.started_at, ChatJob.ended_at).where(ChatJob.state == JOB_SUBMITTED)
-        .order_by(ChatJob.ended_at.desc()).limit(RECENT_JOBS_FOR_ESTIMATE)).all()
+        select(ChatJob.started_at, ChatJob.ended_at)
+        .where(ChatJob.state == JOB_SUBMITTED)
+        .order_by(ChatJob.ended_at.desc())
+        .limit(RECENT_JOBS_FOR_ESTIMATE)
+    ).all()
     durations = [(ended - started).total_seconds() for started, ended in rows if ended and started]
     return statistics.median(durations) if durations else default_s
 
 
 def _accepts_any(models):
     """A semi-join: counting through it needs no DISTINCT, which a join over several models would."""
-    return select(literal(1)).where(ChatRequestModel.request_id == ChatRequest.id,
-                                    ChatRequestModel.model.in_(list(models))).exists()
+    return (
+        select(literal(1))
+        .where(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(list(models)))
+        .exists()
+    )
 
 
 def any_waiting_for(session: Session, models: Iterable[str]) -> bool:
     """Cheap (index on the model) and decisive for a worker whose models have no queue at all."""
     waiting = select(literal(1)).where(ChatRequest.id == ChatRequestModel.request_id, ChatRequest.state == WAITING)
-    return bool(session.scalar(select(literal(True)).where(
-        select(ChatRequestModel.request_id).where(ChatRequestModel.model.in_(list(models)), waiting.exists())
-        .exists())))
+    return bool(
+        session.scalar(
+            select(literal(True)).where(
+                select(ChatRequestModel.request_id)
+                .where(ChatRequestModel.model.in_(list(models)), waiting.exists())
+                .exists()
+            )
+        )
+    )
 
 
 def waiting_for_models(session: Session, models: Iterable[str]) -> int:
-    return session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING,
-                                                                   _accepts_any(models))) or 0
+    return (
+        session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING, _accepts_any(models)))
+        or 0
+    )
 
 
 def position(session: Session, request: ChatRequest) -> int:
@@ -51,11 +65,18 @@ def position(session: Session, request: ChatRequest) -> int:
     ahead = or_(
         ChatRequest.priority_class < request.priority_class,
         and_(ChatRequest.priority_class == request.priority_class, ChatRequest.priority > request.priority),
-        and_(ChatRequest.priority_class == request.priority_class, ChatRequest.priority == request.priority,
-             ChatRequest.created_at < request.created_at),
+        and_(
+            ChatRequest.priority_class == request.priority_class,
+            ChatRequest.priority == request.priority,
+            ChatRequest.created_at < request.created_at,
+        ),
     )
-    return session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING,
-                                                                   _accepts_any(request.models), ahead)) or 0
+    return (
+        session.scalar(
+            select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING, _accepts_any(request.models), ahead)
+        )
+        or 0
+    )
 
 
 def wait_estimate_s(queued_ahead: int, threads: int, job_s: float) -> int:
@@ -79,5 +100,11 @@ def reserved_kudos(session: Session, user_id: int) -> int:
     Counted over the live requests only (the queue index leads with the state), so it stays cheap however
     long the user's history is.
     """
-    return session.scalar(select(func.coalesce(func.sum(ChatRequest.kudos_estimate), 0)).where(
-        ChatRequest.state.in_((WAITING, PROCESSING)), ChatRequest.user_id == user_id)) or 0
+    return (
+        session.scalar(
+            select(func.coalesce(func.sum(ChatRequest.kudos_estimate), 0)).where(
+                ChatRequest.state.in_((WAITING, PROCESSING)), ChatRequest.user_id == user_id
+            )
+        )
+        or 0
+    )

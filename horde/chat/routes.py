@@ -66,8 +66,11 @@ class Models(Resource):
         if kind in ("image", "interrogation"):
             return []
         if kind not in ("chat", "all"):
-            raise errors.BadRequest(f"Unknown model type '{kind}'; this Horde serves 'chat' and "
-                                    f"{', '.join(repr(name) for name in OTHER_MODEL_TYPES)}.", param="type")
+            raise errors.BadRequest(
+                f"Unknown model type '{kind}'; this Horde serves 'chat' and "
+                f"{', '.join(repr(name) for name in OTHER_MODEL_TYPES)}.",
+                param="type",
+            )
         hub = runtime()
         with hub.db.read() as session:
             return model_stats(session, hub.settings)

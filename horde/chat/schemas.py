@@ -47,8 +47,10 @@ class ChatRequestSchema(Schema):
         unknown = RAISE
 
     model = fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS))
-    models = fields.List(fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS)),
-                         validate=validate.Length(min=1, max=MAX_MODELS_PER_REQUEST))
+    models = fields.List(
+        fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS)),
+        validate=validate.Length(min=1, max=MAX_MODELS_PER_REQUEST),
+    )
     messages = ObjectList(required=True, validate=validate.Length(min=1))
     tools = fields.List(fields.Dict())
     tool_choice = fields.Raw()
@@ -64,37 +66,45 @@ class ChatRequestSchema(Schema):
     reasoning_effort = fields.String(validate=validate.OneOf(REASONING_EFFORTS))
     only = fields.List(fields.String(), validate=validate.Length(min=1))  # type: ignore[assignment]  # a field, not Schema.only
     trusted_workers = fields.Boolean(load_default=False)
-    context_fitting = fields.String(load_default=DEFAULT_CONTEXT_FITTING,
-                                    validate=validate.OneOf(CONTEXT_FITTING_MODES))
+    context_fitting = fields.String(
+        load_default=DEFAULT_CONTEXT_FITTING, validate=validate.OneOf(CONTEXT_FITTING_MODES)
+    )
     max_kudos = fields.Integer(strict=True, validate=validate.Range(min=1))
     conformance = fields.String(load_default=DEFAULT_CONFORMANCE, validate=validate.OneOf(CONFORMANCE_MODES))
-    availability_mode = fields.String(load_default=DEFAULT_AVAILABILITY_MODE,
-                                      validate=validate.OneOf(AVAILABILITY_MODES))
+    availability_mode = fields.String(
+        load_default=DEFAULT_AVAILABILITY_MODE, validate=validate.OneOf(AVAILABILITY_MODES)
+    )
 
     @validates_schema
     def _messages(self, data, **_):
         """Roles as OpenAI's; images only in user messages (the front screens the rest in detail)."""
         for index, message in enumerate(pause_every(data.get("messages") or ())):
             if message.get("role") not in MESSAGE_ROLES:
-                raise ValidationError(f"Unsupported role {message.get('role')!r}; supported: "
-                                      f"{', '.join(MESSAGE_ROLES)}.", f"messages[{index}].role")
+                raise ValidationError(
+                    f"Unsupported role {message.get('role')!r}; supported: {', '.join(MESSAGE_ROLES)}.",
+                    f"messages[{index}].role",
+                )
             content = message.get("content")
             if not isinstance(content, (str, list)) and not (content is None and message["role"] == "assistant"):
                 raise ValidationError("Content must be a string or a list of parts.", f"messages[{index}].content")
             for part_index, part in enumerate(content if isinstance(content, list) else ()):
                 kind = part.get("type") if isinstance(part, dict) else None
                 if kind not in ("text", "image_url") or (kind == "image_url" and message["role"] != "user"):
-                    raise ValidationError(f"Unsupported content part {kind!r} in a {message['role']} message.",
-                                          f"messages[{index}].content[{part_index}].type")
+                    raise ValidationError(
+                        f"Unsupported content part {kind!r} in a {message['role']} message.",
+                        f"messages[{index}].content[{part_index}].type",
+                    )
 
     @validates_schema
     def _shapes_the_horde_reads(self, data, **_):
         """Only what admission and the submit check read: tools' names, a forced function, a json_schema object."""
         for index, tool in enumerate(data.get("tools") or ()):
-            if "function" in tool and not (isinstance(tool["function"], dict)
-                                           and isinstance(tool["function"].get("name"), str)):
-                raise ValidationError("A tool's 'function' must be an object with a string 'name'.",
-                                      f"tools[{index}].function")
+            if "function" in tool and not (
+                isinstance(tool["function"], dict) and isinstance(tool["function"].get("name"), str)
+            ):
+                raise ValidationError(
+                    "A tool's 'function' must be an object with a string 'name'.", f"tools[{index}].function"
+                )
         choice = data.get("tool_choice")
         if isinstance(choice, dict) and not isinstance(choice.get("function", {}), dict):
             raise ValidationError("A forced tool_choice's 'function' must be an object.", "tool_choice.function")
@@ -104,8 +114,10 @@ class ChatRequestSchema(Schema):
 
     @post_load
     def _developer_as_system(self, data, **_):
-        data["messages"] = [dict(message, role="system") if message.get("role") == "developer" else message
-                            for message in data["messages"]]
+        data["messages"] = [
+            dict(message, role="system") if message.get("role") == "developer" else message
+            for message in data["messages"]
+        ]
         return data
 
     @validates_schema

@@ -20,9 +20,17 @@ if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 
-def create(runtime: Runtime, user: Identity, native: dict, *, client_agent: str = "unknown:0:unknown",
-           model_param: str | None = None, body_hash: str | None = None, holders: int = 0,
-           client_address: str | None = None) -> ChatRequest:
+def create(
+    runtime: Runtime,
+    user: Identity,
+    native: dict,
+    *,
+    client_agent: str = "unknown:0:unknown",
+    model_param: str | None = None,
+    body_hash: str | None = None,
+    holders: int = 0,
+    client_address: str | None = None,
+) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
@@ -32,9 +40,16 @@ def create(runtime: Runtime, user: Identity, native: dict, *, client_agent: str 
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
         account = session.get_one(User, user.id)
-        request = admission.admit(session, runtime.settings, account, native, client_agent=client_agent,
-                                  model_param=model_param, client_address=client_address,
-                                  snapshots=runtime.snapshots)
+        request = admission.admit(
+            session,
+            runtime.settings,
+            account,
+            native,
+            client_agent=client_agent,
+            model_param=model_param,
+            client_address=client_address,
+            snapshots=runtime.snapshots,
+        )
         request.body_hash, request.holders = body_hash, holders
     announce_jobs(runtime.bus, request.models)
     return request
@@ -57,14 +72,26 @@ def read(runtime: Runtime, request_id: str) -> ChatRequest | None:
         return session.get(ChatRequest, request_id)
 
 
-def cancel(runtime: Runtime, user: Identity | None, request_id: str, *, streamed_chars: int = 0,
-           reason: errors.HordeError | None = None) -> ChatRequest:
+def cancel(
+    runtime: Runtime,
+    user: Identity | None,
+    request_id: str,
+    *,
+    streamed_chars: int = 0,
+    reason: errors.HordeError | None = None,
+) -> ChatRequest:
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id) if user is None else load_owned(session, user, request_id)
         if request is None:
             raise errors.RequestNotFound(f"No chat request '{request_id}'.")
-        lifecycle.cancel(session, runtime.settings, request, streamed_chars=streamed_chars,
-                         rc=reason.rc if reason else None, message=reason.message if reason else None)
+        lifecycle.cancel(
+            session,
+            runtime.settings,
+            request,
+            streamed_chars=streamed_chars,
+            rc=reason.rc if reason else None,
+            message=reason.message if reason else None,
+        )
     runtime.bus.publish(request_channel(request_id))
     return request
 
@@ -96,26 +123,41 @@ def pool(session: Session, settings: Settings, request: ChatRequest, snapshots: 
         job_s = queue.typical_job_s(session, settings.default_job_duration_s)
     threads = sum(worker.threads for worker in online)
     wait = queue.wait_estimate_s(ahead, threads, job_s)
-    return {"workers": len(online), "threads": threads, "queue_position": ahead,
-            "wait_time": wait if request.state == WAITING else 0}
+    return {
+        "workers": len(online),
+        "threads": threads,
+        "queue_position": ahead,
+        "wait_time": wait if request.state == WAITING else 0,
+    }
 
 
 def status_view(session: Session, settings: Settings, request: ChatRequest) -> dict:
     view = {
-        "id": request.id, "state": request.state, "model": request.served_model,
-        "models": request.models, "worker_id": request.worker_id, "worker_name": request.worker_name,
+        "id": request.id,
+        "state": request.state,
+        "model": request.served_model,
+        "models": request.models,
+        "worker_id": request.worker_id,
+        "worker_name": request.worker_name,
         "kudos": request.kudos_charged if request.kudos_charged else request.kudos_estimate,
-        "kudos_estimate": request.kudos_estimate, "kudos_charged": request.kudos_charged,
-        "context_adjustments": request.context_adjustments, "attempts": request.attempts,
-        "reply": request.reply, "progress": None, "faulted": None, "queue_position": 0, "wait_time": 0,
+        "kudos_estimate": request.kudos_estimate,
+        "kudos_charged": request.kudos_charged,
+        "context_adjustments": request.context_adjustments,
+        "attempts": request.attempts,
+        "reply": request.reply,
+        "progress": None,
+        "faulted": None,
+        "queue_position": 0,
+        "wait_time": 0,
     }
     if request.state in (WAITING, PROCESSING):
         current = pool(session, settings, request)
         view["queue_position"], view["wait_time"] = current["queue_position"], current["wait_time"]
     if request.state == PROCESSING and (request.progress_content or request.progress_reasoning):
-        view["progress"] = {"content": request.progress_content or "",
-                            "reasoning_content": request.progress_reasoning or ""}
+        view["progress"] = {
+            "content": request.progress_content or "",
+            "reasoning_content": request.progress_reasoning or "",
+        }
     if request.fault_rc and request.state != DONE:
         view["faulted"] = {"rc": request.fault_rc, "message": request.fault_message}
     return view
-

@@ -54,16 +54,21 @@ class Snapshots:
 
     def online(self, session: Session, window_s: float) -> tuple[list[Worker], dict[int, bool]]:
         """(online workers, owner trust by owner id), detached from the session."""
+
         def compute():
             online = workers.online_workers(session, window_s)
             return online, workers.owners_trust(session, online)
+
         return self._cached(("online", window_s), compute)
 
     def eligible(self, session: Session, window_s: float, request: ChatRequest) -> list:
         online, trust = self.online(session, window_s)
         wanted, need = set(request.models), need_of(request)
-        return [worker for worker in online if wanted.intersection(worker.models)
-                and is_eligible(worker, need, trust.get(worker.owner_id, False))]
+        return [
+            worker
+            for worker in online
+            if wanted.intersection(worker.models) and is_eligible(worker, need, trust.get(worker.owner_id, False))
+        ]
 
     def typical_job_s(self, session: Session, default_s: float) -> float:
         return self._cached(("typical_job_s", default_s), lambda: queue.typical_job_s(session, default_s))
@@ -72,9 +77,14 @@ class Snapshots:
         """When online workers would serve the request but for their lengths: the param that no longer fits."""
         online, trust = self.online(session, window_s)
         wanted, need = set(request.models), need_of(request)
-        capable = [worker for worker in online if wanted.intersection(worker.models)
-                   and not missing_declarations(worker, need) and not breaks_limits(worker, need)
-                   and passes_restrictions(worker, need, trust.get(worker.owner_id, False))]
+        capable = [
+            worker
+            for worker in online
+            if wanted.intersection(worker.models)
+            and not missing_declarations(worker, need)
+            and not breaks_limits(worker, need)
+            and passes_restrictions(worker, need, trust.get(worker.owner_id, False))
+        ]
         if not capable:
             return None
         if not any(worker.max_length >= need.max_tokens for worker in capable):
@@ -87,8 +97,11 @@ class Snapshots:
 
         def compute():
             accepts = select(ChatRequestModel.request_id).where(ChatRequestModel.model.in_(list(key[1])))
-            ids = session.scalars(select(ChatRequest.id).where(ChatRequest.state == WAITING,
-                                                               ChatRequest.id.in_(accepts)).order_by(*QUEUE_ORDER))
+            ids = session.scalars(
+                select(ChatRequest.id)
+                .where(ChatRequest.state == WAITING, ChatRequest.id.in_(accepts))
+                .order_by(*QUEUE_ORDER)
+            )
             return {request_id: index for index, request_id in enumerate(ids)}
 
         return self._cached(key, compute)

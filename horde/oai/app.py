@@ -54,11 +54,13 @@ def get_model(model_id: str) -> Response:
     found = []
     if ":" not in model_id:
         with hub.db.read() as session:
-            found = cards.cards(model_stats(session, hub.settings, model_id),
-                                text_stats.model_status(session, hub.settings, model_id))
+            found = cards.cards(
+                model_stats(session, hub.settings, model_id), text_stats.model_status(session, hub.settings, model_id)
+            )
     if not found:
-        raise errors.ModelNotFound(f"The model `{model_id}` does not exist or you do not have access to it.",
-                                   param="model")
+        raise errors.ModelNotFound(
+            f"The model `{model_id}` does not exist or you do not have access to it.", param="model"
+        )
     return jsonify(found[0])
 
 
@@ -92,4 +94,3 @@ def _http_error(error: HTTPException):
         return _horde_error(request_json.too_large(runtime().settings.max_body_bytes))
     body = oai_errors.envelope(error.description or error.name, status=error.code or 500, code=None)
     return oai_errors.response(body, error.code or 500)
-

@@ -28,8 +28,13 @@ def bearer_key(headers: Headers) -> str:
 
 def client_agent(headers: Headers) -> str:
     """<application>:<version>:<user agent> via horde-oai-front, from the caller's headers."""
-    application = headers.get("X-Title") or headers.get("X-OpenRouter-Title") or _host(
-        headers.get("HTTP-Referer")) or _host(headers.get("Referer")) or UNKNOWN
+    application = (
+        headers.get("X-Title")
+        or headers.get("X-OpenRouter-Title")
+        or _host(headers.get("HTTP-Referer"))
+        or _host(headers.get("Referer"))
+        or UNKNOWN
+    )
     user_agent = headers.get("User-Agent") or UNKNOWN
     return f"{_clean(application)}:{UNKNOWN}:{_clean(user_agent)} {CLIENT_AGENT_SUFFIX}"
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-BASE_PARAMETERS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "n", "stream",
-                   "stream_options", "user")
+BASE_PARAMETERS = (
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "n",
+    "stream",
+    "stream_options",
+    "user",
+)
 PARAMETERS_BY_DECLARATION = {
     "tools": ("tools", "parallel_tool_calls"),
     "tool_choice": ("tool_choice",),
@@ -35,25 +44,53 @@ def supported_parameters(features: Iterable[str], guarantees: Iterable[str]) -> 
 def card(stats: dict, endpoints: tuple[str, ...] = (CHAT_ENDPOINT,)) -> dict:
     modalities = ["text", "image"] if "vision" in stats["features"] else ["text"]
     return {
-        "id": stats["name"], "object": "model", "created": CREATED_EPOCH, "owned_by": OWNER, "name": stats["name"],
+        "id": stats["name"],
+        "object": "model",
+        "created": CREATED_EPOCH,
+        "owned_by": OWNER,
+        "name": stats["name"],
         "context_length": stats["max_context_length"],
-        "top_provider": {"context_length": stats["max_context_length"],
-                         "max_completion_tokens": stats["max_length"], "is_moderated": False},
-        "supported_parameters": (supported_parameters(stats["features"], stats["guarantees"])
-                                 if CHAT_ENDPOINT in endpoints else list(TEXT_PARAMETERS)),
+        "top_provider": {
+            "context_length": stats["max_context_length"],
+            "max_completion_tokens": stats["max_length"],
+            "is_moderated": False,
+        },
+        "supported_parameters": (
+            supported_parameters(stats["features"], stats["guarantees"])
+            if CHAT_ENDPOINT in endpoints
+            else list(TEXT_PARAMETERS)
+        ),
         "architecture": {"input_modalities": modalities, "output_modalities": ["text"]},
-        "x_horde": {key: stats[key] for key in ("workers", "threads", "queued", "estimated_wait", "features",
-                                                "guarantees", "max_temperature_with_tools")}
+        "x_horde": {
+            key: stats[key]
+            for key in (
+                "workers",
+                "threads",
+                "queued",
+                "estimated_wait",
+                "features",
+                "guarantees",
+                "max_temperature_with_tools",
+            )
+        }
         | {"endpoints": list(endpoints)},
     }
 
 
 def text_stats_as_chat(entry: dict) -> dict:
     """A text model's status (horde/text/stats.py) in the shape `card` reads: text workers declare no features."""
-    return {"name": entry["name"], "max_context_length": entry["max_context_length"],
-            "max_length": entry["max_length"], "workers": entry["count"], "threads": entry["threads"],
-            "queued": entry["jobs"], "estimated_wait": entry["eta"], "features": [], "guarantees": [],
-            "max_temperature_with_tools": None}
+    return {
+        "name": entry["name"],
+        "max_context_length": entry["max_context_length"],
+        "max_length": entry["max_length"],
+        "workers": entry["count"],
+        "threads": entry["threads"],
+        "queued": entry["jobs"],
+        "estimated_wait": entry["eta"],
+        "features": [],
+        "guarantees": [],
+        "max_temperature_with_tools": None,
+    }
 
 
 def cards(chat_stats: list[dict], text_stats: list[dict]) -> list[dict]:
@@ -62,10 +99,13 @@ def cards(chat_stats: list[dict], text_stats: list[dict]) -> list[dict]:
     `x_horde.endpoints` says which endpoints serve it."""
     text_names = {entry["name"] for entry in text_stats}
     chat_names = {stats["name"] for stats in chat_stats}
-    result = [card(stats, (CHAT_ENDPOINT, TEXT_ENDPOINT) if stats["name"] in text_names else (CHAT_ENDPOINT,))
-              for stats in chat_stats]
-    result += [card(text_stats_as_chat(entry), (TEXT_ENDPOINT,)) for entry in text_stats
-               if entry["name"] not in chat_names]
+    result = [
+        card(stats, (CHAT_ENDPOINT, TEXT_ENDPOINT) if stats["name"] in text_names else (CHAT_ENDPOINT,))
+        for stats in chat_stats
+    ]
+    result += [
+        card(text_stats_as_chat(entry), (TEXT_ENDPOINT,)) for entry in text_stats if entry["name"] not in chat_names
+    ]
     return sorted(result, key=lambda item: item["id"])
 
 

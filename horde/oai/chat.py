@@ -76,8 +76,9 @@ class ChatCall:
         except errors.ServiceUnavailable as error:
             raise self._outage(error, request_id, holding) from None
 
-    def _outage(self, error: errors.ServiceUnavailable, request_id: str | None,
-                holding: bool) -> errors.ServiceUnavailable:
+    def _outage(
+        self, error: errors.ServiceUnavailable, request_id: str | None, holding: bool
+    ) -> errors.ServiceUnavailable:
         """The database went away while this call followed (or created) a request: the Horde may hold it.
 
         The holder is released once the database is back, as if the client had dropped its connection.
@@ -92,9 +93,16 @@ class ChatCall:
 
     def _create(self, user, headers, key, address: str) -> str:
         try:
-            request = service.create(self.runtime, user, self.screened.native, client_agent=auth.client_agent(headers),
-                                     model_param=self.screened.model_param, body_hash=self.digest, holders=1,
-                                     client_address=address)
+            request = service.create(
+                self.runtime,
+                user,
+                self.screened.native,
+                client_agent=auth.client_agent(headers),
+                model_param=self.screened.model_param,
+                body_hash=self.digest,
+                holders=1,
+                client_address=address,
+            )
         except Exception as exc:
             stored = isinstance(exc, errors.ServiceUnavailable) and exc.maybe_committed
             if key is not None and not stored:
@@ -107,8 +115,9 @@ class ChatCall:
     def _respond(self, request_id: str, environ, replayed: bool) -> Response:
         mode = self.screened.native.get("availability_mode", DEFAULT_AVAILABILITY_MODE)
         tick_s = None if self.screened.stream else JSON_WAIT_TICK_S
-        watcher = observed(watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s), ENDPOINT,
-                           environ, request_id)
+        watcher = observed(
+            watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s), ENDPOINT, environ, request_id
+        )
         first = next(watcher)
         headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
         if self.screened.stream:
@@ -126,8 +135,9 @@ class ChatCall:
                     if _client_gone(environ):
                         release = False
                         settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
-                        return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
-                                                   request_id, {})
+                        return self.error_response(
+                            errors.ChatRequestCancelled("The client closed the connection."), request_id, {}
+                        )
                     delivered = True
                     return self._final_json(event.request, headers)
                 if isinstance(event, Failed):
@@ -135,16 +145,19 @@ class ChatCall:
                 if _client_gone(environ):
                     release = False
                     settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
-                    return self.error_response(errors.ChatRequestCancelled("The client closed the connection."),
-                                               request_id, {})
+                    return self.error_response(
+                        errors.ChatRequestCancelled("The client closed the connection."), request_id, {}
+                    )
         except errors.ServiceUnavailable:
             release = False
             raise
         finally:
             watcher.close()
             if release and delivered:
-                settle(f"releasing the delivered request {request_id}",
-                       lambda: idempotency.release_delivered(runtime, request_id))
+                settle(
+                    f"releasing the delivered request {request_id}",
+                    lambda: idempotency.release_delivered(runtime, request_id),
+                )
             elif release:
                 settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
         return self.error_response(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
@@ -223,8 +236,9 @@ def _end_stream(runtime: Runtime, request_id: str, state: Any, finished: bool) -
     if finished and getattr(state, "interrupted", False):
         settle(release, lambda: idempotency.hold(runtime, request_id, -1))  # held on the Horde for a retry elsewhere
     elif finished and state.diverged:
-        settle(release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars,
-                                                    grace_s=0))
+        settle(
+            release, lambda: idempotency.abandon(runtime, request_id, streamed_chars=state.streamed_chars, grace_s=0)
+        )
     elif finished and not getattr(state, "outage", False):
         settle(release, lambda: idempotency.release_delivered(runtime, request_id))
     else:  # the client went away, or the database did and the stream ended on service_unavailable

@@ -39,9 +39,14 @@ def tool_calls(reply: dict) -> list[dict] | None:
     calls = reply.get("tool_calls") or []
     if not calls:
         return None
-    return [{"id": call["id"], "type": "function",
-             "function": {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}}
-            for call in calls]
+    return [
+        {
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": call["function"]["arguments"]},
+        }
+        for call in calls
+    ]
 
 
 def usage(request: ChatRequest) -> dict:
@@ -52,21 +57,33 @@ def usage(request: ChatRequest) -> dict:
     reasoning = counted.get("reasoning_tokens")
     if reasoning is None:
         reasoning = min(completion, text_tokens(reply.get("reasoning_content")))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "completion_tokens_details": {"reasoning_tokens": reasoning}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
 
 
 def x_horde(request: ChatRequest) -> dict:
-    return {"request_id": request.id, "worker_id": request.worker_id, "worker_name": request.worker_name,
-            "model": request.served_model, "kudos": request.kudos_charged,
-            "context_adjustments": request.context_adjustments or None}
+    return {
+        "request_id": request.id,
+        "worker_id": request.worker_id,
+        "worker_name": request.worker_name,
+        "model": request.served_model,
+        "kudos": request.kudos_charged,
+        "context_adjustments": request.context_adjustments or None,
+    }
 
 
 def message(request: ChatRequest, include_reasoning: bool) -> dict:
     reply = request.reply or {}
     calls = tool_calls(reply)
-    result = {"role": "assistant", "content": reply.get("content") if reply.get("content") or not calls else None,
-              "refusal": None}
+    result = {
+        "role": "assistant",
+        "content": reply.get("content") if reply.get("content") or not calls else None,
+        "refusal": None,
+    }
     if result["content"] is None and not calls:
         result["content"] = ""
     if calls:
@@ -78,11 +95,19 @@ def message(request: ChatRequest, include_reasoning: bool) -> dict:
 
 def chat_completion(request: ChatRequest, include_reasoning: bool = True) -> dict:
     body = {
-        "id": completion_id(request), "object": "chat.completion", "created": created_epoch(request),
+        "id": completion_id(request),
+        "object": "chat.completion",
+        "created": created_epoch(request),
         "model": request.served_model,
-        "choices": [{"index": 0, "message": message(request, include_reasoning),
-                     "finish_reason": finish_reason(request),
-                     "native_finish_reason": (request.reply or {}).get("finish_reason"), "logprobs": None}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message(request, include_reasoning),
+                "finish_reason": finish_reason(request),
+                "native_finish_reason": (request.reply or {}).get("finish_reason"),
+                "logprobs": None,
+            }
+        ],
         "usage": usage(request),
         "system_fingerprint": system_fingerprint(request.worker_id, request.served_model),
         "x_horde": x_horde(request),

@@ -23,10 +23,18 @@ def error_type(status: int) -> str:
     return ERROR_TYPES_BY_STATUS.get(status, "invalid_request_error")
 
 
-def envelope(message: str, *, status: int, code: str | None, param: str | None = None,
-             metadata: dict | None = None) -> dict:
-    return {"error": {"message": message, "type": error_type(status), "param": param, "code": code,
-                      "metadata": metadata or {}}}
+def envelope(
+    message: str, *, status: int, code: str | None, param: str | None = None, metadata: dict | None = None
+) -> dict:
+    return {
+        "error": {
+            "message": message,
+            "type": error_type(status),
+            "param": param,
+            "code": code,
+            "metadata": metadata or {},
+        }
+    }
 
 
 def from_horde_error(error: errors.HordeError, request_id: str | None = None) -> dict:
@@ -62,7 +70,8 @@ def faulted_error(request: ChatRequest) -> errors.HordeError:
         cause = "after its worker reported a fault"
     error = errors.ChatRequestFaulted(
         f"The AI Horde reports request {request.id} as faulted {cause} ({rc}): {reason}",
-        metadata={"request_id": request.id, "rc": rc})
+        metadata={"request_id": request.id, "rc": rc},
+    )
     return error
 
 
@@ -71,8 +80,9 @@ def cancelled_error(request: ChatRequest) -> errors.HordeError:
     error_class = _classes_by_rc().get(request.fault_rc) if request.fault_rc else None
     if error_class is not None:
         return error_class(request.fault_message, metadata={"request_id": request.id})
-    return errors.ChatRequestCancelled(f"The request {request.id} was cancelled on the Horde.",
-                                       metadata={"request_id": request.id})
+    return errors.ChatRequestCancelled(
+        f"The request {request.id} was cancelled on the Horde.", metadata={"request_id": request.id}
+    )
 
 
 def _classes_by_rc() -> dict:

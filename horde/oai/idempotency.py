@@ -57,7 +57,8 @@ def check_key(value: str | None) -> str | None:
     if not 1 <= len(value) <= KEY_MAX_CHARS or not value.isprintable() or not value.isascii():
         raise errors.InvalidIdempotencyKey(
             f"The Idempotency-Key header must be 1 to {KEY_MAX_CHARS} printable ASCII characters.",
-            param=IDEMPOTENCY_HEADER)
+            param=IDEMPOTENCY_HEADER,
+        )
     return value
 
 
@@ -91,27 +92,37 @@ def claim(runtime: Runtime, user_id: int, key: str, digest: str) -> Claim:
     while True:
         try:
             with runtime.db.transaction() as session:
-                row = session.scalar(select(IdempotencyKey).where(IdempotencyKey.user_id == user_id,
-                                                                  IdempotencyKey.key == key))
+                row = session.scalar(
+                    select(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key)
+                )
                 if row is not None and row.expires_at < utcnow():
                     session.delete(row)
                     session.flush()
                     row = None
                 if row is None:
-                    session.add(IdempotencyKey(user_id=user_id, key=key, body_hash=digest, expires_at=utcnow()
-                                               + dt.timedelta(seconds=runtime.settings.idempotency_retention_s)))
+                    session.add(
+                        IdempotencyKey(
+                            user_id=user_id,
+                            key=key,
+                            body_hash=digest,
+                            expires_at=utcnow() + dt.timedelta(seconds=runtime.settings.idempotency_retention_s),
+                        )
+                    )
                     return Claim("new")
                 if row.body_hash != digest:
                     raise errors.IdempotencyConflict(
                         "The Idempotency-Key was already used with another request body. Use a new key for a new "
-                        "request.", param=IDEMPOTENCY_HEADER)
+                        "request.",
+                        param=IDEMPOTENCY_HEADER,
+                    )
                 if row.request_id is not None:
                     return Claim("attach", row.request_id)
         except IntegrityError:
             pass  # another call inserted the key first: read it again
         if time.monotonic() > deadline:
-            raise errors.IdempotencyConflict("The first request with this Idempotency-Key is still being admitted.",
-                                             param=IDEMPOTENCY_HEADER)
+            raise errors.IdempotencyConflict(
+                "The first request with this Idempotency-Key is still being admitted.", param=IDEMPOTENCY_HEADER
+            )
         time.sleep(PENDING_POLL_S)
 
 
@@ -125,8 +136,11 @@ def bind(runtime: Runtime, user_id: int, key: str, request_id: str) -> None:
 def release(runtime: Runtime, user_id: int, key: str) -> None:
     """A refusal before queueing stores nothing: the corrected request may reuse the key."""
     with runtime.db.transaction() as session:
-        session.execute(delete(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key,
-                                                     IdempotencyKey.request_id.is_(None)))
+        session.execute(
+            delete(IdempotencyKey).where(
+                IdempotencyKey.user_id == user_id, IdempotencyKey.key == key, IdempotencyKey.request_id.is_(None)
+            )
+        )
 
 
 def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestTable = ChatRequest) -> str | None:
@@ -135,17 +149,25 @@ def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestT
     since = utcnow() - dt.timedelta(seconds=RETRY_ATTACH_WINDOW_S)
     with runtime.db.read() as session:
         return session.scalar(
-            select(table.id).where(table.user_id == user_id, table.body_hash == digest,
-                                   table.delivered.is_(False), table.created_at >= since)
-            .order_by(table.created_at.desc()).limit(1))
+            select(table.id)
+            .where(
+                table.user_id == user_id,
+                table.body_hash == digest,
+                table.delivered.is_(False),
+                table.created_at >= since,
+            )
+            .order_by(table.created_at.desc())
+            .limit(1)
+        )
 
 
 def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
     """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
     rows = _table(table)
     with runtime.db.transaction() as session:
-        session.execute(update(rows).where(rows.c.id == request_id)
-                        .values(holders=_holders_plus(-1, rows), delivered=True))
+        session.execute(
+            update(rows).where(rows.c.id == request_id).values(holders=_holders_plus(-1, rows), delivered=True)
+        )
 
 
 def purge_expired(runtime: Runtime) -> int:
@@ -166,8 +188,15 @@ def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = Ch
         session.execute(update(rows).where(rows.c.id == request_id).values(holders=_holders_plus(delta, rows)))
 
 
-def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace_s: float | None = None,
-            table: RequestTable = ChatRequest, cancel: Callable[[Runtime, str], object] | None = None) -> None:
+def abandon(
+    runtime: Runtime,
+    request_id: str,
+    streamed_chars: int = 0,
+    *,
+    grace_s: float | None = None,
+    table: RequestTable = ChatRequest,
+    cancel: Callable[[Runtime, str], object] | None = None,
+) -> None:
     """A holder's connection dropped: after the grace, cancel unless someone else holds the request.
 
     `cancel(runtime, request_id)` replaces the chat cancel for a TextRequest `table`. Raises
@@ -188,7 +217,8 @@ def abandon(runtime: Runtime, request_id: str, streamed_chars: int = 0, *, grace
 
     what = f"cancelling the abandoned request {request_id}"
     if grace_s > 0:
-        threading.Thread(target=settle, args=(what, cancel_if_unheld), name=f"abandon-{request_id}",
-                         daemon=True).start()
+        threading.Thread(
+            target=settle, args=(what, cancel_if_unheld), name=f"abandon-{request_id}", daemon=True
+        ).start()
     else:
         settle(what, cancel_if_unheld)

@@ -93,8 +93,13 @@ class StreamState:
         return len(self.content) + len(self.reasoning)
 
     def chunk(self, delta: dict, finish_reason: str | None = None, **extra: Any) -> dict:
-        body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+        body = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+        }
         if self.fingerprint is not None:
             body["system_fingerprint"] = self.fingerprint
         if finish_reason is not None:
@@ -148,7 +153,7 @@ def advance(state: TextState, event: Progress) -> tuple[str, str] | None:
     if not new_reasoning.startswith(state.reasoning) or not new_content.startswith(state.content):
         return None
     state.served_by(event.worker_id, event.model)
-    added = new_reasoning[len(state.reasoning):], new_content[len(state.content):]
+    added = new_reasoning[len(state.reasoning) :], new_content[len(state.content) :]
     state.reasoning, state.content = new_reasoning, new_content
     return added
 
@@ -193,7 +198,9 @@ def error_event(error: errors.HordeError, request_id: str) -> list[bytes]:
 def diverged(request_id: str, why: str) -> errors.HordeError:
     return errors.ChatStreamDiverged(
         f"The stream of request {request_id} diverged: {why} Discard the partial text; the request is not retried "
-        "on this stream.", metadata={"request_id": request_id})
+        "on this stream.",
+        metadata={"request_id": request_id},
+    )
 
 
 def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
@@ -210,9 +217,9 @@ def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
     state.model = request.served_model or state.model
     out = state.role()
     if state.include_reasoning and len(reasoning) > len(state.reasoning):
-        out.append(data_event(state.chunk({"reasoning_content": reasoning[len(state.reasoning):]})))
+        out.append(data_event(state.chunk({"reasoning_content": reasoning[len(state.reasoning) :]})))
     if len(content) > len(state.content):
-        out.append(data_event(state.chunk({"content": content[len(state.content):]})))
+        out.append(data_event(state.chunk({"content": content[len(state.content) :]})))
     calls = completion.tool_calls(reply)
     if calls:
         indexed = [dict(call, index=index) for index, call in enumerate(calls)]
@@ -220,8 +227,9 @@ def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
     x_horde = completion.x_horde(request)
     # x_horde at the top level, as on the completion object, and in the choice beside native_finish_reason,
     # for clients that read the finish fields from the choice.
-    finish_chunk = state.chunk({}, completion.finish_reason(request), native_finish_reason=reply.get("finish_reason"),
-                               x_horde=x_horde)
+    finish_chunk = state.chunk(
+        {}, completion.finish_reason(request), native_finish_reason=reply.get("finish_reason"), x_horde=x_horde
+    )
     finish_chunk["x_horde"] = x_horde
     out.append(data_event(finish_chunk))
     if state.include_usage:

@@ -71,8 +71,14 @@ class Failed:
     error: errors.HordeError
 
 
-def watch(runtime: Runtime, request_id: str, *, availability_mode: str = DEFAULT_AVAILABILITY_MODE,
-          keepalive_s: float | None = None, tick_s: float | None = None) -> Iterator[object]:
+def watch(
+    runtime: Runtime,
+    request_id: str,
+    *,
+    availability_mode: str = DEFAULT_AVAILABILITY_MODE,
+    keepalive_s: float | None = None,
+    tick_s: float | None = None,
+) -> Iterator[object]:
     """Events of one request.
 
     The request row is read when an event arrives (every change publishes one) and, as a safety net
@@ -132,11 +138,19 @@ def watch(runtime: Runtime, request_id: str, *, availability_mode: str = DEFAULT
                 if seen_job is not None and request.current_job_id != seen_job:
                     yield Restarted()
                 seen_job = request.current_job_id
-                if (request.state == PROCESSING and request.progress_seq != seen_seq
-                        and request.progress_content is not None):
+                if (
+                    request.state == PROCESSING
+                    and request.progress_seq != seen_seq
+                    and request.progress_content is not None
+                ):
                     seen_seq = request.progress_seq
-                    yield Progress(request.current_job_id, request.progress_content or "",
-                                   request.progress_reasoning or "", request.worker_id, request.served_model)
+                    yield Progress(
+                        request.current_job_id,
+                        request.progress_content or "",
+                        request.progress_reasoning or "",
+                        request.worker_id,
+                        request.served_model,
+                    )
             if gap is not None and _still_waiting(runtime, request_id):
                 service.cancel(runtime, None, request_id, reason=gap)
                 yield Failed(gap)
@@ -146,8 +160,9 @@ def watch(runtime: Runtime, request_id: str, *, availability_mode: str = DEFAULT
                 yield Keepalive(pool["queue_position"] if pool else 0, pool["wait_time"] if pool else 0)
             elif not read:
                 yield Tick()
-            deadline = min(next_keepalive, now + tick_s, next_full_read,
-                           next_gap_check if pool is not None else next_keepalive)
+            deadline = min(
+                next_keepalive, now + tick_s, next_full_read, next_gap_check if pool is not None else next_keepalive
+            )
             read = subscription.wait(max(0.0, deadline - time.monotonic()))
 
 
@@ -155,18 +170,24 @@ def shutting_down(request_id: str) -> errors.HordeError:
     return errors.ServerShuttingDown(
         f"This server process is shutting down. The request {request_id} stays queued on the Horde: retry with the "
         "same Idempotency-Key (or the SDK's retry) to follow it on another process.",
-        metadata={"request_id": request_id}, headers={"Retry-After": "1"})
+        metadata={"request_id": request_id},
+        headers={"Retry-After": "1"},
+    )
 
 
 def _limit_gap(request, param: str | None):
     """Workers are online and would serve the request, but changed their declared lengths after the submit."""
     if param is None:
         return None
-    what = (f"max_tokens {request.max_tokens}" if param == "max_tokens"
-            else f"a context of {request.context_tokens} tokens")
+    what = (
+        f"max_tokens {request.max_tokens}" if param == "max_tokens" else f"a context of {request.context_tokens} tokens"
+    )
     return errors.NoWorkerSupportsLimit(
         f"The online workers for {', '.join(request.models)} changed their declarations after the request was "
-        f"queued, and none accepts {what} any more.", param=param, metadata={"request_id": request.id})
+        f"queued, and none accepts {what} any more.",
+        param=param,
+        metadata={"request_id": request.id},
+    )
 
 
 def _still_waiting(runtime, request_id: str) -> bool:
@@ -182,11 +203,16 @@ def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):
             f"No online worker can serve the request any more: the workers for {', '.join(request.models)} went "
             "offline or changed their declarations, and none came back within "
             f"{int(settings.oai_no_worker_grace_s)} s.",
-            metadata={"request_id": request.id})
-    if (availability_mode == "wait" and not request.attempts
-            and seconds_since(request.created_at) > settings.oai_wait_budget_s):
+            metadata={"request_id": request.id},
+        )
+    if (
+        availability_mode == "wait"
+        and not request.attempts
+        and seconds_since(request.created_at) > settings.oai_wait_budget_s
+    ):
         return errors.QueueUnavailable(
             f"No worker picked the request up within the wait budget of {int(settings.oai_wait_budget_s)} s.",
             metadata={"request_id": request.id, "budget_s": int(settings.oai_wait_budget_s)},
-            headers={"Retry-After": str(max(1, wait_s))})
+            headers={"Retry-After": str(max(1, wait_s))},
+        )
     return None

@@ -9,8 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 FEATURES = (
-    "tools", "json_object", "json_schema", "tools_with_response_format", "vision", "seed",
-    "frequency_penalty", "presence_penalty", "reasoning_effort", "progress",
+    "tools",
+    "json_object",
+    "json_schema",
+    "tools_with_response_format",
+    "vision",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "reasoning_effort",
+    "progress",
 )
 GUARANTEES = ("tool_choice", "schema_adherence", "prompt_fit")
 

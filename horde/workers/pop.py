@@ -86,8 +86,12 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
                 result = {"id": None, "skipped": skipped_counts(session, worker, trusted) if explain else {}}
             else:
                 job, chat_request = claimed
-                result = {"id": job.id, "model": job.model, "ttl": int(settings.job_ttl_s),
-                          "payload": lifecycle.worker_payload(chat_request, worker)}
+                result = {
+                    "id": job.id,
+                    "model": job.model,
+                    "ttl": int(settings.job_ttl_s),
+                    "payload": lifecycle.worker_payload(chat_request, worker),
+                }
     if checked_in:
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
@@ -100,8 +104,11 @@ def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     if not queue.any_waiting_for(session, worker.models):  # the common empty pop: one index probe, one count
         waiting = session.scalar(select(func.count()).where(ChatRequest.state == WAITING)) or 0
         return {"models": waiting} if waiting else {}
-    serves = select(literal(1)).where(ChatRequestModel.request_id == ChatRequest.id,
-                                      ChatRequestModel.model.in_(worker.models)).exists()
+    serves = (
+        select(literal(1))
+        .where(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(worker.models))
+        .exists()
+    )
     missing_features = ALL_FEATURES_MASK & ~worker.features_mask
     missing_guarantees = ALL_GUARANTEES_MASK & ~worker.guarantees_mask
     reasons = [
@@ -116,8 +123,9 @@ def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     if worker.max_temperature_with_tools is not None:
         reasons.append(("limits", ChatRequest.tools_temperature > worker.max_temperature_with_tools))
     first_reason = case(*[(condition, name) for name, condition in reasons], else_="other")
-    rows = session.execute(select(first_reason, func.count()).where(ChatRequest.state == WAITING,
-                                                                    ~queue_filter(worker, trusted))
-                           .group_by(first_reason)).all()
+    rows = session.execute(
+        select(first_reason, func.count())
+        .where(ChatRequest.state == WAITING, ~queue_filter(worker, trusted))
+        .group_by(first_reason)
+    ).all()
     return {reason: count for reason, count in rows if count}
-

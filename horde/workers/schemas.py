@@ -16,8 +16,11 @@ class PopSchema(Schema):
         unknown = RAISE
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=100))
-    models = fields.List(fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS)), required=True,
-                         validate=validate.Length(min=1, max=100))
+    models = fields.List(
+        fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS)),
+        required=True,
+        validate=validate.Length(min=1, max=100),
+    )
     max_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR, max=TOKEN_CEILING))
     max_context_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR * 2))
     threads = fields.Integer(load_default=1, strict=True, validate=validate.Range(min=1, max=MAX_WORKER_THREADS))
@@ -91,8 +94,9 @@ class FaultSchema(Schema):
         unknown = RAISE
 
     id = fields.String(required=True)
-    reason = fields.String(load_default="The worker reported a fault without a reason.",
-                           validate=validate.Length(max=2000))
+    reason = fields.String(
+        load_default="The worker reported a fault without a reason.", validate=validate.Length(max=2000)
+    )
 
 
 POP_SCHEMA = PopSchema()

@@ -51,9 +51,16 @@ def _insert_new(session: Session, owner: User | Identity, pop: dict) -> Worker:
     winner's commit, then find its row), where a plain INSERT would fail on the unique name.
     """
     insert = postgresql_insert if is_postgresql(session) else sqlite_insert
-    session.execute(insert(Worker).values(name=pop["name"], owner_id=owner.id, max_length=pop["max_length"],
-                                          max_context_length=pop["max_context_length"])
-                    .on_conflict_do_nothing(index_elements=[Worker.name]))
+    session.execute(
+        insert(Worker)
+        .values(
+            name=pop["name"],
+            owner_id=owner.id,
+            max_length=pop["max_length"],
+            max_context_length=pop["max_context_length"],
+        )
+        .on_conflict_do_nothing(index_elements=[Worker.name])
+    )
     return session.scalars(select(Worker).where(Worker.name == pop["name"])).one()
 
 
@@ -69,8 +76,11 @@ def online_workers(session: Session, window_s: float, models: Iterable[str] | No
 
 def online_among(workers: Iterable[Worker], window_s: float, models: Iterable[str] | None = None) -> list[Worker]:
     cutoff, wanted = online_cutoff(window_s), set(models or ())
-    return [worker for worker in workers
-            if worker.last_pop_at >= cutoff and (models is None or wanted.intersection(worker.models))]
+    return [
+        worker
+        for worker in workers
+        if worker.last_pop_at >= cutoff and (models is None or wanted.intersection(worker.models))
+    ]
 
 
 def all_workers(session: Session) -> list[Worker]:
@@ -87,8 +97,9 @@ def known_models(workers: Iterable[Worker]) -> set[str]:
 
 def remember_models(session: Session, names: list[str]) -> None:
     """Record newly declared models; a pop that declares what it declared before writes nothing."""
-    insert_ignoring_duplicates(session, KnownModel, [{"name": name, "first_declared_at": utcnow()} for name in names],
-                               "name")
+    insert_ignoring_duplicates(
+        session, KnownModel, [{"name": name, "first_declared_at": utcnow()} for name in names], "name"
+    )
 
 
 def remembered_models(session: Session, names: Iterable[str]) -> set[str]:

@@ -84,8 +84,7 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _run(cmd: Sequence[str], log_path: Path, cwd: Path | None = None,
-         progress: bool = False) -> None:
+def _run(cmd: Sequence[str], log_path: Path, cwd: Path | None = None, progress: bool = False) -> None:
     """Run *cmd*, appending its output to *log_path*; raise with the tail on failure."""
     _log("$ " + " ".join(str(c) for c in cmd))
     last_pct = None
@@ -93,8 +92,12 @@ def _run(cmd: Sequence[str], log_path: Path, cwd: Path | None = None,
         log.write("\n$ " + " ".join(str(c) for c in cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(
-            [str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, errors="replace",
+            [str(c) for c in cmd],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
         )
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -103,7 +106,7 @@ def _run(cmd: Sequence[str], log_path: Path, cwd: Path | None = None,
                 s = line.strip()
                 # ninja: "[12/345] Building ..."; make: "[ 12%] Building ..."
                 if s.startswith("[") and "]" in s:
-                    tag = s[1:s.index("]")].strip()
+                    tag = s[1 : s.index("]")].strip()
                     if "/" in tag:
                         a, _, b = tag.partition("/")
                         try:
@@ -119,13 +122,12 @@ def _run(cmd: Sequence[str], log_path: Path, cwd: Path | None = None,
                         continue
                     if last_pct is None or pct >= last_pct + 5 or pct == 100:
                         last_pct = pct
-                        _log(f"build {pct:3d}%  {s[s.index(']') + 1:].strip()[:100]}")
+                        _log(f"build {pct:3d}%  {s[s.index(']') + 1 :].strip()[:100]}")
         rc = proc.wait()
     if rc != 0:
         tail = "".join(log_path.read_text(errors="replace").splitlines(True)[-40:])
         raise RuntimeError(
-            f"command failed with exit code {rc}: {' '.join(map(str, cmd))}\n"
-            f"(full log: {log_path})\n{tail}"
+            f"command failed with exit code {rc}: {' '.join(map(str, cmd))}\n(full log: {log_path})\n{tail}"
         )
 
 
@@ -138,8 +140,21 @@ def _download_sdist(dest: Path, log_path: Path) -> Path:
         _log(f"using pre-downloaded source {p}")
         return p
     _log(f"downloading llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION} source from PyPI ...")
-    _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-          f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}", "-d", str(dest)], log_path)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}",
+            "-d",
+            str(dest),
+        ],
+        log_path,
+    )
     found = sorted(dest.glob("llama_cpp_python-*.tar.gz")) + sorted(dest.glob("llama-cpp-python-*.tar.gz"))
     if not found:
         raise RuntimeError(f"pip download produced no sdist in {dest}: {os.listdir(dest)}")
@@ -182,21 +197,24 @@ def build_llama_server(cache_dir: str | os.PathLike[str] | None = None) -> Path:
         t0 = time.monotonic()
         log_path = cdir / "build.log"
         log_path.write_text("")
-        _log(f"building {BINARY_NAME} (llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}) "
-             f"into {cdir}; log: {log_path}")
+        _log(f"building {BINARY_NAME} (llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}) into {cdir}; log: {log_path}")
         work = Path(tempfile.mkdtemp(prefix="build-", dir=cdir))
         try:
             sdist = _download_sdist(work, log_path)
             src = _unpack(sdist, work / "src")
             bdir = work / "build"
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-            env_note = " (SOURCE_DATE_EPOCH set: x86 SIMD defaults are off)" \
-                if "SOURCE_DATE_EPOCH" in os.environ else ""
+            env_note = (
+                " (SOURCE_DATE_EPOCH set: x86 SIMD defaults are off)" if "SOURCE_DATE_EPOCH" in os.environ else ""
+            )
             _log("configuring with CMake" + env_note + " ...")
             _run(["cmake", "-S", src, "-B", bdir, *gen, *CMAKE_OPTIONS], log_path)
             _log(f"compiling target {BINARY_NAME} with -j{BUILD_JOBS} (takes a few minutes) ...")
-            _run(["cmake", "--build", bdir, "--config", "Release", "--target", BINARY_NAME,
-                  "-j", str(BUILD_JOBS)], log_path, progress=True)
+            _run(
+                ["cmake", "--build", bdir, "--config", "Release", "--target", BINARY_NAME, "-j", str(BUILD_JOBS)],
+                log_path,
+                progress=True,
+            )
             built = bdir / "bin" / BINARY_NAME
             if not built.is_file():
                 raise RuntimeError(f"build finished but {built} is missing (log: {log_path})")
@@ -204,12 +222,17 @@ def build_llama_server(cache_dir: str | os.PathLike[str] | None = None) -> Path:
             shutil.copy2(built, tmp)
             tmp.chmod(0o755)
             os.replace(tmp, binary)  # atomic: the binary exists only when complete
-            (cdir / "build-info.json").write_text(json.dumps({
-                "llama_cpp_python": LLAMA_CPP_PYTHON_VERSION,
-                "cmake_options": list(CMAKE_OPTIONS),
-                "build_seconds": round(time.monotonic() - t0, 1),
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            }, indent=2))
+            (cdir / "build-info.json").write_text(
+                json.dumps(
+                    {
+                        "llama_cpp_python": LLAMA_CPP_PYTHON_VERSION,
+                        "cmake_options": list(CMAKE_OPTIONS),
+                        "build_seconds": round(time.monotonic() - t0, 1),
+                        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    },
+                    indent=2,
+                )
+            )
         finally:
             shutil.rmtree(work, ignore_errors=True)
         _log(f"built {binary} in {time.monotonic() - t0:.0f}s")

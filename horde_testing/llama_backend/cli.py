@@ -14,10 +14,13 @@ from horde_testing.llama_backend.server import LlamaServer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m horde_testing.llama_backend",
-                                 description="Build llama-server, write the tiny model, or serve it.")
-    ap.add_argument("--cache-dir", default=None, help="cache root (default: $HORDE_LLAMA_CACHE "
-                    "or ~/.cache/horde-llama)")
+    ap = argparse.ArgumentParser(
+        prog="python -m horde_testing.llama_backend",
+        description="Build llama-server, write the tiny model, or serve it.",
+    )
+    ap.add_argument(
+        "--cache-dir", default=None, help="cache root (default: $HORDE_LLAMA_CACHE or ~/.cache/horde-llama)"
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build", help="build (or reuse) llama-server and print its path")
     m = sub.add_parser("model", help="write the tiny GGUF model and print its path")
@@ -38,18 +41,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "model":
         print(write_tiny_model(args.path or cdir / f"tiny-seed{args.seed}.gguf", seed=args.seed))
         return 0
+
     # Ctrl-C, and also SIGTERM, stop the server cleanly (even when started in
     # the background by a shell, which makes the process ignore SIGINT).
     def _interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
+
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     binary = build_llama_server(args.cache_dir)
     model = write_tiny_model(cdir / f"tiny-seed{args.seed}.gguf", seed=args.seed)
-    with LlamaServer(binary, model, ctx=args.ctx, parallel=args.parallel, port=args.port,
-                     host=args.host, keep_log=True) as srv:
-        print(f"llama-server ready: {srv.v1_url}  (root {srv.url}, log {srv.log_path})",
-              flush=True)
+    with LlamaServer(
+        binary, model, ctx=args.ctx, parallel=args.parallel, port=args.port, host=args.host, keep_log=True
+    ) as srv:
+        print(f"llama-server ready: {srv.v1_url}  (root {srv.url}, log {srv.log_path})", flush=True)
         print("Ctrl-C to stop", file=sys.stderr, flush=True)
         try:
             while srv.proc is not None and srv.proc.poll() is None:

@@ -79,7 +79,7 @@ For each function call, return a json object {"name": <function-name>, "argument
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")  # CONTROL tokens
 # Text tokens (USER_DEFINED: matched whole in the prompt, printed as text)
 # that drive the tool-calling circuit of the tiny model, see write_tiny_model.
-TOOLS_MARKER = "<tools>"             # opens the tools list in the system prompt
+TOOLS_MARKER = "<tools>"  # opens the tools list in the system prompt
 # How every rendered tool call starts.  Not "<tool_call>\n" alone: llama-server
 # rejects a lazy-grammar trigger word that is a single token unless it is a
 # "preserved token", which its autoparser does not declare for this format.
@@ -87,16 +87,28 @@ TOOL_CALL_START = "<tool_call>\n{"
 TOOL_CALL_END = "</tool_call>"
 # A few merges so the tokenizer is a real BPE (common English/JSON pairs).
 _MERGE_PAIRS = (
-    ("Ġ", "t"), ("h", "e"), ("i", "n"), ("Ġt", "he"), ("e", "r"), ("o", "n"),
-    ("Ġ", "a"), ("r", "e"), ("a", "t"), ("e", "n"), ("Ġ", "s"), ("o", "r"),
-    ("\"", ":"), ("Ġ", "\""), ("Ġ", "{"), ("t", "o"),
+    ("Ġ", "t"),
+    ("h", "e"),
+    ("i", "n"),
+    ("Ġt", "he"),
+    ("e", "r"),
+    ("o", "n"),
+    ("Ġ", "a"),
+    ("r", "e"),
+    ("a", "t"),
+    ("e", "n"),
+    ("Ġ", "s"),
+    ("o", "r"),
+    ('"', ":"),
+    ("Ġ", '"'),
+    ("Ġ", "{"),
+    ("t", "o"),
 )
 
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable unicode mapping."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
-        + list(range(ord("®"), ord("ÿ") + 1))
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     cs = bs[:]
     n = 0
     for b in range(256):
@@ -152,27 +164,27 @@ def _output_bias(tokens: Sequence[str], special: dict[str, int]) -> np.ndarray: 
     return bias  # the other special and marker tokens stay at -30 (set below)
 
 
-_BIAS_CARRIER = 8.0      # constant value of hidden dim 0 (see write_tiny_model)
-_MARKER_VALUE = 3.0      # embedding value of a marker token in its marker dim
-_HEAD_GAIN = 0.5         # a marker head writes ~_HEAD_GAIN * normalised marker
-_OUTPUT_SCALE = 0.25     # std of the context-dependent part of the output layer
+_BIAS_CARRIER = 8.0  # constant value of hidden dim 0 (see write_tiny_model)
+_MARKER_VALUE = 3.0  # embedding value of a marker token in its marker dim
+_HEAD_GAIN = 0.5  # a marker head writes ~_HEAD_GAIN * normalised marker
+_OUTPUT_SCALE = 0.25  # std of the context-dependent part of the output layer
 _LAYER_OUT_SCALE = 0.03  # std of attn_output / ffn_down weights
-_EOT_BIAS = 4.0          # logit bias of <|im_end|>: see the calibration note in write_tiny_model
+_EOT_BIAS = 4.0  # logit bias of <|im_end|>: see the calibration note in write_tiny_model
 _TOOL_CALL_LOGIT = 18.0  # design logit of TOOL_CALL_START with tools offered and no call yet
-                         # (comes out ~4 lower in practice; p ~ 0.97 at the first step)
-_END_CALL_LOGIT = 6.0    # logit of TOOL_CALL_END right after "}" inside a call
-_QUOTE_BOOST = 4.5       # extra logit of '"' inside a call (ends JSON strings)
-_EOT_AFTER_CALL = 8.0    # extra logit of <|im_end|> right after TOOL_CALL_END
+# (comes out ~4 lower in practice; p ~ 0.97 at the first step)
+_END_CALL_LOGIT = 6.0  # logit of TOOL_CALL_END right after "}" inside a call
+_QUOTE_BOOST = 4.5  # extra logit of '"' inside a call (ends JSON strings)
+_EOT_AFTER_CALL = 8.0  # extra logit of <|im_end|> right after TOOL_CALL_END
 
 # Residual-stream dims with a fixed role (the rest are random):
-_D_BIAS = 0          # constant: output column 0 is a per-token bias
-_D_TOOLS_MARK = 1    # set in the embedding of TOOLS_MARKER
-_D_TOOLS = 2         # head 3 of layer 0: a tools list is in the context
-_D_CALL_MARK = 3     # set in the embedding of TOOL_CALL_START
-_D_CALLED = 4        # head 2 of layer 0: a call was started in the context
-_D_END_MARK = 5      # set in the embedding of TOOL_CALL_END (bigram -> end of turn)
-_D_ENDED = 6         # head 1 of layer 0: a call was closed in the context
-_D_BRACE_MARK = 7    # set in the embedding of "}" (bigram -> TOOL_CALL_END)
+_D_BIAS = 0  # constant: output column 0 is a per-token bias
+_D_TOOLS_MARK = 1  # set in the embedding of TOOLS_MARKER
+_D_TOOLS = 2  # head 3 of layer 0: a tools list is in the context
+_D_CALL_MARK = 3  # set in the embedding of TOOL_CALL_START
+_D_CALLED = 4  # head 2 of layer 0: a call was started in the context
+_D_END_MARK = 5  # set in the embedding of TOOL_CALL_END (bigram -> end of turn)
+_D_ENDED = 6  # head 1 of layer 0: a call was closed in the context
+_D_BRACE_MARK = 7  # set in the embedding of "}" (bigram -> TOOL_CALL_END)
 _N_FIXED = 8
 
 
@@ -260,18 +272,21 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
     emb[:, _N_FIXED:] /= np.sqrt((emb[:, _N_FIXED:] ** 2).mean(axis=1, keepdims=True))
     emb[:, 1:_N_FIXED] = 0.0
     emb[:, _D_BIAS] = _BIAS_CARRIER
-    marks = {_D_TOOLS_MARK: special[TOOLS_MARKER], _D_CALL_MARK: special[TOOL_CALL_START],
-             _D_END_MARK: special[TOOL_CALL_END], _D_BRACE_MARK: tokens.index("}")}
+    marks = {
+        _D_TOOLS_MARK: special[TOOLS_MARKER],
+        _D_CALL_MARK: special[TOOL_CALL_START],
+        _D_END_MARK: special[TOOL_CALL_END],
+        _D_BRACE_MARK: tokens.index("}"),
+    }
     for dim, tok in marks.items():
         emb[tok, dim] = _MARKER_VALUE
     writer.add_tensor("token_embd.weight", emb)
 
-    base_rms = float(np.sqrt((_BIAS_CARRIER ** 2 + n_rand) / n_embd))
-    mark_rms = float(np.sqrt((_BIAS_CARRIER ** 2 + _MARKER_VALUE ** 2 + n_rand) / n_embd))
-    mark_n = _MARKER_VALUE / mark_rms            # a marker dim after the norm (~2.1)
-    signal_n = _HEAD_GAIN * mark_n / base_rms    # a head's signal after the final norm (~0.77)
-    heads = ((3, _D_TOOLS_MARK, _D_TOOLS), (2, _D_CALL_MARK, _D_CALLED),
-             (1, _D_END_MARK, _D_ENDED))
+    base_rms = float(np.sqrt((_BIAS_CARRIER**2 + n_rand) / n_embd))
+    mark_rms = float(np.sqrt((_BIAS_CARRIER**2 + _MARKER_VALUE**2 + n_rand) / n_embd))
+    mark_n = _MARKER_VALUE / mark_rms  # a marker dim after the norm (~2.1)
+    signal_n = _HEAD_GAIN * mark_n / base_rms  # a head's signal after the final norm (~0.77)
+    heads = ((3, _D_TOOLS_MARK, _D_TOOLS), (2, _D_CALL_MARK, _D_CALLED), (1, _D_END_MARK, _D_ENDED))
     for i in range(n_layer):
         p = f"blk.{i}."
         wq = w(n_embd, n_embd, scale=0.3)
@@ -289,13 +304,13 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
             for head, mark_dim, out_dim in heads:
                 h0 = head * head_dim
                 for m in (wq, wk, wv):
-                    m[h0:h0 + head_dim, :] = 0.0
-                wo[:, h0:h0 + head_dim] = 0.0
-                j = h0 + head_dim - 2          # lowest-frequency rope pair
-                wq[j, _D_BIAS] = 1.0           # q ~ 5.8 at every position
-                wk[j, mark_dim] = 9.0          # k ~ 19 at the marker, 0 elsewhere
-                wv[h0, mark_dim] = 1.0         # v ~ 2.1 at the marker, 0 elsewhere
-                wo[out_dim, h0] = _HEAD_GAIN   # score ~28: attention ~1 on the marker(s)
+                    m[h0 : h0 + head_dim, :] = 0.0
+                wo[:, h0 : h0 + head_dim] = 0.0
+                j = h0 + head_dim - 2  # lowest-frequency rope pair
+                wq[j, _D_BIAS] = 1.0  # q ~ 5.8 at every position
+                wk[j, mark_dim] = 9.0  # k ~ 19 at the marker, 0 elsewhere
+                wv[h0, mark_dim] = 1.0  # v ~ 2.1 at the marker, 0 elsewhere
+                wo[out_dim, h0] = _HEAD_GAIN  # score ~28: attention ~1 on the marker(s)
         writer.add_tensor(p + "attn_norm.weight", np.ones(n_embd, dtype=np.float32))
         writer.add_tensor(p + "attn_q.weight", wq)
         writer.add_tensor(p + "attn_k.weight", wk)

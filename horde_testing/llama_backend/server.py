@@ -38,6 +38,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     """preexec_fn: ask Linux to SIGTERM the server when its parent dies."""
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
         pass
@@ -66,12 +67,22 @@ class LlamaServer:
     clean stop unless *keep_log*) and is included in startup errors.
     """
 
-    def __init__(self, binary: str | os.PathLike[str], model_path: str | os.PathLike[str],
-                 ctx: int = 4096, parallel: int = 2, *, port: int | None = None,
-                 host: str = "127.0.0.1", extra_args: Sequence[str] = (),
-                 startup_timeout: float = 60.0, stop_timeout: float = 10.0,
-                 log_path: str | os.PathLike[str] | None = None,
-                 keep_log: bool = False, kill_on_parent_exit: bool = True) -> None:
+    def __init__(
+        self,
+        binary: str | os.PathLike[str],
+        model_path: str | os.PathLike[str],
+        ctx: int = 4096,
+        parallel: int = 2,
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        extra_args: Sequence[str] = (),
+        startup_timeout: float = 60.0,
+        stop_timeout: float = 10.0,
+        log_path: str | os.PathLike[str] | None = None,
+        keep_log: bool = False,
+        kill_on_parent_exit: bool = True,
+    ) -> None:
         self.binary = Path(binary)
         self.model_path = Path(model_path)
         self.ctx = ctx
@@ -103,10 +114,19 @@ class LlamaServer:
 
     def command(self) -> list[str]:
         return [
-            str(self.binary), "-m", str(self.model_path),
-            "-c", str(self.ctx), "-np", str(self.parallel),
-            "--no-webui", "--jinja",
-            "--host", self.host, "--port", str(self.port),
+            str(self.binary),
+            "-m",
+            str(self.model_path),
+            "-c",
+            str(self.ctx),
+            "-np",
+            str(self.parallel),
+            "--no-webui",
+            "--jinja",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
             *self.extra_args,
         ]
 
@@ -141,10 +161,12 @@ class LlamaServer:
             self.log_path = Path(name)
         self._log_fh = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            self.command(), stdin=subprocess.DEVNULL, stdout=self._log_fh,
-            stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=_die_with_parent if (self.kill_on_parent_exit
-                                            and sys.platform.startswith("linux")) else None,
+            self.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if (self.kill_on_parent_exit and sys.platform.startswith("linux")) else None,
         )
         try:
             self._wait_ready()
@@ -165,7 +187,8 @@ class LlamaServer:
                 raise LlamaServerError(
                     f"llama-server exited with code {rc} during startup\n"
                     f"command: {' '.join(self.command())}\nlog ({self.log_path}):\n"
-                    f"{self.log_text()[-4000:]}")
+                    f"{self.log_text()[-4000:]}"
+                )
             try:
                 with _NO_PROXY_OPENER.open(self.url + "/health", timeout=2) as r:
                     if r.status == 200 and self.proc.poll() is None:
@@ -179,7 +202,8 @@ class LlamaServer:
                 raise LlamaServerError(
                     f"llama-server not ready after {self.startup_timeout}s ({last_err})\n"
                     f"command: {' '.join(self.command())}\nlog ({self.log_path}):\n"
-                    f"{self.log_text()[-4000:]}")
+                    f"{self.log_text()[-4000:]}"
+                )
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
 

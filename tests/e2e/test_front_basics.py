@@ -9,8 +9,10 @@ import requests
 from tests.support.harness import unique_model
 from tests.support.openapi import validate
 
-ALL_FEATURES = "tools,json_object,json_schema,tools_with_response_format,vision,seed,frequency_penalty," \
-               "presence_penalty,reasoning_effort,progress"
+ALL_FEATURES = (
+    "tools,json_object,json_schema,tools_with_response_format,vision,seed,frequency_penalty,"
+    "presence_penalty,reasoning_effort,progress"
+)
 
 
 def test_models_answers_200_and_malformed_header_401(horde):
@@ -26,10 +28,30 @@ def test_models_answers_200_and_malformed_header_401(horde):
 
 def test_model_card_lists_online_models_with_maxima_and_unions(horde):
     model = unique_model()
-    horde.worker([model], "--max-length", "300", "--max-context-length", "2048", "--features", "seed,progress",
-                 "--guarantees", "prompt_fit")
-    horde.worker([model], "--max-length", "600", "--max-context-length", "1024", "--features", "tools,vision",
-                 "--guarantees", "prompt_fit", "--threads", "2")
+    horde.worker(
+        [model],
+        "--max-length",
+        "300",
+        "--max-context-length",
+        "2048",
+        "--features",
+        "seed,progress",
+        "--guarantees",
+        "prompt_fit",
+    )
+    horde.worker(
+        [model],
+        "--max-length",
+        "600",
+        "--max-context-length",
+        "1024",
+        "--features",
+        "tools,vision",
+        "--guarantees",
+        "prompt_fit",
+        "--threads",
+        "2",
+    )
     client = horde.openai(horde.user())
     listed = {item.id: item for item in client.models.list().data}
     assert model in listed
@@ -49,9 +71,18 @@ def test_model_card_lists_online_models_with_maxima_and_unions(horde):
 def test_default_keys_only_are_served(horde):
     model = unique_model()
     horde.worker([model])
-    body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "tools": [], "tool_choice": None,
-            "parallel_tool_calls": None, "response_format": {"type": "text"}, "logprobs": False, "top_logprobs": 0,
-            "store": False, "service_tier": "auto"}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "tools": [],
+        "tool_choice": None,
+        "parallel_tool_calls": None,
+        "response_format": {"type": "text"},
+        "logprobs": False,
+        "top_logprobs": 0,
+        "store": False,
+        "service_tier": "auto",
+    }
     response = requests.post(horde.url + "/v1/chat/completions", json=body)
     assert response.status_code == 200, response.text
     assert response.json()["object"] == "chat.completion"
@@ -63,8 +94,9 @@ def test_refused_key_raises_bad_request_with_param(horde):
     horde.worker([model])
     client = horde.openai()
     with pytest.raises(openai.BadRequestError) as raised:
-        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}],
-                                       logit_bias={"50256": -100})
+        client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "Hi"}], logit_bias={"50256": -100}
+        )
     assert raised.value.body["code"] == "UnsupportedChatParameter"
     assert raised.value.param == "logit_bias"
 
@@ -73,21 +105,34 @@ def test_any_of_several_models(horde):
     served, unserved = unique_model(), unique_model()
     horde.worker([served])
     client = horde.openai()
-    completion = client.chat.completions.create(model="ignored", messages=[{"role": "user", "content": "Hi"}],
-                                                extra_body={"models": [unserved, served], "model": None}) \
-        if False else None
-    response = requests.post(horde.url + "/v1/chat/completions",
-                             json={"models": [served, served], "messages": [{"role": "user", "content": "Hi"}]})
+    completion = (
+        client.chat.completions.create(
+            model="ignored",
+            messages=[{"role": "user", "content": "Hi"}],
+            extra_body={"models": [unserved, served], "model": None},
+        )
+        if False
+        else None
+    )
+    response = requests.post(
+        horde.url + "/v1/chat/completions",
+        json={"models": [served, served], "messages": [{"role": "user", "content": "Hi"}]},
+    )
     assert response.status_code == 200 and response.json()["model"] == served
-    missing = requests.post(horde.url + "/v1/chat/completions",
-                            json={"models": [served, "nobody/has-this"],
-                                  "messages": [{"role": "user", "content": "x"}]})
+    missing = requests.post(
+        horde.url + "/v1/chat/completions",
+        json={"models": [served, "nobody/has-this"], "messages": [{"role": "user", "content": "x"}]},
+    )
     assert missing.status_code == 404 and missing.json()["error"]["param"] == "models[1]"
-    both = requests.post(horde.url + "/v1/chat/completions",
-                         json={"model": served, "models": [served], "messages": [{"role": "user", "content": "x"}]})
+    both = requests.post(
+        horde.url + "/v1/chat/completions",
+        json={"model": served, "models": [served], "messages": [{"role": "user", "content": "x"}]},
+    )
     assert both.status_code == 400 and both.json()["error"]["code"] == "ChatRequestConflict"
-    too_many = requests.post(horde.url + "/v1/chat/completions",
-                             json={"models": [served] * 6, "messages": [{"role": "user", "content": "x"}]})
+    too_many = requests.post(
+        horde.url + "/v1/chat/completions",
+        json={"models": [served] * 6, "messages": [{"role": "user", "content": "x"}]},
+    )
     assert too_many.status_code == 400 and too_many.json()["error"]["code"] == "UnsupportedChatParameter"
     assert completion is None
 
@@ -100,10 +145,12 @@ def test_unserved_known_model_is_503_no_eligible_worker_at_once(horde):
         import datetime as dt
 
         from horde.workers.models import Worker
+
         row = session.query(Worker).filter_by(name=worker.worker_name).one()
         row.last_pop_at = row.last_pop_at - dt.timedelta(seconds=301)
-    response = requests.post(horde.url + "/v1/chat/completions",
-                             json={"model": model, "messages": [{"role": "user", "content": "Hi"}]})
+    response = requests.post(
+        horde.url + "/v1/chat/completions", json={"model": model, "messages": [{"role": "user", "content": "Hi"}]}
+    )
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "no_eligible_worker"
     assert "not served by any" in response.json()["error"]["message"]
@@ -115,11 +162,15 @@ def test_max_tokens_above_the_card_is_lowered_and_reported(horde):
     horde.worker([model], "--max-length", "256")
     client = horde.openai(horde.user())
     card = client.models.retrieve(model).model_dump()
-    completion = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}],
-                                                max_tokens=4000)
+    completion = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Hi"}], max_tokens=4000
+    )
     adjustments = completion.model_extra["x_horde"]["context_adjustments"]
-    assert {"from": 4000, "to": card["top_provider"]["max_completion_tokens"], "reason": "worker_max_length"} \
-        in adjustments
+    assert {
+        "from": 4000,
+        "to": card["top_provider"]["max_completion_tokens"],
+        "reason": "worker_max_length",
+    } in adjustments
 
 
 def test_answer_shape_and_x_horde(horde):
@@ -134,6 +185,7 @@ def test_answer_shape_and_x_horde(horde):
     assert completion.usage.completion_tokens_details.reasoning_tokens == 0
     body = json.loads(completion.model_dump_json())
     assert body["choices"][0]["native_finish_reason"] == "stop"
-    raw = requests.post(horde.url + "/v1/chat/completions", json={"model": model, "messages": [
-        {"role": "user", "content": "Hi"}]}).json()
+    raw = requests.post(
+        horde.url + "/v1/chat/completions", json={"model": model, "messages": [{"role": "user", "content": "Hi"}]}
+    ).json()
     validate(raw, "CreateChatCompletionResponse")

@@ -12,9 +12,14 @@ from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 def hi(text="Hi"):
@@ -28,18 +33,22 @@ def test_only_restricts_the_worker_and_adjustments(horde):
     client = horde.openai(horde.user())
     worker_id = _worker_id(horde, chosen.worker_name)
     for _ in range(2):
-        completion = client.chat.completions.create(model=model, messages=hi(),
-                                                    extra_body={"horde": {"only": [worker_id]}})
+        completion = client.chat.completions.create(
+            model=model, messages=hi(), extra_body={"horde": {"only": [worker_id]}}
+        )
         assert completion.model_extra["x_horde"]["worker_id"] == worker_id
     assert completion.model_extra["x_horde"]["context_adjustments"] is None
 
     long_history = []
     for turn in range(60):
-        long_history += [{"role": "user", "content": f"question {turn} " + "words " * 60},
-                         {"role": "assistant", "content": "answer " * 60}]
+        long_history += [
+            {"role": "user", "content": f"question {turn} " + "words " * 60},
+            {"role": "assistant", "content": "answer " * 60},
+        ]
     long_history.append({"role": "user", "content": "last question"})
-    grown = client.chat.completions.create(model=model, messages=long_history[-41:], max_tokens=64,
-                                           extra_body={"horde": {"context_fitting": "grow"}})
+    grown = client.chat.completions.create(
+        model=model, messages=long_history[-41:], max_tokens=64, extra_body={"horde": {"context_fitting": "grow"}}
+    )
     reasons = [item["reason"] for item in grown.model_extra["x_horde"]["context_adjustments"]]
     assert reasons == ["grow"]
     truncated = client.chat.completions.create(model=model, messages=long_history, max_tokens=64)
@@ -47,8 +56,9 @@ def test_only_restricts_the_worker_and_adjustments(horde):
     assert [item["reason"] for item in adjustments] == ["grow", "truncate_oldest"]
     assert adjustments[1]["dropped_messages"] > 0
     with pytest.raises(openai.BadRequestError) as raised:
-        client.chat.completions.create(model=model, messages=long_history, max_tokens=64,
-                                       extra_body={"horde": {"context_fitting": "reject"}})
+        client.chat.completions.create(
+            model=model, messages=long_history, max_tokens=64, extra_body={"horde": {"context_fitting": "reject"}}
+        )
     assert raised.value.body["code"] == "no_worker_supports_limit"
 
 
@@ -61,8 +71,9 @@ def test_reasoning_content_and_include_reasoning_false(horde):
     assert message.content == "The answer is 42."
     assert message.model_extra["reasoning_content"] == "Let me think about it."
     assert completion.usage.completion_tokens_details.reasoning_tokens > 0
-    hidden = client.chat.completions.create(model=model, messages=hi("think first"),
-                                            extra_body={"horde": {"include_reasoning": False}})
+    hidden = client.chat.completions.create(
+        model=model, messages=hi("think first"), extra_body={"horde": {"include_reasoning": False}}
+    )
     assert "reasoning_content" not in hidden.choices[0].message.model_dump()
     assert hidden.usage.completion_tokens_details.reasoning_tokens > 0
 
@@ -71,8 +82,15 @@ def test_image_reply_and_kudos(horde):
     model = unique_model()
     horde.worker([model])
     client = horde.openai(horde.user(kudos=100))
-    image = [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
-                                          {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]}]
+    image = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+            ],
+        }
+    ]
     seen = client.chat.completions.create(model=model, messages=image)
     plain = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "What is this?"}])
     assert "1 image" in seen.choices[0].message.content
@@ -110,8 +128,13 @@ def test_forced_tool_is_404_under_strict_and_served_under_best_effort(horde):
         client.chat.completions.create(model=model, messages=hi("weather?"), tools=[WEATHER_TOOL], tool_choice=forced)
     assert raised.value.body["code"] == "no_worker_supports_features"
     assert "tool_choice" in raised.value.body["message"]
-    served = client.chat.completions.create(model=model, messages=hi("weather?"), tools=[WEATHER_TOOL],
-                                            tool_choice=forced, extra_body={"horde": {"conformance": "best_effort"}})
+    served = client.chat.completions.create(
+        model=model,
+        messages=hi("weather?"),
+        tools=[WEATHER_TOOL],
+        tool_choice=forced,
+        extra_body={"horde": {"conformance": "best_effort"}},
+    )
     assert served.choices[0].message.tool_calls[0].function.name == "get_weather"
     assert served.choices[0].finish_reason == "stop"
 
@@ -125,13 +148,21 @@ def test_structured_output_json_object_json_schema_and_parse(horde):
     model = unique_model()
     horde.worker([model])
     client = horde.openai()
-    as_object = client.chat.completions.create(model=model, messages=hi("json please"),
-                                               response_format={"type": "json_object"})
+    as_object = client.chat.completions.create(
+        model=model, messages=hi("json please"), response_format={"type": "json_object"}
+    )
     assert isinstance(json.loads(as_object.choices[0].message.content), dict)
-    schema = {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
-              "required": ["title", "year"], "additionalProperties": False}
-    as_schema = client.chat.completions.create(model=model, messages=hi("a film"), response_format={
-        "type": "json_schema", "json_schema": {"name": "film", "schema": schema, "strict": True}})
+    schema = {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+        "required": ["title", "year"],
+        "additionalProperties": False,
+    }
+    as_schema = client.chat.completions.create(
+        model=model,
+        messages=hi("a film"),
+        response_format={"type": "json_schema", "json_schema": {"name": "film", "schema": schema, "strict": True}},
+    )
     assert {"title", "year"} <= set(json.loads(as_schema.choices[0].message.content))
     parsed = client.chat.completions.parse(model=model, messages=hi("a person"), response_format=Person)
     assert isinstance(parsed.choices[0].message.parsed, Person)
@@ -151,8 +182,10 @@ def test_faulted_request_reports_the_worker_fault_and_the_refusal(horde):
         client.chat.completions.create(model=model, messages=hi("bad json"), response_format={"type": "json_object"})
     body = raised.value.body
     assert body["metadata"]["rc"] == "ChatSubmitNonconformant"
-    assert "after refusing a worker's reply (ChatSubmitNonconformant): The request's 'response_format' is " \
-           "'json_object', so the reply content has to be JSON." in body["message"]
+    assert (
+        "after refusing a worker's reply (ChatSubmitNonconformant): The request's 'response_format' is "
+        "'json_object', so the reply content has to be JSON." in body["message"]
+    )
 
 
 def test_async_client(horde):
@@ -161,8 +194,9 @@ def test_async_client(horde):
 
     async def run():
         client = horde.async_openai()
-        results = await asyncio.gather(*[client.chat.completions.create(model=model, messages=hi(f"n{i}"))
-                                         for i in range(3)])
+        results = await asyncio.gather(
+            *[client.chat.completions.create(model=model, messages=hi(f"n{i}")) for i in range(3)]
+        )
         await client.close()
         return results
 
@@ -176,8 +210,11 @@ def test_closing_the_connection_cancels_the_request(horde):
     key = horde.user()
     body = json.dumps({"model": model, "messages": hi("a very long answer")}).encode()
     sock = socket.create_connection(("127.0.0.1", horde.server.port))
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 + f"Authorization: Bearer {key}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"Authorization: Bearer {key}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
     request_id = wait_until(lambda: _latest_request(horde, model), what="the request to be queued")
     wait_until(lambda: _state(horde, request_id) == "processing", what="a worker to take it")
     sock.close()
@@ -205,5 +242,3 @@ def _state(horde, request_id):
 
     with horde.runtime.db.transaction() as session:
         return session.get(ChatRequest, request_id).state
-
-

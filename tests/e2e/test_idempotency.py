@@ -45,8 +45,10 @@ def test_concurrent_duplicates_with_one_key_make_one_job(horde):
     key = horde.user()
     body = {"model": model, "messages": [{"role": "user", "content": "slow please"}]}
     results = []
-    threads = [threading.Thread(target=lambda: results.append(post(horde.url, body, key, **{"Idempotency-Key": "k1"})))
-               for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: results.append(post(horde.url, body, key, **{"Idempotency-Key": "k1"})))
+        for _ in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -66,14 +68,22 @@ def test_replay_after_completion_conflict_and_reusable_refused_key(horde):
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
     assert again.json()["x_horde"] == first.json()["x_horde"]
     assert "Idempotent-Replayed" not in first.headers
-    streamed = requests.post(horde.url + "/v1/chat/completions", json=dict(body, stream=True),
-                             headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "order-1"})
+    streamed = requests.post(
+        horde.url + "/v1/chat/completions",
+        json=dict(body, stream=True),
+        headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "order-1"},
+    )
     assert streamed.headers["Idempotent-Replayed"] == "true" and "You wrote: Hi" in streamed.text
-    conflict = post(horde.url, dict(body, messages=[{"role": "user", "content": "other"}]), key,
-                    **{"Idempotency-Key": "order-1"})
+    conflict = post(
+        horde.url, dict(body, messages=[{"role": "user", "content": "other"}]), key, **{"Idempotency-Key": "order-1"}
+    )
     assert conflict.status_code == 409 and conflict.json()["error"]["code"] == "idempotency_conflict"
-    other_user = post(horde.url, dict(body, messages=[{"role": "user", "content": "other"}]), horde.user(),
-                      **{"Idempotency-Key": "order-1"})
+    other_user = post(
+        horde.url,
+        dict(body, messages=[{"role": "user", "content": "other"}]),
+        horde.user(),
+        **{"Idempotency-Key": "order-1"},
+    )
     assert other_user.status_code == 200
     refused = post(horde.url, dict(body, temperature=5), key, **{"Idempotency-Key": "order-2"})
     assert refused.status_code == 400
@@ -95,8 +105,9 @@ def test_an_error_answers_again_for_its_key(horde):
 
 
 def test_bad_key_is_refused(horde):
-    response = post(horde.url, {"model": "x", "messages": [{"role": "user", "content": "x"}]},
-                    **{"Idempotency-Key": "x" * 256})
+    response = post(
+        horde.url, {"model": "x", "messages": [{"role": "user", "content": "x"}]}, **{"Idempotency-Key": "x" * 256}
+    )
     assert response.status_code == 400 and response.json()["error"]["param"] == "Idempotency-Key"
 
 
@@ -117,8 +128,10 @@ def test_idempotency_and_sdk_retries_across_two_processes(two_servers):
     body = {"model": model, "messages": [{"role": "user", "content": "slow please"}]}
     results = []
     headers = {"Idempotency-Key": "x"}
-    threads = [threading.Thread(target=lambda s=server: results.append(post(s.url, body, key, **headers)))
-               for server in horde.servers]
+    threads = [
+        threading.Thread(target=lambda s=server: results.append(post(s.url, body, key, **headers)))
+        for server in horde.servers
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -143,8 +156,6 @@ def test_stream_relays_progress_posted_to_another_process(two_servers):
     assert final.choices[0].message.content == "A slow answer, in steps."
 
 
-
-
 def test_a_dropped_holder_does_not_cancel_what_another_holder_waits_on(horde):
     model = unique_model()
     horde.worker([model])
@@ -163,9 +174,13 @@ def test_keepalive_comments_while_waiting(horde):
     model = unique_model()
     horde.worker([model])
     key = horde.user()
-    response = requests.post(horde.url + "/v1/chat/completions", stream=True, timeout=60, headers={
-        "Authorization": f"Bearer {key}"}, json={"model": model, "stream": True,
-                                                  "messages": [{"role": "user", "content": "slow please"}]})
+    response = requests.post(
+        horde.url + "/v1/chat/completions",
+        stream=True,
+        timeout=60,
+        headers={"Authorization": f"Bearer {key}"},
+        json={"model": model, "stream": True, "messages": [{"role": "user", "content": "slow please"}]},
+    )
     lines = [line for line in response.iter_lines(decode_unicode=True) if line]
     assert lines[0].startswith(": horde queue_position=")  # the opening comment sends the headers at once
     comments = [line for line in lines if line.startswith(":")]
@@ -175,8 +190,12 @@ def test_keepalive_comments_while_waiting(horde):
 
 def _post_and_drop(horde, body, key, idempotency_key):
     with contextlib.suppress(requests.Timeout):
-        requests.post(horde.url + "/v1/chat/completions", json=body, timeout=0.3,
-                      headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key})
+        requests.post(
+            horde.url + "/v1/chat/completions",
+            json=body,
+            timeout=0.3,
+            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key},
+        )
 
 
 def test_a_streamed_retry_joins_the_running_stream(horde):

@@ -18,8 +18,10 @@ import pytest
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("HORDE_TEST_LLAMA") != "1",
-                       reason="set HORDE_TEST_LLAMA=1 to run tests against a real llama-server"),
+    pytest.mark.skipif(
+        os.environ.get("HORDE_TEST_LLAMA") != "1",
+        reason="set HORDE_TEST_LLAMA=1 to run tests against a real llama-server",
+    ),
 ]
 
 requests = pytest.importorskip("requests")
@@ -48,6 +50,7 @@ WEATHER_TOOL = {
 
 #: One inference thread: on two cores the Horde, its worker and the test need the other.
 LLAMA_THREADS = ("-t", "1")
+
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory):
@@ -95,33 +98,41 @@ def test_plain_completion_is_printable(llama: LlamaServer, http) -> None:
 
 
 def test_streaming_sse_ends_with_done(llama: LlamaServer, http) -> None:
-    body = {"messages": [{"role": "user", "content": "Count to ten."}],
-            "max_tokens": 24, "seed": 2, "stream": True}
+    body = {"messages": [{"role": "user", "content": "Count to ten."}], "max_tokens": 24, "seed": 2, "stream": True}
     # llama-server closes a keep-alive connection after an SSE stream, racing
     # the client's next request on it (RemoteDisconnected): don't reuse it
-    with http.post(llama.v1_url + "/chat/completions", json=body, stream=True,
-                   timeout=TIMEOUT, headers={"Connection": "close"}) as r:
+    with http.post(
+        llama.v1_url + "/chat/completions", json=body, stream=True, timeout=TIMEOUT, headers={"Connection": "close"}
+    ) as r:
         assert r.status_code == 200, r.text
         assert r.headers["Content-Type"].startswith("text/event-stream")
-        payloads = [line[len("data: "):] for line in r.iter_lines(decode_unicode=True)
-                    if line and line.startswith("data: ")]
+        payloads = [
+            line[len("data: ") :] for line in r.iter_lines(decode_unicode=True) if line and line.startswith("data: ")
+        ]
     assert payloads[-1] == "[DONE]"
     chunks = [json.loads(p) for p in payloads[:-1]]
     assert all(c["object"] == "chat.completion.chunk" for c in chunks)
-    text = "".join(c["choices"][0]["delta"].get("content") or ""
-                   for c in chunks if c["choices"])
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
     assert text and is_printable(text)
     finishes = [c["choices"][0].get("finish_reason") for c in chunks if c["choices"]]
     assert finishes[-1] in ("stop", "length")
 
 
 def test_json_schema_response_format(llama: LlamaServer, http) -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}},
-              "required": ["a"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     for seed in range(5):
-        data = chat(http, llama, max_tokens=64, seed=seed, response_format={
-            "type": "json_schema",
-            "json_schema": {"name": "x", "strict": True, "schema": schema}})
+        data = chat(
+            http,
+            llama,
+            max_tokens=64,
+            seed=seed,
+            response_format={"type": "json_schema", "json_schema": {"name": "x", "strict": True, "schema": schema}},
+        )
         choice = data["choices"][0]
         assert choice["finish_reason"] == "stop", choice
         obj = json.loads(choice["message"]["content"])
@@ -132,9 +143,15 @@ def test_json_schema_response_format(llama: LlamaServer, http) -> None:
 def test_tools_give_tool_calls(llama: LlamaServer, http, tool_choice: str) -> None:
     # a call is ~50 tokens (the grammar spells the JSON out char by char): leave room
     for seed in range(3):
-        data = chat(http, llama, max_tokens=256, seed=seed, tools=[WEATHER_TOOL],
-                    tool_choice=tool_choice,
-                    messages=[{"role": "user", "content": "Weather in Paris?"}])
+        data = chat(
+            http,
+            llama,
+            max_tokens=256,
+            seed=seed,
+            tools=[WEATHER_TOOL],
+            tool_choice=tool_choice,
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+        )
         choice = data["choices"][0]
         assert choice["finish_reason"] == "tool_calls", choice
         calls = choice["message"]["tool_calls"]
@@ -150,9 +167,17 @@ def test_tool_result_round_trip_answers_in_text(llama: LlamaServer, http) -> Non
     messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "call_1", "type": "function",
-            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 C"},
     ]
     data = chat(http, llama, max_tokens=32, seed=4, tools=[WEATHER_TOOL], messages=messages)
@@ -163,8 +188,12 @@ def test_tool_result_round_trip_answers_in_text(llama: LlamaServer, http) -> Non
 
 
 def test_same_seed_same_output(llama: LlamaServer, http) -> None:
-    body = {"messages": [{"role": "user", "content": "Tell me a story."}],
-            "max_tokens": 32, "seed": 1234, "temperature": 0.9}
+    body = {
+        "messages": [{"role": "user", "content": "Tell me a story."}],
+        "max_tokens": 32,
+        "seed": 1234,
+        "temperature": 0.9,
+    }
     first = chat(http, llama, **body)["choices"][0]["message"]["content"]
     second = chat(http, llama, **body)["choices"][0]["message"]["content"]
     assert first == second
@@ -173,8 +202,11 @@ def test_same_seed_same_output(llama: LlamaServer, http) -> None:
 
 
 def test_prompt_over_context_is_a_400(llama: LlamaServer, http) -> None:
-    r = http.post(llama.v1_url + "/chat/completions", timeout=TIMEOUT, json={
-        "messages": [{"role": "user", "content": "word " * 3000}], "max_tokens": 8})
+    r = http.post(
+        llama.v1_url + "/chat/completions",
+        timeout=TIMEOUT,
+        json={"messages": [{"role": "user", "content": "word " * 3000}], "max_tokens": 8},
+    )
     assert r.status_code == 400
     err = r.json()["error"]
     assert err["type"] == "exceed_context_size_error" and err["n_ctx"] == 2048

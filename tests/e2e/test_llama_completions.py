@@ -9,21 +9,22 @@ from tests.e2e.test_llama_horde import llama  # noqa: F401  (the module's llama-
 from tests.support.harness import unique_model
 from tests.support.openapi import validate
 
-pytestmark = pytest.mark.skipif(os.environ.get("HORDE_TEST_LLAMA") != "1",
-                                reason="set HORDE_TEST_LLAMA=1 to run against a real llama-server")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("HORDE_TEST_LLAMA") != "1", reason="set HORDE_TEST_LLAMA=1 to run against a real llama-server"
+)
 
 
 @pytest.fixture
 def text_served(horde, llama):  # noqa: F811
     model = unique_model("llama-text")
-    horde.worker([model], "--backend", "openai", "--backend-url", llama.url, "--max-length", "256",
-                 "--kinds", "text")
+    horde.worker([model], "--backend", "openai", "--backend-url", llama.url, "--max-length", "256", "--kinds", "text")
     return model
 
 
 def test_completion_through_llama(horde, text_served):
-    raw = horde.openai().completions.with_raw_response.create(model=text_served, prompt="Once upon a time",
-                                                              max_tokens=32, temperature=0.7, seed=3)
+    raw = horde.openai().completions.with_raw_response.create(
+        model=text_served, prompt="Once upon a time", max_tokens=32, temperature=0.7, seed=3
+    )
     validate(raw.http_response.json(), "CreateCompletionResponse")
     completion = raw.parse()
     assert isinstance(completion.choices[0].text, str) and completion.choices[0].finish_reason in ("stop", "length")
@@ -31,10 +32,14 @@ def test_completion_through_llama(horde, text_served):
 
 
 def test_stream_with_two_choices_through_llama(horde, text_served):
-    events = list(horde.openai().completions.create(model=text_served, prompt="The sea", max_tokens=24, n=2,
-                                                    stream=True, stream_options={"include_usage": True}))
-    finishes = {choice.index: choice.finish_reason for event in events for choice in event.choices
-                if choice.finish_reason}
+    events = list(
+        horde.openai().completions.create(
+            model=text_served, prompt="The sea", max_tokens=24, n=2, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    finishes = {
+        choice.index: choice.finish_reason for event in events for choice in event.choices if choice.finish_reason
+    }
     assert set(finishes) == {0, 1} and events[-1].usage.completion_tokens > 0
 
 
@@ -46,4 +51,4 @@ def test_stop_sequence_cuts_the_greedy_text(horde, text_served):
         pytest.skip(f"the tiny model's greedy text is too short to cut: {full!r}")
     stop = full[4:7]
     cut = client.completions.create(**body, stop=[stop]).choices[0]
-    assert (cut.text, cut.finish_reason) == (full[:full.index(stop)], "stop")
+    assert (cut.text, cut.finish_reason) == (full[: full.index(stop)], "stop")

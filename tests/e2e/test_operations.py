@@ -81,8 +81,10 @@ def test_metrics_sum_every_process(production):
         )
     route = dict(route="/v1/models/<path:model_id>", method="GET", status="404")
     # A process counts a request when its answer is closed, a moment after the client read it.
-    wait_until(lambda: value(scrape(server.url), "horde_http_requests_total", **route) == MISSES,
-               what="the run's count to include every request")
+    wait_until(
+        lambda: value(scrape(server.url), "horde_http_requests_total", **route) == MISSES,
+        what="the run's count to include every request",
+    )
     for _ in range(6):  # each scrape is answered by either process; every one sees both processes' counts
         assert value(scrape(server.url), "horde_http_requests_total", **route) == MISSES
 

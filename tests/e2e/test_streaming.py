@@ -12,16 +12,21 @@ from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
 from tests.support.openapi import validate
 
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                          "required": ["city"]}}}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 def raw_stream(horde, body, key=None):
     """The SSE lines of a stream: (comments, JSON payloads, saw_done)."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    response = requests.post(horde.url + "/v1/chat/completions", json=dict(body, stream=True), headers=headers,
-                             stream=True, timeout=60)
+    response = requests.post(
+        horde.url + "/v1/chat/completions", json=dict(body, stream=True), headers=headers, stream=True, timeout=60
+    )
     assert response.status_code == 200, response.text
     assert response.headers["x-should-retry"] == "false"
     comments, payloads, done = [], [], False
@@ -29,7 +34,7 @@ def raw_stream(horde, body, key=None):
         if line.startswith(":"):
             comments.append(line)
         elif line.startswith("data: "):
-            data = line[len("data: "):]
+            data = line[len("data: ") :]
             if data == "[DONE]":
                 done = True
             else:
@@ -40,8 +45,10 @@ def raw_stream(horde, body, key=None):
 def test_buffered_text_reply_is_four_chunks_that_validate(horde):
     model = unique_model()
     horde.worker([model])
-    _, chunks, done = raw_stream(horde, {"model": model, "messages": [{"role": "user", "content": "Hi"}],
-                                         "stream_options": {"include_usage": True}})
+    _, chunks, done = raw_stream(
+        horde,
+        {"model": model, "messages": [{"role": "user", "content": "Hi"}], "stream_options": {"include_usage": True}},
+    )
     assert done and len(chunks) == 4
     role, content, finish, usage = chunks
     assert role["choices"][0]["delta"] == {"role": "assistant"}
@@ -61,8 +68,9 @@ def test_sdk_text_and_reasoning_stream_without_usage(horde):
     model = unique_model()
     horde.worker([model])
     client = horde.openai()
-    chunks = list(client.chat.completions.create(model=model, stream=True,
-                                                 messages=[{"role": "user", "content": "think hard"}]))
+    chunks = list(
+        client.chat.completions.create(model=model, stream=True, messages=[{"role": "user", "content": "think hard"}])
+    )
     deltas = [chunk.choices[0].delta for chunk in chunks if chunk.choices]
     reasoning = "".join(d.model_extra.get("reasoning_content") or "" for d in deltas)
     content = "".join(d.content or "" for d in deltas)
@@ -84,8 +92,10 @@ def test_live_progress_gives_more_chunks_and_the_same_final_message(horde):
     assert events.count("content.delta") > 1
     whole = client.chat.completions.create(model=model, messages=messages)
     assert final.choices[0].message.content == whole.choices[0].message.content
-    assert final.choices[0].message.model_extra["reasoning_content"] == \
-        whole.choices[0].message.model_extra["reasoning_content"]
+    assert (
+        final.choices[0].message.model_extra["reasoning_content"]
+        == whole.choices[0].message.model_extra["reasoning_content"]
+    )
 
 
 def test_tool_call_stream_and_replayed_final_message(horde):
@@ -114,14 +124,19 @@ def test_stream_error_event_raises_in_the_sdk(horde):
     model = unique_model()
     horde.worker([model])
     with pytest.raises(openai.APIError) as raised:
-        list(horde.openai().chat.completions.create(model=model, stream=True,
-                                                    messages=[{"role": "user", "content": "please fail"}]))
+        list(
+            horde.openai().chat.completions.create(
+                model=model, stream=True, messages=[{"role": "user", "content": "please fail"}]
+            )
+        )
     assert raised.value.code == "ChatRequestFaulted"
 
 
 def test_refusal_at_the_first_status_read_is_an_http_error(horde):
-    response = requests.post(horde.url + "/v1/chat/completions", json={
-        "model": "nobody/has-it", "stream": True, "messages": [{"role": "user", "content": "x"}]})
+    response = requests.post(
+        horde.url + "/v1/chat/completions",
+        json={"model": "nobody/has-it", "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    )
     assert response.status_code == 404 and response.json()["error"]["code"] == "model_not_found"
 
 
@@ -129,19 +144,29 @@ def test_diverged_stream_when_the_worker_stops_after_progress(horde):
     model = unique_model()
     key = horde.user()
     _pop(horde, key, model)  # a hand-driven worker that declares progress
-    response = requests.post(horde.url + "/v1/chat/completions", stream=True, timeout=60, json={
-        "model": model, "stream": True, "messages": [{"role": "user", "content": "x"}]})
+    response = requests.post(
+        horde.url + "/v1/chat/completions",
+        stream=True,
+        timeout=60,
+        json={"model": model, "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    )
     lines = response.iter_lines(decode_unicode=True)
     job = wait_until(lambda: _pop(horde, key, model)["id"], what="the job")
-    requests.post(horde.url + "/api/v2/generate/chat/progress", json={"id": job, "content": "Partial text"},
-                  headers={"apikey": key})
+    requests.post(
+        horde.url + "/api/v2/generate/chat/progress",
+        json={"id": job, "content": "Partial text"},
+        headers={"apikey": key},
+    )
     payloads = []
     for line in lines:
         if line.startswith("data: "):
             payloads.append(line[6:])
             if "Partial" in line:
-                requests.post(horde.url + "/api/v2/generate/chat/fault", json={"id": job, "reason": "oom"},
-                              headers={"apikey": key})
+                requests.post(
+                    horde.url + "/api/v2/generate/chat/fault",
+                    json={"id": job, "reason": "oom"},
+                    headers={"apikey": key},
+                )
     errors = [json.loads(p)["error"] for p in payloads if p != "[DONE]" and "error" in json.loads(p)]
     assert errors and errors[0]["code"] == "ChatStreamDiverged"
     assert payloads[-1] == "[DONE]"
@@ -152,8 +177,9 @@ def test_closing_a_stream_cancels_and_charges_what_was_streamed(horde):
     worker = horde.worker([model], "--progress-interval", "0.2")
     key = horde.user(kudos=50)
     client = horde.openai(key)
-    stream = client.chat.completions.create(model=model, stream=True,
-                                            messages=[{"role": "user", "content": "a very long story"}])
+    stream = client.chat.completions.create(
+        model=model, stream=True, messages=[{"role": "user", "content": "a very long story"}]
+    )
     received = ""
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
@@ -169,15 +195,26 @@ def test_closing_a_stream_cancels_and_charges_what_was_streamed(horde):
         charge = session.query(KudosEntry).filter_by(request_id=request_id, kind="charge").one()
         assert charge.amount < 0
     job_id = job.id
-    wait_until(lambda: f"job {job_id} stopped" in worker.output(), timeout_s=10,
-               what="the worker to learn of the cancel from its next progress answer")
+    wait_until(
+        lambda: f"job {job_id} stopped" in worker.output(),
+        timeout_s=10,
+        what="the worker to learn of the cancel from its next progress answer",
+    )
     assert worker.alive()
 
 
 def _pop(horde, key, model):
-    return requests.post(horde.url + "/api/v2/generate/chat/pop", headers={"apikey": key}, json={
-        "name": f"hand-{model}", "models": [model], "max_length": 512, "max_context_length": 4096,
-        "features": ["progress"]}).json()
+    return requests.post(
+        horde.url + "/api/v2/generate/chat/pop",
+        headers={"apikey": key},
+        json={
+            "name": f"hand-{model}",
+            "models": [model],
+            "max_length": 512,
+            "max_context_length": 4096,
+            "features": ["progress"],
+        },
+    ).json()
 
 
 def _request(horde, request_id):

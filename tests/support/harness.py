@@ -30,8 +30,9 @@ E2E_SETTINGS = {
 
 
 class Harness:
-    def __init__(self, database_url: str, settings: dict | None = None, servers: int = 1,
-                 server_database_url: str | None = None):
+    def __init__(
+        self, database_url: str, settings: dict | None = None, servers: int = 1, server_database_url: str | None = None
+    ):
         """`server_database_url`: where the servers reach the database (a proxy), if not where the test does."""
         self.database_url = database_url
         self.runtime = Runtime.build(Settings.from_env({}, database_url=database_url))

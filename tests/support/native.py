@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
-ALL_FEATURES = ["tools", "json_object", "json_schema", "tools_with_response_format", "vision", "seed",
-                "frequency_penalty", "presence_penalty", "reasoning_effort", "progress"]
+ALL_FEATURES = [
+    "tools",
+    "json_object",
+    "json_schema",
+    "tools_with_response_format",
+    "vision",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "reasoning_effort",
+    "progress",
+]
 ALL_GUARANTEES = ["tool_choice", "schema_adherence", "prompt_fit"]
 
 
 def declaration(name, models=("m1",), **overrides):
-    body = {"name": name, "models": list(models), "max_length": 1024, "max_context_length": 8192, "threads": 4,
-            "features": [], "guarantees": [], "bridge_agent": "test:1:local"}
+    body = {
+        "name": name,
+        "models": list(models),
+        "max_length": 1024,
+        "max_context_length": 8192,
+        "threads": 4,
+        "features": [],
+        "guarantees": [],
+        "bridge_agent": "test:1:local",
+    }
     body.update(overrides)
     return body
 

@@ -11,10 +11,14 @@ BAD = "BadRequest"
 CONFLICT = "ChatRequestConflict"
 
 USER_HI = {"role": "user", "content": "Hi"}
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather of a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 def make_body(**keys):
@@ -49,10 +53,14 @@ def messages_of(*messages):
 
 def tool_round(call_ids=("call_1",)):
     """An assistant message calling get_weather once per id."""
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function",
-         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
-        for call_id in call_ids]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            for call_id in call_ids
+        ],
+    }
 
 
 def tool_answer(call_id, content="sunny"):
@@ -69,10 +77,8 @@ def nested_properties_schema(levels, *, strict_ready=False):
     return schema
 
 
-
 def function_tool(name="get_weather", **function_keys):
     return {"type": "function", "function": {"name": name, **function_keys}}
-
 
 
 def json_schema_format(schema, *, name="answer", strict=None, **extra):
@@ -82,8 +88,17 @@ def json_schema_format(schema, *, name="answer", strict=None, **extra):
     return {"type": "json_schema", "json_schema": json_schema}
 
 
-STRICT_OK = {"type": "object", "additionalProperties": False, "required": ["a", "b"],
-             "properties": {"a": {"type": ["string", "null"]},
-                            "b": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
-             "$defs": {"item": {"type": "object", "additionalProperties": False,
-                                "required": ["x"], "properties": {"x": {"type": "integer"}}}}}
+STRICT_OK = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["a", "b"],
+    "properties": {"a": {"type": ["string", "null"]}, "b": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
+    "$defs": {
+        "item": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["x"],
+            "properties": {"x": {"type": "integer"}},
+        }
+    },
+}

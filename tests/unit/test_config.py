@@ -18,30 +18,36 @@ def test_unset_and_empty_variables_keep_the_defaults():
     assert Settings.from_env({variable.name: "" for variable in VARIABLES.values()}) == Settings()
 
 
-@pytest.mark.parametrize("variable,raw,field,value", [
-    ("HORDE_IMAGE_FETCH_TIMEOUT_S", "0.5", "image_fetch_timeout_s", 0.5),
-    ("HORDE_DEFAULT_JOB_DURATION_S", "42", "default_job_duration_s", 42.0),
-    ("HORDE_OAI_KEEPALIVE_S", " 3 ", "oai_keepalive_s", 3.0),
-    ("HORDE_MAX_ATTEMPTS", "7", "max_attempts", 7),
-    ("HORDE_TRUSTED_PROXY_HOPS", "0", "trusted_proxy_hops", 0),
-    ("HORDE_IMAGE_FETCH_ALLOW", "127.0.0.1, example.com,", "image_fetch_allow", ("127.0.0.1", "example.com")),
-    ("HORDE_REDIS_URL", "redis://127.0.0.1:6379/0", "redis_url", "redis://127.0.0.1:6379/0"),
-])
+@pytest.mark.parametrize(
+    "variable,raw,field,value",
+    [
+        ("HORDE_IMAGE_FETCH_TIMEOUT_S", "0.5", "image_fetch_timeout_s", 0.5),
+        ("HORDE_DEFAULT_JOB_DURATION_S", "42", "default_job_duration_s", 42.0),
+        ("HORDE_OAI_KEEPALIVE_S", " 3 ", "oai_keepalive_s", 3.0),
+        ("HORDE_MAX_ATTEMPTS", "7", "max_attempts", 7),
+        ("HORDE_TRUSTED_PROXY_HOPS", "0", "trusted_proxy_hops", 0),
+        ("HORDE_IMAGE_FETCH_ALLOW", "127.0.0.1, example.com,", "image_fetch_allow", ("127.0.0.1", "example.com")),
+        ("HORDE_REDIS_URL", "redis://127.0.0.1:6379/0", "redis_url", "redis://127.0.0.1:6379/0"),
+    ],
+)
 def test_each_variable_sets_its_setting(variable, raw, field, value):
     assert getattr(Settings.from_env({variable: raw}), field) == value
 
 
-@pytest.mark.parametrize("variable,raw,says", [
-    ("HORDE_OAI_KEEPALIVE_S", "-1", "must be greater than 0"),
-    ("HORDE_OAI_KEEPALIVE_S", "0", "must be greater than 0"),
-    ("HORDE_JOB_TTL_S", "nan", "must be greater than 0"),
-    ("HORDE_OAI_NO_WORKER_GRACE_S", "-0.5", "must be at least 0"),
-    ("HORDE_MAX_ATTEMPTS", "0", "must be at least 1"),
-    ("HORDE_TRUSTED_PROXY_HOPS", "-1", "must be at least 0"),
-    ("HORDE_MAX_BODY_BYTES", "32MiB", "expected an integer"),
-    ("HORDE_MAX_MESSAGES", "2.5", "expected an integer"),
-    ("HORDE_SWEEP_INTERVAL_S", "soon", "expected a number"),
-])
+@pytest.mark.parametrize(
+    "variable,raw,says",
+    [
+        ("HORDE_OAI_KEEPALIVE_S", "-1", "must be greater than 0"),
+        ("HORDE_OAI_KEEPALIVE_S", "0", "must be greater than 0"),
+        ("HORDE_JOB_TTL_S", "nan", "must be greater than 0"),
+        ("HORDE_OAI_NO_WORKER_GRACE_S", "-0.5", "must be at least 0"),
+        ("HORDE_MAX_ATTEMPTS", "0", "must be at least 1"),
+        ("HORDE_TRUSTED_PROXY_HOPS", "-1", "must be at least 0"),
+        ("HORDE_MAX_BODY_BYTES", "32MiB", "expected an integer"),
+        ("HORDE_MAX_MESSAGES", "2.5", "expected an integer"),
+        ("HORDE_SWEEP_INTERVAL_S", "soon", "expected a number"),
+    ],
+)
 def test_a_bad_value_is_refused_naming_its_variable(variable, raw, says):
     with pytest.raises(SettingError) as refused:
         Settings.from_env({variable: raw})

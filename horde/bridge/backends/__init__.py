@@ -19,5 +19,4 @@ BACKEND_NAMES = ("scripted", "openai")
 
 
 class Backend(Protocol):
-    def generate(self, job: Job, ctx: JobContext) -> Reply:
-        ...
+    def generate(self, job: Job, ctx: JobContext) -> Reply: ...

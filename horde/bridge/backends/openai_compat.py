@@ -24,9 +24,21 @@ from horde.bridge.text_job import TextJob, TextReply
 log = logging.getLogger(__name__)
 
 CHAT_PATH = "/v1/chat/completions"
-FORWARDED_KEYS = ("messages", "tools", "tool_choice", "parallel_tool_calls", "response_format", "max_tokens",
-                  "temperature", "top_p", "frequency_penalty", "presence_penalty", "seed", "stop",
-                  "reasoning_effort")
+FORWARDED_KEYS = (
+    "messages",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "seed",
+    "stop",
+    "reasoning_effort",
+)
 BACKEND_MAX_ATTEMPTS = 3
 BACKEND_RETRY_DELAY_S = 2.0
 BACKEND_CONNECT_TIMEOUT_S = 10.0
@@ -36,8 +48,7 @@ MIN_READ_TIMEOUT_S = 5.0
 
 
 class OpenAICompatBackend:
-    def __init__(self, http: BackendHTTP, model_ids: list[str], *, streaming: bool = True,
-                 stream_usage: bool = True):
+    def __init__(self, http: BackendHTTP, model_ids: list[str], *, streaming: bool = True, stream_usage: bool = True):
         self.http = http
         self.model_ids = list(model_ids)
         self.streaming = streaming
@@ -117,9 +128,13 @@ def make_reply(job: Job, acc: ChatStreamAccumulator) -> Reply:
     calls = acc.tool_calls()
     content = acc.content
     reasoning = acc.reasoning or None
-    return Reply(content=None if calls and not content else content, reasoning_content=reasoning,
-                 tool_calls=calls, finish_reason=map_finish_reason(acc.finish_reason, bool(calls)),
-                 usage=map_usage(acc.usage, job, content, reasoning, calls))
+    return Reply(
+        content=None if calls and not content else content,
+        reasoning_content=reasoning,
+        tool_calls=calls,
+        finish_reason=map_finish_reason(acc.finish_reason, bool(calls)),
+        usage=map_usage(acc.usage, job, content, reasoning, calls),
+    )
 
 
 def map_finish_reason(raw: str | None, has_calls: bool) -> str:

@@ -45,7 +45,7 @@ def error_message(response: requests.Response) -> str:
 def server_root(url: str) -> str:
     """`http://h:8080/v1/` and `http://h:8080` both give `http://h:8080`."""
     root = url.rstrip("/")
-    return root[:-len("/v1")] if root.endswith("/v1") else root
+    return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
 class BackendHTTP:
@@ -88,8 +88,9 @@ class BackendHTTP:
         `Connection: close`: llama.cpp's server closes the connection after a stream, and a pooled
         connection reused after that fails with RemoteDisconnected.
         """
-        response = self.session().post(self.root + path, json=body, timeout=timeout, stream=True,
-                                       headers={"Connection": "close"})
+        response = self.session().post(
+            self.root + path, json=body, timeout=timeout, stream=True, headers={"Connection": "close"}
+        )
         if not response.ok:
             try:
                 raise BackendHTTPError(response.status_code, error_message(response))

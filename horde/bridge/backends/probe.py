@@ -50,8 +50,11 @@ def detect_server(http: BackendHTTP) -> ServerInfo:
     info = ServerInfo(model_ids=[str(m["id"]) for m in data])
     first = data[0]
     meta = first.get("meta") if isinstance(first.get("meta"), dict) else {}
-    for key, value in (("meta.n_ctx", meta.get("n_ctx")), ("max_model_len", first.get("max_model_len")),
-                       ("meta.n_ctx_train", meta.get("n_ctx_train"))):
+    for key, value in (
+        ("meta.n_ctx", meta.get("n_ctx")),
+        ("max_model_len", first.get("max_model_len")),
+        ("meta.n_ctx_train", meta.get("n_ctx_train")),
+    ):
         if _positive_int(value):
             info.context_tokens = _positive_int(value)
             info.note(f"context {info.context_tokens} from /v1/models {key}")
@@ -118,13 +121,16 @@ def _ollama(http: BackendHTTP, info: ServerInfo) -> bool:
     info.tools_supported = "tools" in capabilities
     info.vision = "vision" in capabilities
     info.reasoning_supported = "thinking" in capabilities
-    trained = next((_positive_int(v) for k, v in (show.get("model_info") or {}).items()
-                    if k.endswith(".context_length")), None)
+    trained = next(
+        (_positive_int(v) for k, v in (show.get("model_info") or {}).items() if k.endswith(".context_length")), None
+    )
     match = re.search(r"^num_ctx\s+(\d+)", show.get("parameters") or "", re.MULTILINE)
     window = int(match.group(1)) if match else OLLAMA_DEFAULT_NUM_CTX_TOKENS
     info.context_tokens = min(window, trained) if trained else window
-    info.note(f"context {info.context_tokens}: Ollama's {'num_ctx' if match else 'default window'}"
-              f"{f', model trained for {trained}' if trained else ''}")
+    info.note(
+        f"context {info.context_tokens}: Ollama's {'num_ctx' if match else 'default window'}"
+        f"{f', model trained for {trained}' if trained else ''}"
+    )
     return True
 
 

@@ -36,15 +36,31 @@ PROBE_REQUEST_TIMEOUT_S = 30.0
 PROMPT_FIT_TIMEOUT_S = 15.0
 #: The oversized prompt is this many times the context, in words that are a token each or more.
 PROMPT_FIT_OVERSIZE_FACTOR = 2
-PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
-                "additionalProperties": False}
+PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
 PROBE_FORMAT = {"type": "json_schema", "json_schema": {"name": "probe", "schema": PROBE_SCHEMA, "strict": True}}
 #: Two parameterless tools, so a forced call is short; the probe forces the second.
 PROBE_TOOLS: list[dict] = [
-    {"type": "function", "function": {"name": "get_time", "description": "Tell the time.",
-                                      "parameters": {"type": "object", "properties": {}}}},
-    {"type": "function", "function": {"name": "get_date", "description": "Tell the date.",
-                                      "parameters": {"type": "object", "properties": {}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "Tell the time.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_date",
+            "description": "Tell the date.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
 ]
 PROBE_TOOL_NAMES = {tool["function"]["name"] for tool in PROBE_TOOLS}
 FORCED_TOOL = PROBE_TOOLS[1]["function"]["name"]
@@ -137,8 +153,11 @@ class Prober:
                 valid += 1
         why = error or f"{valid} of {PROBE_TRIES} json_schema replies validated"
         result.decide("json_schema", first_json, why if first_json else f"json_schema not honoured ({why})")
-        result.decide("json_object", first_json, "the json_schema probe returned JSON" if first_json
-                      else "no JSON under a json_schema format")
+        result.decide(
+            "json_object",
+            first_json,
+            "the json_schema probe returned JSON" if first_json else "no JSON under a json_schema format",
+        )
         result.decide("schema_adherence", first_json and valid == PROBE_TRIES, why)
 
     def _tools(self, result: ProbeResult) -> None:
@@ -149,8 +168,9 @@ class Prober:
             return
         required_ok, error = 0, ""
         for _ in range(PROBE_TRIES):
-            acc, error = self.try_chat(tools=PROBE_TOOLS, tool_choice="required",
-                                       max_tokens=PROBE_STRUCTURED_MAX_TOKENS)
+            acc, error = self.try_chat(
+                tools=PROBE_TOOLS, tool_choice="required", max_tokens=PROBE_STRUCTURED_MAX_TOKENS
+            )
             if not _called(acc, PROBE_TOOL_NAMES):
                 break
             required_ok += 1
@@ -178,27 +198,43 @@ class Prober:
             if not _called(acc, {FORCED_TOOL}, only=True):
                 break
             forced_ok += 1
-        result.decide("tool_choice", forced_ok == PROBE_TRIES,
-                      "required and a forced second function were honoured in every try" if
-                      forced_ok == PROBE_TRIES else f"a forced second function was honoured {forced_ok} time(s)")
+        result.decide(
+            "tool_choice",
+            forced_ok == PROBE_TRIES,
+            "required and a forced second function were honoured in every try"
+            if forced_ok == PROBE_TRIES
+            else f"a forced second function was honoured {forced_ok} time(s)",
+        )
 
     def _tools_with_format(self, result: ProbeResult) -> None:
         if "json_schema" not in result.features:
             result.decide("tools_with_response_format", False, "json_schema is not served")
             return
-        acc, error = self.try_chat(tools=PROBE_TOOLS, response_format=PROBE_FORMAT,
-                                   max_tokens=PROBE_STRUCTURED_MAX_TOKENS)
-        ok = acc is not None and (_called(acc, PROBE_TOOL_NAMES)
-                                  or _validates(_json_or_none(acc.content), PROBE_SCHEMA))
-        result.decide("tools_with_response_format", ok, "tools with a json_schema format gave a valid reply"
-                      if ok else f"tools with a json_schema format failed ({error or 'invalid reply'})")
+        acc, error = self.try_chat(
+            tools=PROBE_TOOLS, response_format=PROBE_FORMAT, max_tokens=PROBE_STRUCTURED_MAX_TOKENS
+        )
+        ok = acc is not None and (
+            _called(acc, PROBE_TOOL_NAMES) or _validates(_json_or_none(acc.content), PROBE_SCHEMA)
+        )
+        result.decide(
+            "tools_with_response_format",
+            ok,
+            "tools with a json_schema format gave a valid reply"
+            if ok
+            else f"tools with a json_schema format failed ({error or 'invalid reply'})",
+        )
 
     def _sampling(self, result: ProbeResult) -> None:
         outputs = [self.try_chat(seed=PROBE_SEED, temperature=PROBE_TEMPERATURE) for _ in range(2)]
         first, second = outputs[0][0], outputs[1][0]
         same = first is not None and second is not None and first.content == second.content
-        result.decide("seed", same, "the same seed gave the same reply twice (best effort under batching)"
-                      if same else f"the same seed gave different replies ({outputs[0][1] or outputs[1][1]})")
+        result.decide(
+            "seed",
+            same,
+            "the same seed gave the same reply twice (best effort under batching)"
+            if same
+            else f"the same seed gave different replies ({outputs[0][1] or outputs[1][1]})",
+        )
         for name in ("frequency_penalty", "presence_penalty"):
             if name == "frequency_penalty" and self.info.kind.startswith("koboldcpp"):
                 result.decide(name, False, "koboldcpp folds it into presence_penalty")
@@ -207,14 +243,22 @@ class Prober:
             result.decide(name, acc is not None, "accepted" if acc is not None else f"refused ({error})")
 
     def _metadata(self, result: ProbeResult) -> None:
-        result.decide("vision", self.info.vision, f"{self.info.kind} reports vision "
-                      f"{'on' if self.info.vision else 'off or unknown'}")
+        result.decide(
+            "vision",
+            self.info.vision,
+            f"{self.info.kind} reports vision {'on' if self.info.vision else 'off or unknown'}",
+        )
         if not self.info.reasoning_supported:
             result.decide("reasoning_effort", False, f"{self.info.kind} shows no reasoning support")
             return
         acc, error = self.try_chat(reasoning_effort="low")
-        result.decide("reasoning_effort", acc is not None, "the model reasons and reasoning_effort is accepted"
-                      if acc is not None else f"reasoning_effort refused ({error})")
+        result.decide(
+            "reasoning_effort",
+            acc is not None,
+            "the model reasons and reasoning_effort is accepted"
+            if acc is not None
+            else f"reasoning_effort refused ({error})",
+        )
 
     def _prompt_fit(self, result: ProbeResult) -> None:
         ctx = self.info.context_tokens
@@ -226,8 +270,13 @@ class Prober:
             self.chat(timeout_s=PROMPT_FIT_TIMEOUT_S, messages=[{"role": "user", "content": prompt}], max_tokens=1)
         except BackendHTTPError as exc:
             refused = 400 <= exc.status < 500
-            result.decide("prompt_fit", refused, f"a prompt over the context was refused (HTTP {exc.status})"
-                          if refused else f"a prompt over the context failed with HTTP {exc.status}")
+            result.decide(
+                "prompt_fit",
+                refused,
+                f"a prompt over the context was refused (HTTP {exc.status})"
+                if refused
+                else f"a prompt over the context failed with HTTP {exc.status}",
+            )
         except requests.RequestException as exc:
             why = f"a prompt over the context did not get a refusal ({exc.__class__.__name__})"
             result.decide("prompt_fit", False, why)
@@ -253,8 +302,11 @@ def _called(acc: ChatStreamAccumulator | None, names: set[str], only: bool = Fal
     calls = acc.tool_calls()
     if not calls:
         return False
-    good = [c for c in calls if c["function"]["name"] in names
-            and isinstance(_json_or_none(c["function"]["arguments"]), dict)]
+    good = [
+        c
+        for c in calls
+        if c["function"]["name"] in names and isinstance(_json_or_none(c["function"]["arguments"]), dict)
+    ]
     return len(good) == len(calls) if only else bool(good)
 
 

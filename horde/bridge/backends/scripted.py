@@ -44,11 +44,14 @@ class ScriptedBackend:
             raise JobFault(spec["fault"])
         return reply
 
-
     def complete(self, job: TextJob) -> TextReply:
         """A text job's generation: the rule matching its prompt (as a user message) gives the text."""
-        as_chat = Job(id=job.ids[0], model=job.model, ttl_s=job.ttl_s,
-                      payload={"messages": [{"role": "user", "content": job.prompt}], "max_tokens": job.max_length})
+        as_chat = Job(
+            id=job.ids[0],
+            model=job.model,
+            ttl_s=job.ttl_s,
+            payload={"messages": [{"role": "user", "content": job.prompt}], "max_tokens": job.max_length},
+        )
         rule = find_rule(self.rules, as_chat)
         if rule is None:
             raise JobFault("scripted worker: no rule matches this job")
@@ -71,9 +74,13 @@ def build_reply(spec: dict, job: Job) -> Reply:
         content = ""
     usage = estimate_usage(job.messages, content, reasoning, calls)
     usage.update(spec.get("usage") or {})
-    return Reply(content=content, reasoning_content=reasoning, tool_calls=calls,
-                 finish_reason=spec.get("finish_reason") or ("tool_calls" if calls else "stop"),
-                 usage=usage)
+    return Reply(
+        content=content,
+        reasoning_content=reasoning,
+        tool_calls=calls,
+        finish_reason=spec.get("finish_reason") or ("tool_calls" if calls else "stop"),
+        usage=usage,
+    )
 
 
 def json_content(value: Any, job: Job) -> str:
@@ -123,6 +130,6 @@ def _play_progress(spec: dict, reply: Reply, ctx: JobContext, cancel_aware: bool
         if ctx.wait(interval_s) and cancel_aware:
             raise JobCancelled()
         shown = math.ceil(total * step / steps)
-        stop = ctx.report(content[:max(0, shown - len(reasoning))], reasoning[:shown], force=True)
+        stop = ctx.report(content[: max(0, shown - len(reasoning))], reasoning[:shown], force=True)
         if stop and cancel_aware:
             raise JobCancelled()

@@ -113,6 +113,11 @@ class ChatStreamAccumulator:
         calls = []
         for index in sorted(self._calls):
             slot = self._calls[index]
-            calls.append({"id": slot["id"] or new_tool_call_id(), "type": "function",
-                          "function": {"name": slot["name"], "arguments": slot["arguments"] or "{}"}})
+            calls.append(
+                {
+                    "id": slot["id"] or new_tool_call_id(),
+                    "type": "function",
+                    "function": {"name": slot["name"], "arguments": slot["arguments"] or "{}"},
+                }
+            )
         return calls

@@ -33,7 +33,6 @@ def make_blueprint() -> Blueprint:
     return blueprint
 
 
-
 def _user() -> Identity:
     """The key of `x-api-key` (Anthropic's SDK) or of `Authorization: Bearer`; none is anonymous."""
     key = request.headers.get(API_KEY_HEADER)

@@ -18,7 +18,6 @@ def register(blueprint: Blueprint) -> None:
     blueprint.add_url_rule("/responses/<response_id>", view_func=delete_response, methods=["DELETE"])
 
 
-
 def create_response() -> Response:
     hub = runtime()
     user = authenticate(hub, auth.bearer_key(request.headers))  # 401 before any look at the body

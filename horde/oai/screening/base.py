@@ -35,8 +35,9 @@ class ScreeningError(errors.UnsupportedChatParameter):
     without metadata (docs/reference/chat_front.md).
     """
 
-    def __init__(self, message: str, *, status: int = STATUS_BAD_REQUEST,
-                 code: str = UNSUPPORTED, param: str | None = None):
+    def __init__(
+        self, message: str, *, status: int = STATUS_BAD_REQUEST, code: str = UNSUPPORTED, param: str | None = None
+    ):
         super().__init__(message, param=param, status=status)
         self.rc = code
 
@@ -45,8 +46,9 @@ class ScreeningError(errors.UnsupportedChatParameter):
         return self.rc
 
     def __repr__(self) -> str:
-        return (f"ScreeningError(status={self.status}, code={self.code!r}, "
-                f"param={self.param!r}, message={self.message!r})")
+        return (
+            f"ScreeningError(status={self.status}, code={self.code!r}, param={self.param!r}, message={self.message!r})"
+        )
 
 
 def json_type_name(value: Any) -> str:
@@ -90,7 +92,9 @@ def is_number(value: Any) -> bool:
 def bad_type(param: str, expected: str, value: Any) -> ScreeningError:
     return ScreeningError(
         f"Invalid type for '{param}': expected {expected}, but got {json_type_name(value)} instead.",
-        code=BAD_REQUEST, param=param)
+        code=BAD_REQUEST,
+        param=param,
+    )
 
 
 def missing(param: str) -> ScreeningError:
@@ -108,29 +112,38 @@ def supported_values_text(choices: tuple[str, ...]) -> str:
     return ", ".join(quoted[:-1]) + ", and " + quoted[-1]
 
 
-def invalid_choice(param: str, value: Any, choices: tuple[str, ...], *,
-                   code: str = BAD_REQUEST) -> ScreeningError:
+def invalid_choice(param: str, value: Any, choices: tuple[str, ...], *, code: str = BAD_REQUEST) -> ScreeningError:
     return ScreeningError(
         f"Invalid value: {quote(value)}. Supported values are: {supported_values_text(choices)}.",
-        code=code, param=param)
+        code=code,
+        param=param,
+    )
 
 
 def empty_array(param: str) -> ScreeningError:
     return ScreeningError(
-        f"Invalid '{param}': empty array. Expected an array with minimum length 1, "
-        "but got an empty array instead.", code=BAD_REQUEST, param=param)
+        f"Invalid '{param}': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        code=BAD_REQUEST,
+        param=param,
+    )
 
 
 def array_too_long(param: str, maximum: int, length: int) -> ScreeningError:
     return ScreeningError(
         f"Invalid '{param}': array too long. Expected an array with maximum length {maximum}, "
-        f"but got an array with length {length} instead.", code=UNSUPPORTED, param=param)
+        f"but got an array with length {length} instead.",
+        code=UNSUPPORTED,
+        param=param,
+    )
 
 
 def empty_string(param: str) -> ScreeningError:
     return ScreeningError(
         f"Invalid '{param}': string too short. Expected a string with minimum length 1, "
-        "but got an empty string instead.", code=BAD_REQUEST, param=param)
+        "but got an empty string instead.",
+        code=BAD_REQUEST,
+        param=param,
+    )
 
 
 def require_string(value: Any, param: str) -> str:
@@ -169,12 +182,21 @@ def require_number(value: Any, param: str) -> float | int:
     if isinstance(value, float) and not math.isfinite(value):
         raise ScreeningError(
             f"Invalid '{param}': expected a finite number, but got {format_number(value)} instead.",
-            code=BAD_REQUEST, param=param)
+            code=BAD_REQUEST,
+            param=param,
+        )
     return value
 
 
-def check_range(value: float | int, param: str, low: float | int | None, high: float | int | None,
-                *, kind: str = "integer", code: str = UNSUPPORTED) -> None:
+def check_range(
+    value: float | int,
+    param: str,
+    low: float | int | None,
+    high: float | int | None,
+    *,
+    kind: str = "integer",
+    code: str = UNSUPPORTED,
+) -> None:
     """Refuse a number outside [low, high] with OpenAI's range message.
 
     ``kind`` is the parameter's type as OpenAI names it ("integer" or "decimal"),
@@ -183,11 +205,17 @@ def check_range(value: float | int, param: str, low: float | int | None, high: f
     if low is not None and value < low:
         raise ScreeningError(
             f"Invalid '{param}': {kind} below minimum value. Expected a value >= {low}, "
-            f"but got {format_number(value)} instead.", code=code, param=param)
+            f"but got {format_number(value)} instead.",
+            code=code,
+            param=param,
+        )
     if high is not None and value > high:
         raise ScreeningError(
             f"Invalid '{param}': {kind} above maximum value. Expected a value <= {high}, "
-            f"but got {format_number(value)} instead.", code=code, param=param)
+            f"but got {format_number(value)} instead.",
+            code=code,
+            param=param,
+        )
 
 
 def check_name(value: Any, param: str) -> str:
@@ -199,11 +227,16 @@ def check_name(value: Any, param: str) -> str:
         raise ScreeningError(
             f"Invalid '{param}': string too long. Expected a string with maximum length "
             f"{NAME_MAX_CHARS}, but got a string with length {len(name)} instead.",
-            code=BAD_REQUEST, param=param)
+            code=BAD_REQUEST,
+            param=param,
+        )
     if not _NAME_RE.fullmatch(name):
         raise ScreeningError(
             f"Invalid '{param}': string does not match pattern. Expected a string that matches "
-            f"the pattern '{NAME_PATTERN}'.", code=BAD_REQUEST, param=param)
+            f"the pattern '{NAME_PATTERN}'.",
+            code=BAD_REQUEST,
+            param=param,
+        )
     return name
 
 

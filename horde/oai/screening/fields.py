@@ -62,13 +62,14 @@ class _Typed(fields.Field):
         # make_error() calls str.format, so the placeholder's braces are doubled here.
         self.error_messages["required"] = "Missing required parameter: '{{path}}'."
         self.error_messages["null"] = (
-            f"Invalid type for '{{{{path}}}}': expected {self.expected}, but got null instead.")
+            f"Invalid type for '{{{{path}}}}': expected {self.expected}, but got null instead."
+        )
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
         if not self._accepts(value):
             raise ValidationError(
-                f"Invalid type for '{PATH}': expected {self.expected}, "
-                f"but got {json_type_name(value)} instead.")
+                f"Invalid type for '{PATH}': expected {self.expected}, but got {json_type_name(value)} instead."
+            )
         return self._check(value)
 
     def _accepts(self, value: Any) -> bool:
@@ -111,8 +112,8 @@ class Choice(StrictString):
     def _check(self, value: str) -> str:
         if value not in self.choices:
             raise ValidationError(
-                f"Invalid value: {quote(value)}. Supported values are: "
-                f"{supported_values_text(self.choices)}.")
+                f"Invalid value: {quote(value)}. Supported values are: {supported_values_text(self.choices)}."
+            )
         return value
 
 
@@ -125,8 +126,8 @@ class PositiveInt(_Typed):
     def _check(self, value: int) -> int:
         if value < 1:
             raise ValidationError(
-                f"Invalid '{PATH}': integer below minimum value. Expected a value >= 1, "
-                f"but got {value} instead.")
+                f"Invalid '{PATH}': integer below minimum value. Expected a value >= 1, but got {value} instead."
+            )
         return value
 
 
@@ -142,7 +143,8 @@ class NonEmptyStringList(_Typed):
         if not value:
             raise ValidationError(
                 f"Invalid '{PATH}': empty array. Expected an array with minimum length 1, "
-                "but got an empty array instead.")
+                "but got an empty array instead."
+            )
         if not all(value):
             raise ValidationError(f"Invalid '{PATH}': the array contains an empty string.")
         return list(value)

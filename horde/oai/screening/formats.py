@@ -69,8 +69,11 @@ def _screen_json_schema(response_format: dict) -> dict:
     path = "response_format.json_schema"
     if "json_schema" not in response_format:
         raise missing(path)
-    json_schema = load_fixed_object(_JSON_SCHEMA_FORMAT,
-                                    require_object(response_format["json_schema"], path), path)
-    check_schema(json_schema["schema"], strict=json_schema.get("strict") is True,
-                 owner=f"response_format '{json_schema['name']}'", param="response_format")
+    json_schema = load_fixed_object(_JSON_SCHEMA_FORMAT, require_object(response_format["json_schema"], path), path)
+    check_schema(
+        json_schema["schema"],
+        strict=json_schema.get("strict") is True,
+        owner=f"response_format '{json_schema['name']}'",
+        param="response_format",
+    )
     return json_schema

@@ -12,8 +12,8 @@ from __future__ import annotations
 from horde.oai.screening.base import UNSUPPORTED, ScreeningError
 
 NO_OPEN_CALLS_MESSAGE = (
-    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
-    "with 'tool_calls'.")
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+)
 
 
 def check_tool_history(messages: list[dict]) -> None:
@@ -40,13 +40,17 @@ def _answer(call_id: str, index: int, open_calls: dict[str, int], answered: set[
     if not open_calls or call_id in answered:
         raise ScreeningError(NO_OPEN_CALLS_MESSAGE, code=UNSUPPORTED, param=f"messages[{index}].role")
     raise ScreeningError(
-        f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in 'tool_calls' of "
-        "previous message.", code=UNSUPPORTED, param=f"messages[{index}].tool_call_id")
+        f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in 'tool_calls' of previous message.",
+        code=UNSUPPORTED,
+        param=f"messages[{index}].tool_call_id",
+    )
 
 
 def _unanswered(index: int, open_calls: dict[str, int]) -> ScreeningError:
     return ScreeningError(
         "An assistant message with 'tool_calls' must be followed by tool messages responding to "
         "each 'tool_call_id'. The following tool_call_ids did not have response messages: "
-        f"{', '.join(open_calls)}", code=UNSUPPORTED, param=f"messages[{index}].role")
-
+        f"{', '.join(open_calls)}",
+        code=UNSUPPORTED,
+        param=f"messages[{index}].role",
+    )

@@ -19,12 +19,21 @@ from horde.oai.screening.base import UNSUPPORTED, ScreeningError, same_json_valu
 
 MAX_SCHEMA_DEPTH = 10
 
-_SCHEMA_MAP_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions",
-                        "dependentSchemas")
+_SCHEMA_MAP_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LIST_KEYWORDS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_ONE_KEYWORDS = ("items", "additionalProperties", "not", "if", "then", "else",
-                        "contains", "propertyNames", "additionalItems", "unevaluatedItems",
-                        "unevaluatedProperties")
+_SCHEMA_ONE_KEYWORDS = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 
 Context = tuple
 
@@ -37,9 +46,12 @@ def check_schema(schema: dict, *, strict: bool, owner: str, param: str) -> None:
     """
     for context, _node, depth in walk_schema(schema):
         if depth > MAX_SCHEMA_DEPTH:
-            raise _refusal(owner, param,
-                           f"In context={context!r}, the schema is nested {depth} levels below "
-                           f"its root, where the AI Horde accepts at most {MAX_SCHEMA_DEPTH}.")
+            raise _refusal(
+                owner,
+                param,
+                f"In context={context!r}, the schema is nested {depth} levels below "
+                f"its root, where the AI Horde accepts at most {MAX_SCHEMA_DEPTH}.",
+            )
     if strict:
         _check_strict(schema, owner, param)
 
@@ -75,8 +87,7 @@ def _children(node: dict, context: Context, depth: int) -> Iterator[tuple[Contex
 def _check_strict(root: dict, owner: str, param: str) -> None:
     if not _declares_object(root):
         got = root.get("type")
-        raise _refusal(owner, param,
-                       f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{got}\"'.")
+        raise _refusal(owner, param, f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{got}\"'.")
     for context, node, _depth in walk_schema(root):
         if _is_object_schema(node):
             _check_strict_object(node, context, owner, param)
@@ -84,21 +95,23 @@ def _check_strict(root: dict, owner: str, param: str) -> None:
 
 def _check_strict_object(node: dict, context: Context, owner: str, param: str) -> None:
     if not same_json_value(node.get("additionalProperties"), False):
-        raise _refusal(owner, param,
-                       f"In context={context!r}, 'additionalProperties' is required to be "
-                       "supplied and to be false.")
+        raise _refusal(
+            owner, param, f"In context={context!r}, 'additionalProperties' is required to be supplied and to be false."
+        )
     properties = node.get("properties")
     if not isinstance(properties, dict):
         return
     required = node.get("required")
-    listed = {item for item in required if isinstance(item, str)} \
-        if isinstance(required, list) else set()
+    listed = {item for item in required if isinstance(item, str)} if isinstance(required, list) else set()
     for name in properties:
         if name not in listed:
-            raise _refusal(owner, param,
-                           f"In context={context!r}, 'required' is required to be supplied and "
-                           "to be an array including every key in properties. "
-                           f"Missing '{name}'.")
+            raise _refusal(
+                owner,
+                param,
+                f"In context={context!r}, 'required' is required to be supplied and "
+                "to be an array including every key in properties. "
+                f"Missing '{name}'.",
+            )
 
 
 def _declares_object(node: dict) -> bool:

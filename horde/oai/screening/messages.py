@@ -46,8 +46,7 @@ def screen_messages(value: Any) -> list[dict]:
     messages = require_list(value, "messages")
     if not messages:
         raise empty_array("messages")
-    screened = [screen_message(message, f"messages[{index}]")
-                for index, message in enumerate(pause_every(messages))]
+    screened = [screen_message(message, f"messages[{index}]") for index, message in enumerate(pause_every(messages))]
     check_tool_history(screened)
     return screened
 
@@ -58,7 +57,10 @@ def screen_message(value: Any, path: str) -> dict:
     if "tool_calls" in message and role != "assistant":
         raise ScreeningError(
             f"Invalid parameter: 'tool_calls' is only allowed on messages with role 'assistant', "
-            f"but {path} has role '{role}'.", code=UNSUPPORTED, param=f"{path}.tool_calls")
+            f"but {path} has role '{role}'.",
+            code=UNSUPPORTED,
+            param=f"{path}.tool_calls",
+        )
     return _SCREENERS[role](message, path)
 
 
@@ -94,8 +96,10 @@ def _screen_tool(message: dict, path: str) -> dict:
     content = _screen_content(message, path, images=False)
     if message.get("tool_call_id") is None:
         raise ScreeningError(
-            "Missing parameter 'tool_call_id': messages with role 'tool' must have a "
-            "'tool_call_id'.", code=BAD_REQUEST, param=f"{path}.tool_call_id")
+            "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.",
+            code=BAD_REQUEST,
+            param=f"{path}.tool_call_id",
+        )
     call_id = require_string(message["tool_call_id"], f"{path}.tool_call_id")
     return {"role": "tool", "content": content, "tool_call_id": call_id}
 
@@ -130,8 +134,7 @@ def _screen_content(message: dict, path: str, *, images: bool, optional: bool = 
         raise bad_type(f"{path}.content", _CONTENT_TYPE, content)
     if not content:
         raise empty_array(f"{path}.content")
-    return [_screen_part(part, f"{path}.content[{index}]", images)
-            for index, part in enumerate(content)]
+    return [_screen_part(part, f"{path}.content[{index}]", images) for index, part in enumerate(content)]
 
 
 def _screen_part(value: Any, path: str, images: bool) -> dict:
@@ -153,8 +156,11 @@ def _refused_part(path: str, kind: str) -> ScreeningError:
         reason = "which the AI Horde serves only in user messages"
     else:
         reason = "where the AI Horde serves 'text' parts, and 'image_url' parts in user messages"
-    return ScreeningError(f"Unsupported content part: '{path}' has type '{kind}', {reason}.",
-                          code=UNSUPPORTED, param=f"{path}.type={kind}")
+    return ScreeningError(
+        f"Unsupported content part: '{path}' has type '{kind}', {reason}.",
+        code=UNSUPPORTED,
+        param=f"{path}.type={kind}",
+    )
 
 
 def _screen_image(part: dict, path: str) -> dict:
@@ -167,7 +173,9 @@ def _screen_image(part: dict, path: str) -> dict:
     if not is_image_url(url):
         raise ScreeningError(
             f"Invalid '{path}.url': expected a data:image/...;base64, URL or an http(s) URL.",
-            code=BAD_REQUEST, param=f"{path}.url")
+            code=BAD_REQUEST,
+            param=f"{path}.url",
+        )
     screened = {"url": url}
     detail = image.get("detail")
     if detail is not None:
@@ -193,14 +201,15 @@ def _screen_tool_calls(value: Any, path: str) -> list[dict]:
     """Tool calls replayed in an assistant message; null or [] count as none."""
     if value is None:
         return []
-    calls = [_screen_tool_call(call, f"{path}[{index}]")
-             for index, call in enumerate(require_list(value, path))]
+    calls = [_screen_tool_call(call, f"{path}[{index}]") for index, call in enumerate(require_list(value, path))]
     seen: set[str] = set()
     for index, call in enumerate(calls):
         if call["id"] in seen:
             raise ScreeningError(
-                f"Invalid '{path}[{index}].id': the tool call id '{call['id']}' appears twice "
-                "in this message.", code=BAD_REQUEST, param=f"{path}[{index}].id")
+                f"Invalid '{path}[{index}].id': the tool call id '{call['id']}' appears twice in this message.",
+                code=BAD_REQUEST,
+                param=f"{path}[{index}].id",
+            )
         seen.add(call["id"])
     return calls
 
@@ -216,8 +225,7 @@ def _screen_tool_call(value: Any, path: str) -> dict:
     function = require_object(call["function"], f"{path}.function")
     name = _required_string(function, "name", f"{path}.function")
     arguments = _required_string(function, "arguments", f"{path}.function")
-    return {"id": call_id, "type": "function",
-            "function": {"name": name, "arguments": arguments}}
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def _required_string(container: dict, key: str, path: str) -> str:
@@ -231,8 +239,11 @@ def mentions_word(messages: list[dict], word: str) -> bool:
     word = word.lower()
     for message in messages:
         content = message.get("content")
-        texts = [content] if isinstance(content, str) else [
-            part["text"] for part in content or () if part.get("type") == "text"]
+        texts = (
+            [content]
+            if isinstance(content, str)
+            else [part["text"] for part in content or () if part.get("type") == "text"]
+        )
         if any(word in text.lower() for text in texts):
             return True
     return False

@@ -69,12 +69,31 @@ from horde.oai.screening.tools import (
     screen_tools,
 )
 
-REQUEST_FIELDS = frozenset({
-    "model", "models", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
-    "frequency_penalty", "presence_penalty", "seed", "stop", "n", "stream", "stream_options",
-    "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort", "user",
-    "horde",
-})
+REQUEST_FIELDS = frozenset(
+    {
+        "model",
+        "models",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "frequency_penalty",
+        "presence_penalty",
+        "seed",
+        "stop",
+        "n",
+        "stream",
+        "stream_options",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "response_format",
+        "reasoning_effort",
+        "user",
+        "horde",
+    }
+)
 
 # The closed table: key -> the default values accepted and dropped. Stock clients
 # send these unprompted; any other value of a key only in this table is refused.
@@ -110,8 +129,10 @@ def screen_chat_request(body: Any) -> ScreenedRequest:
     """Screen a parsed request body; raise ScreeningError on the first failure."""
     if not isinstance(body, dict):
         raise ScreeningError(
-            f"Invalid type for the request body: expected an object, but got "
-            f"{json_type_name(body)} instead.", code=BAD_REQUEST, param=None)
+            f"Invalid type for the request body: expected an object, but got {json_type_name(body)} instead.",
+            code=BAD_REQUEST,
+            param=None,
+        )
     _screen_top_level_keys(body)
     body = _without_omitted(body)
     models, model_param = _screen_models(body)
@@ -121,10 +142,14 @@ def screen_chat_request(body: Any) -> ScreenedRequest:
     native.update(_screen_capabilities(body))
     options = screen_horde_options(body)
     _check_openai_guards(native, options["openai_guards"])
-    native.update({key: value for key, value in options.items()
-                   if key not in SCREENING_ONLY_OPTIONS})
-    return ScreenedRequest(native=native, stream=stream, include_usage=include_usage,
-                           include_reasoning=options["include_reasoning"], model_param=model_param)
+    native.update({key: value for key, value in options.items() if key not in SCREENING_ONLY_OPTIONS})
+    return ScreenedRequest(
+        native=native,
+        stream=stream,
+        include_usage=include_usage,
+        include_reasoning=options["include_reasoning"],
+        model_param=model_param,
+    )
 
 
 def screen_models(body: dict) -> tuple[list[str], str]:
@@ -147,20 +172,24 @@ def _screen_top_level_keys(body: dict) -> None:
             defaults = " or ".join(json.dumps(default) for default in DEFAULT_NO_OP_PARAMETERS[key])
             raise ScreeningError(
                 f"Unsupported value for '{key}': the AI Horde accepts it only at its default "
-                f"({defaults}), which it drops.", code=UNSUPPORTED, param=key)
+                f"({defaults}), which it drops.",
+                code=UNSUPPORTED,
+                param=key,
+            )
 
 
 def _without_omitted(body: dict) -> dict:
     """The body without keys at their no-op default, or null where null means omitted."""
-    return {key: value for key, value in body.items()
-            if not is_default_no_op(key, value)
-            and (value is not None or key in _NULL_REFUSED_FIELDS)}
+    return {
+        key: value
+        for key, value in body.items()
+        if not is_default_no_op(key, value) and (value is not None or key in _NULL_REFUSED_FIELDS)
+    }
 
 
 def _screen_models(body: dict) -> tuple[list[str], str]:
     if "model" in body and "models" in body:
-        raise ScreeningError("Send either 'model' or 'models', not both.",
-                             code=CONFLICT, param="models")
+        raise ScreeningError("Send either 'model' or 'models', not both.", code=CONFLICT, param="models")
     if "models" in body:
         return _screen_model_list(body["models"]), "models"
     if "model" not in body:
@@ -176,16 +205,20 @@ def _screen_model_list(value: Any) -> list[str]:
     models = require_list(value, "models")
     if not models:
         raise ScreeningError(
-            "Invalid 'models': empty array. Expected an array with minimum length 1, "
-            "but got an empty array instead.", code=UNSUPPORTED, param="models")
+            "Invalid 'models': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+            code=UNSUPPORTED,
+            param="models",
+        )
     if len(models) > MODELS_MAX_COUNT:
         raise array_too_long("models", MODELS_MAX_COUNT, len(models))
     for index, model in enumerate(models):
         if not isinstance(model, str) or not model:
             got = "an empty string" if model == "" else json_type_name(model)
             raise ScreeningError(
-                f"Invalid 'models[{index}]': expected a non-empty model id string, but got {got} "
-                "instead.", code=UNSUPPORTED, param="models")
+                f"Invalid 'models[{index}]': expected a non-empty model id string, but got {got} instead.",
+                code=UNSUPPORTED,
+                param="models",
+            )
     for index, model in enumerate(models):
         _refuse_variant(model, f"models[{index}]")
     return list(models)
@@ -195,7 +228,10 @@ def _refuse_variant(model: str, param: str) -> None:
     if MODEL_VARIANT_SEPARATOR in model:
         raise ScreeningError(
             f"The model `{model}` does not exist or you do not have access to it.",
-            status=STATUS_NOT_FOUND, code=MODEL_NOT_FOUND, param=param)
+            status=STATUS_NOT_FOUND,
+            code=MODEL_NOT_FOUND,
+            param=param,
+        )
 
 
 def _screen_scalars(body: dict) -> dict:
@@ -222,11 +258,9 @@ def _screen_scalars(body: dict) -> dict:
 def _screen_capabilities(body: dict) -> dict:
     tools = screen_tools(body["tools"]) if "tools" in body else []
     tool_choice = screen_tool_choice(body["tool_choice"]) if "tool_choice" in body else None
-    parallel = (screen_parallel_tool_calls(body["parallel_tool_calls"])
-                if "parallel_tool_calls" in body else None)
+    parallel = screen_parallel_tool_calls(body["parallel_tool_calls"]) if "parallel_tool_calls" in body else None
     check_tool_options(tools, tool_choice, parallel)
-    response_format = (screen_response_format(body["response_format"])
-                       if "response_format" in body else None)
+    response_format = screen_response_format(body["response_format"]) if "response_format" in body else None
     check_tools_payload_size(tools or None, tool_choice, response_format)
     native = native_tool_keys(tools, tool_choice, parallel)
     if response_format is not None:
@@ -236,8 +270,13 @@ def _screen_capabilities(body: dict) -> dict:
 
 def _check_openai_guards(native: dict, openai_guards: bool) -> None:
     response_format = native.get("response_format") or {}
-    if (openai_guards and response_format.get("type") == "json_object"
-            and not mentions_word(native["messages"], JSON_MODE_WORD)):
+    if (
+        openai_guards
+        and response_format.get("type") == "json_object"
+        and not mentions_word(native["messages"], JSON_MODE_WORD)
+    ):
         raise ScreeningError(
-            "'messages' must contain the word 'json' in some form, to use 'response_format' of "
-            "type 'json_object'.", code=BAD_REQUEST, param="messages")
+            "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+            code=BAD_REQUEST,
+            param="messages",
+        )

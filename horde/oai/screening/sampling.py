@@ -30,8 +30,8 @@ from horde.oai.screening.base import (
 from horde.oai.screening.fields import FixedSchema, StrictBool, load_fixed_object
 
 OPENAI_TOKEN_MINIMUM = 1
-SEED_MIN = -(2 ** 63)
-SEED_MAX = 2 ** 63 - 1
+SEED_MIN = -(2**63)
+SEED_MAX = 2**63 - 1
 
 
 class StreamOptionsSchema(FixedSchema):
@@ -50,7 +50,10 @@ def screen_n(value: Any) -> None:
     if n != 1:
         raise ScreeningError(
             f"Unsupported value: 'n' must be 1, since the AI Horde generates one choice per "
-            f"request, but got {n} instead.", code=UNSUPPORTED, param="n")
+            f"request, but got {n} instead.",
+            code=UNSUPPORTED,
+            param="n",
+        )
 
 
 def screen_token_limit(value: Any, param: str) -> int:
@@ -60,20 +63,29 @@ def screen_token_limit(value: Any, param: str) -> int:
         raise ScreeningError(
             f"Invalid '{param}': integer below the AI Horde's minimum value. Expected a value >= "
             f"{TOKEN_FLOOR}, but got {limit} instead. The Horde's native text API generates at "
-            f"least {TOKEN_FLOOR} tokens.", code=UNSUPPORTED, param=param)
+            f"least {TOKEN_FLOOR} tokens.",
+            code=UNSUPPORTED,
+            param=param,
+        )
     check_range(limit, param, None, TOKEN_CEILING)
     return limit
 
 
 def screen_max_tokens(body: dict) -> int | None:
     """The completion limit from max_tokens or max_completion_tokens, which must agree."""
-    limits = {key: screen_token_limit(body[key], key)
-              for key in ("max_tokens", "max_completion_tokens") if body.get(key) is not None}
+    limits = {
+        key: screen_token_limit(body[key], key)
+        for key in ("max_tokens", "max_completion_tokens")
+        if body.get(key) is not None
+    }
     if len(set(limits.values())) > 1:
         raise ScreeningError(
             f"'max_tokens' ({limits['max_tokens']}) and 'max_completion_tokens' "
             f"({limits['max_completion_tokens']}) disagree: send one of them, or the same value "
-            "in both.", code=CONFLICT, param="max_completion_tokens")
+            "in both.",
+            code=CONFLICT,
+            param="max_completion_tokens",
+        )
     return next(iter(limits.values()), None)
 
 
@@ -128,11 +140,13 @@ def screen_stream(body: dict) -> tuple[bool, bool]:
     stream = False if stream is None else require_bool(stream, "stream")
     if body.get("stream_options") is None:
         return stream, False
-    options = load_fixed_object(_STREAM_OPTIONS,
-                                require_object(body["stream_options"], "stream_options"),
-                                "stream_options")
+    options = load_fixed_object(
+        _STREAM_OPTIONS, require_object(body["stream_options"], "stream_options"), "stream_options"
+    )
     if not stream:
         raise ScreeningError(
             "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-            code=CONFLICT, param="stream_options")
+            code=CONFLICT,
+            param="stream_options",
+        )
     return stream, options.get("include_usage", False)

@@ -73,11 +73,14 @@ def _screen_tool(entry: Any, path: str) -> dict:
     if "function" not in entry:
         raise missing(f"{path}.function")
     function_path = f"{path}.function"
-    function = load_fixed_object(_TOOL_FUNCTION,
-                                 require_object(entry["function"], function_path), function_path)
+    function = load_fixed_object(_TOOL_FUNCTION, require_object(entry["function"], function_path), function_path)
     if "parameters" in function:
-        check_schema(function["parameters"], strict=function.get("strict") is True,
-                     owner=f"function '{function['name']}'", param=f"{function_path}.parameters")
+        check_schema(
+            function["parameters"],
+            strict=function.get("strict") is True,
+            owner=f"function '{function['name']}'",
+            param=f"{function_path}.parameters",
+        )
     return {"type": "function", "function": function}
 
 
@@ -98,7 +101,9 @@ def _refuse_duplicate_names(tools: list[dict]) -> None:
             raise ScreeningError(
                 f"Invalid '{param}': the function name '{name}' is already used by "
                 f"tools[{first_index[name]}]; function names must be unique.",
-                code=BAD_REQUEST, param=param)
+                code=BAD_REQUEST,
+                param=param,
+            )
         first_index[name] = index
 
 
@@ -130,21 +135,28 @@ def check_tool_options(tools: list[dict], tool_choice: Any, parallel_tool_calls:
         for key, value in (("tool_choice", tool_choice), ("parallel_tool_calls", parallel_tool_calls)):
             if value is not None:
                 raise ScreeningError(
-                    f"Invalid value for '{key}': '{key}' is only allowed when 'tools' are "
-                    "specified.", code=CONFLICT, param=key)
+                    f"Invalid value for '{key}': '{key}' is only allowed when 'tools' are specified.",
+                    code=CONFLICT,
+                    param=key,
+                )
         return
     if isinstance(tool_choice, dict):
         name = tool_choice["function"]["name"]
         if name not in {tool["function"]["name"] for tool in tools}:
             raise ScreeningError(
-                f"Invalid value for 'tool_choice': the function '{name}' is not defined in "
-                "'tools'.", code=BAD_REQUEST, param="tool_choice")
+                f"Invalid value for 'tool_choice': the function '{name}' is not defined in 'tools'.",
+                code=BAD_REQUEST,
+                param="tool_choice",
+            )
 
 
 def tools_payload_bytes(tools: Any, tool_choice: Any, response_format: Any) -> int:
     """Bytes of the compact JSON of each value present, summed (json.dumps defaults otherwise)."""
-    return sum(len(json.dumps(value, separators=(",", ":")))
-               for value in (tools, tool_choice, response_format) if value is not None)
+    return sum(
+        len(json.dumps(value, separators=(",", ":")))
+        for value in (tools, tool_choice, response_format)
+        if value is not None
+    )
 
 
 def check_tools_payload_size(tools: Any, tool_choice: Any, response_format: Any) -> None:
@@ -153,13 +165,15 @@ def check_tools_payload_size(tools: Any, tool_choice: Any, response_format: Any)
         size = tools_payload_bytes(tools, tool_choice, response_format)
     except (RecursionError, ValueError):
         raise ScreeningError(
-            f"Invalid '{param}': the value is nested too deeply to be encoded as JSON.",
-            code=UNSUPPORTED, param=param) from None
+            f"Invalid '{param}': the value is nested too deeply to be encoded as JSON.", code=UNSUPPORTED, param=param
+        ) from None
     if size > TOOLS_PAYLOAD_MAX_BYTES:
         raise ScreeningError(
             f"The compact JSON of 'tools', 'tool_choice' and 'response_format' takes {size} bytes, "
             f"above the AI Horde's limit of {TOOLS_PAYLOAD_MAX_BYTES} bytes (256 KiB).",
-            code=UNSUPPORTED, param=param)
+            code=UNSUPPORTED,
+            param=param,
+        )
 
 
 def native_tool_keys(tools: list[dict], tool_choice: Any, parallel_tool_calls: Any) -> dict:

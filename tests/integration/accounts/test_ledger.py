@@ -34,8 +34,9 @@ def test_balances_add_up_after_a_mixed_run(client, make_user, runtime):
             assert user.kudos == accounts.ledger_sum(session, user), user.username
         assert session.scalar(select(func.sum(KudosEntry.amount)).where(KudosEntry.kind.in_(["charge", "reward"]))) == 0
         requester_row = session.get(User, requester.id)
-        charges = session.scalars(select(KudosEntry).where(KudosEntry.user_id == requester.id,
-                                                           KudosEntry.kind == "charge")).all()
+        charges = session.scalars(
+            select(KudosEntry).where(KudosEntry.user_id == requester.id, KudosEntry.kind == "charge")
+        ).all()
         assert {entry.request_id for entry in charges} == {done, streamed}
         assert requester_row.kudos == 1000 + sum(entry.amount for entry in charges)
     assert faulted and anonymous

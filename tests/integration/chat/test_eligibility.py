@@ -5,8 +5,19 @@ import pytest
 from tests.support.native import ALL_FEATURES, ALL_GUARANTEES, pop, queue, queued_id
 
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
-STRICT_SCHEMA = {"type": "json_schema", "json_schema": {"name": "s", "strict": True, "schema": {
-    "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}}}
+STRICT_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "s",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"],
+            "additionalProperties": False,
+        },
+    },
+}
 IMAGE = "data:image/png;base64,iVBORw0KGgo="
 
 REQUIREMENTS = [
@@ -14,13 +25,25 @@ REQUIREMENTS = [
     ("reasoning_effort", {"reasoning_effort": "low"}, "features"),
     ("frequency_penalty", {"frequency_penalty": 0.5}, "features"),
     ("presence_penalty", {"presence_penalty": -0.5}, "features"),
-    ("vision", {"messages": [{"role": "user", "content": [{"type": "text", "text": "see"},
-                                                          {"type": "image_url", "image_url": {"url": IMAGE}}]}]},
-     "features"),
+    (
+        "vision",
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": IMAGE}}],
+                }
+            ]
+        },
+        "features",
+    ),
     ("tools", {"tools": TOOLS}, "features"),
     ("json_object", {"response_format": {"type": "json_object"}}, "features"),
-    ("json_schema", {"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}},
-     "features"),
+    (
+        "json_schema",
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}},
+        "features",
+    ),
     ("tools_with_response_format", {"tools": TOOLS, "response_format": {"type": "json_object"}}, "features"),
     ("tool_choice", {"tools": TOOLS, "tool_choice": "required"}, "guarantees"),
     ("tool_choice", {"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "f"}}}, "guarantees"),

@@ -14,8 +14,12 @@ PNG = base64.b64decode(
 
 
 def image_message(url):
-    return [{"role": "user", "content": [{"type": "text", "text": "what is it"},
-                                         {"type": "image_url", "image_url": {"url": url}}]}]
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "what is it"}, {"type": "image_url", "image_url": {"url": url}}],
+        }
+    ]
 
 
 @pytest.fixture
@@ -53,8 +57,16 @@ def vision_worker(client, make_user):
     return owner
 
 
-@pytest.mark.parametrize("url", ["http://10.0.0.1/x.png", "http://169.254.169.254/latest", "http://[::1]/x.png",
-                                 "http://192.168.1.1/x.png", "http://localhost/x.png"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://10.0.0.1/x.png",
+        "http://169.254.169.254/latest",
+        "http://[::1]/x.png",
+        "http://192.168.1.1/x.png",
+        "http://localhost/x.png",
+    ],
+)
 def test_non_public_addresses_are_refused_before_queueing(client, vision_worker, url, settings, runtime):
     runtime.settings = settings.replace(image_fetch_allow=())
     response = queue(client, vision_worker, messages=image_message(url))

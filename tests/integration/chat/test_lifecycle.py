@@ -37,27 +37,64 @@ def test_fault_restarts_elsewhere_and_the_last_reason_is_reported(client, make_u
     request_id = queued_id(client, owner)
     for reason in ("out of memory", "backend down", "could not fit the prompt"):
         job = pop(client, owner)
-        response = client.post("/api/v2/generate/chat/fault", json={"id": job["id"], "reason": reason},
-                               headers={"apikey": owner})
+        response = client.post(
+            "/api/v2/generate/chat/fault", json={"id": job["id"], "reason": reason}, headers={"apikey": owner}
+        )
         assert response.status_code == 200
     view = status(client, owner, request_id).json
     assert view["state"] == "faulted"
     assert view["faulted"] == {"rc": "ChatWorkerFault", "message": "could not fit the prompt"}
 
 
-@pytest.mark.parametrize("body, reply, expected", [
-    ({"response_format": {"type": "json_object"}}, {"content": "not json"}, "has to be JSON"),
-    ({"tools": TOOLS, "tool_choice": "required"}, {"content": "no call"}, "has to call a function"),
-    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "lookup"}}},
-     {"content": "no call"}, "forces the function 'lookup'"),
-    ({"tools": TOOLS}, {"content": None, "finish_reason": "tool_calls", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{oops"}}]}, "not JSON"),
-    ({"tools": TOOLS}, {"content": None, "finish_reason": "tool_calls", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "unknown", "arguments": "{}"}}]}, "does not define"),
-    ({"response_format": {"type": "json_schema", "json_schema": {"name": "s", "strict": True, "schema": {
-        "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
-        "additionalProperties": False}}}}, {"content": "{\"a\": \"x\"}"}, "does not validate"),
-])
+@pytest.mark.parametrize(
+    "body, reply, expected",
+    [
+        ({"response_format": {"type": "json_object"}}, {"content": "not json"}, "has to be JSON"),
+        ({"tools": TOOLS, "tool_choice": "required"}, {"content": "no call"}, "has to call a function"),
+        (
+            {"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "lookup"}}},
+            {"content": "no call"},
+            "forces the function 'lookup'",
+        ),
+        (
+            {"tools": TOOLS},
+            {
+                "content": None,
+                "finish_reason": "tool_calls",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{oops"}}],
+            },
+            "not JSON",
+        ),
+        (
+            {"tools": TOOLS},
+            {
+                "content": None,
+                "finish_reason": "tool_calls",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "unknown", "arguments": "{}"}}],
+            },
+            "does not define",
+        ),
+        (
+            {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "s",
+                        "strict": True,
+                        "schema": {
+                            "type": "object",
+                            "properties": {"a": {"type": "integer"}},
+                            "required": ["a"],
+                            "additionalProperties": False,
+                        },
+                    },
+                }
+            },
+            {"content": '{"a": "x"}'},
+            "does not validate",
+        ),
+    ],
+)
 def test_nonconformant_submit_is_refused_and_restarted(client, make_user, body, reply, expected):
     _, owner = make_user("owner")
     declared = dict(features=ALL_FEATURES, guarantees=ALL_GUARANTEES)
@@ -101,32 +138,64 @@ def test_cancel_tells_the_worker_to_stop(client, make_user):
     job = pop(client, owner)
     progress = {"id": job["id"], "content": "partial"}
     assert client.post("/api/v2/generate/chat/progress", json=progress, headers={"apikey": owner}).json == {
-        "cancel": False}
-    assert client.delete(f"/api/v2/generate/chat/status/{request_id}", headers={"apikey": owner}).json[
-        "state"] == "cancelled"
+        "cancel": False
+    }
+    assert (
+        client.delete(f"/api/v2/generate/chat/status/{request_id}", headers={"apikey": owner}).json["state"]
+        == "cancelled"
+    )
     assert client.post("/api/v2/generate/chat/progress", json=progress, headers={"apikey": owner}).json == {
-        "cancel": True}
+        "cancel": True
+    }
     assert submit(client, owner, job["id"]).json["rc"] == "AbortedGen"
 
 
-@pytest.mark.parametrize("path, body, rc, param", [
-    ("pop", {"name": "w", "models": [], "max_length": 512, "max_context_length": 2048}, "BadRequest", "models"),
-    ("pop", {"name": "w", "models": ["m"], "max_length": 8, "max_context_length": 2048}, "BadRequest", "max_length"),
-    ("pop", {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "threads": 99},
-     "BadRequest", "threads"),
-    ("pop", {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "features": ["magic"]},
-     "BadRequest", "features[0]"),
-    ("pop", {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "wait": 31},
-     "BadRequest", "wait"),
-    ("pop", {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "colour": "red"},
-     "BadRequest", "colour"),
-    ("submit", {"id": "x", "finish_reason": "bored"}, "BadRequest", "finish_reason"),
-    ("submit", {"id": "x", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}, "BadRequest",
-     "tool_calls[0].function.arguments"),
-    ("submit", {"id": "no-such-job", "content": "x"}, "JobNotFound", None),
-    ("progress", {"content": "x"}, "BadRequest", "id"),
-    ("fault", {"id": "no-such-job"}, "JobNotFound", None),
-])
+@pytest.mark.parametrize(
+    "path, body, rc, param",
+    [
+        ("pop", {"name": "w", "models": [], "max_length": 512, "max_context_length": 2048}, "BadRequest", "models"),
+        (
+            "pop",
+            {"name": "w", "models": ["m"], "max_length": 8, "max_context_length": 2048},
+            "BadRequest",
+            "max_length",
+        ),
+        (
+            "pop",
+            {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "threads": 99},
+            "BadRequest",
+            "threads",
+        ),
+        (
+            "pop",
+            {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "features": ["magic"]},
+            "BadRequest",
+            "features[0]",
+        ),
+        (
+            "pop",
+            {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "wait": 31},
+            "BadRequest",
+            "wait",
+        ),
+        (
+            "pop",
+            {"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048, "colour": "red"},
+            "BadRequest",
+            "colour",
+        ),
+        ("submit", {"id": "x", "finish_reason": "bored"}, "BadRequest", "finish_reason"),
+        (
+            "submit",
+            {"id": "x", "tool_calls": [{"id": "c", "function": {"name": "f"}}]},
+            "BadRequest",
+            "tool_calls[0].function.arguments",
+        ),
+        ("submit", {"id": "no-such-job", "content": "x"}, "JobNotFound", None),
+        ("progress", {"content": "x"}, "BadRequest", "id"),
+        ("fault", {"id": "no-such-job"}, "JobNotFound", None),
+    ],
+)
 def test_bad_worker_payloads_are_refused_with_their_rc(client, make_user, path, body, rc, param):
     _, owner = make_user("owner")
     response = client.post(f"/api/v2/generate/chat/{path}", json=body, headers={"apikey": owner})
@@ -136,9 +205,11 @@ def test_bad_worker_payloads_are_refused_with_their_rc(client, make_user, path, 
 
 
 def test_anonymous_cannot_run_workers(client):
-    response = client.post("/api/v2/generate/chat/pop", json={"name": "w", "models": ["m"], "max_length": 512,
-                                                               "max_context_length": 2048},
-                           headers={"apikey": "0000000000"})
+    response = client.post(
+        "/api/v2/generate/chat/pop",
+        json={"name": "w", "models": ["m"], "max_length": 512, "max_context_length": 2048},
+        headers={"apikey": "0000000000"},
+    )
     assert (response.status_code, response.json["rc"]) == (403, "AnonForbiddenWorker")
 
 
@@ -148,18 +219,20 @@ def test_a_worker_cannot_inflate_its_reward(client, make_user):
     pop(client, owner)
     queued_id(client, requester, max_tokens=100)
     job = pop(client, owner)
-    reward = submit(client, owner, job["id"], usage={"completion_tokens": 10 ** 9}).json["reward"]
+    reward = submit(client, owner, job["id"], usage={"completion_tokens": 10**9}).json["reward"]
     assert reward <= 2  # priced as at most max_tokens (100) of an 8B model
 
 
 def test_native_requests_get_developer_as_system_and_role_checks(client, make_user):
     _, owner = make_user("owner")
     pop(client, owner)
-    queued_id(client, owner, messages=[{"role": "developer", "content": "be brief"},
-                                       {"role": "user", "content": "hi"}])
+    queued_id(client, owner, messages=[{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}])
     assert pop(client, owner)["payload"]["messages"][0]["role"] == "system"
-    bad = client.post("/api/v2/generate/chat/async", headers={"apikey": owner}, json={
-        "model": "m1", "messages": [{"role": "robot", "content": "x"}]})
+    bad = client.post(
+        "/api/v2/generate/chat/async",
+        headers={"apikey": owner},
+        json={"model": "m1", "messages": [{"role": "robot", "content": "x"}]},
+    )
     assert (bad.status_code, bad.json["rc"], bad.json["param"]) == (400, "BadRequest", "messages[0].role")
 
 
@@ -167,9 +240,16 @@ def test_a_broken_strict_schema_is_not_held_against_the_reply(client, make_user)
     _, owner = make_user("owner")
     declared = dict(features=ALL_FEATURES, guarantees=ALL_GUARANTEES)
     pop(client, owner, **declared)
-    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}, "required": ["a"],
-              "additionalProperties": False}
-    queued_id(client, owner, response_format={"type": "json_schema", "json_schema": {
-        "name": "s", "strict": True, "schema": schema}})
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/missing"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    queued_id(
+        client,
+        owner,
+        response_format={"type": "json_schema", "json_schema": {"name": "s", "strict": True, "schema": schema}},
+    )
     job = pop(client, owner, **declared)
     assert submit(client, owner, job["id"], content='{"a": "x"}').status_code == 200

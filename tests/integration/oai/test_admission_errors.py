@@ -114,24 +114,37 @@ def test_client_agent_is_composed_and_recorded(client, worker_key, runtime):
     served.join(10)
     with runtime.db.transaction() as session:
         agents = [request.client_agent for request in session.query(ChatRequest).order_by(ChatRequest.created_at)]
-    assert agents == ["my-app:unknown:OpenAI/Python 3.57.0 via horde-oai-front",
-                      "site.example:unknown:curl/8 via horde-oai-front"]
+    assert agents == [
+        "my-app:unknown:OpenAI/Python 3.57.0 via horde-oai-front",
+        "site.example:unknown:curl/8 via horde-oai-front",
+    ]
 
 
 def test_no_client_input_produces_a_500(client, worker_key, runtime):
     runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0, worker_online_window_s=0)
     rng = random.Random(7)
-    base = {"model": "m1", "messages": [{"role": "user", "content": "x"}], "max_tokens": 64, "temperature": 0.5,
-            "tools": TOOLS, "tool_choice": "auto", "response_format": {"type": "json_object"},
-            "horde": {"context_fitting": "grow"}, "stop": ["x"], "seed": 1}
-    values = [None, True, 0, -1, 1e308, "", "x", [], {}, [{}], {"type": "text"}, "a" * 300, 2 ** 70]
+    base = {
+        "model": "m1",
+        "messages": [{"role": "user", "content": "x"}],
+        "max_tokens": 64,
+        "temperature": 0.5,
+        "tools": TOOLS,
+        "tool_choice": "auto",
+        "response_format": {"type": "json_object"},
+        "horde": {"context_fitting": "grow"},
+        "stop": ["x"],
+        "seed": 1,
+    }
+    values = [None, True, 0, -1, 1e308, "", "x", [], {}, [{}], {"type": "text"}, "a" * 300, 2**70]
     for _ in range(300):
         body = {key: value for key, value in base.items() if rng.random() > 0.2}
         for _ in range(rng.randint(1, 3)):
             body[rng.choice(list(base) + ["messages", "models", "n", "stream"])] = rng.choice(values)
         response = client.post("/v1/chat/completions", json=body)
         assert response.status_code < 500 or response.json["error"]["code"] in (
-            "no_eligible_worker", "queue_unavailable"), (body, response.json)
+            "no_eligible_worker",
+            "queue_unavailable",
+        ), (body, response.json)
     assert client.post("/v1/chat/completions", data="{not json", content_type="application/json").status_code == 400
 
 
@@ -158,8 +171,9 @@ def test_an_unknown_key_is_401_before_the_body_is_screened(client):
 def test_declarations_lowered_after_submit_end_in_no_worker_supports_limit(client, worker_key, runtime, make_user):
     runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0.2)
     _, key = make_user("client", kudos=1000)
-    lowered = threading.Thread(target=_lower_after_queueing,
-                               args=(client.application.test_client(), worker_key, runtime))
+    lowered = threading.Thread(
+        target=_lower_after_queueing, args=(client.application.test_client(), worker_key, runtime)
+    )
     lowered.start()
     response = chat(client, dict(BODY, max_tokens=4000), key=key)
     lowered.join(10)
@@ -191,8 +205,9 @@ def test_wait_budget_does_not_cancel_a_request_a_worker_took(client, worker_key,
     def fault_then_serve(local):
         job = pop(local, worker_key, max_length=8192, max_context_length=16384, threads=1, wait=5)
         time.sleep(0.8)  # past the budget while the job is held
-        local.post("/api/v2/generate/chat/fault", json={"id": job["id"], "reason": "oom"},
-                   headers={"apikey": worker_key})
+        local.post(
+            "/api/v2/generate/chat/fault", json={"id": job["id"], "reason": "oom"}, headers={"apikey": worker_key}
+        )
         _serve(local, worker_key, 1)
 
     worker = threading.Thread(target=fault_then_serve, args=(client.application.test_client(),))

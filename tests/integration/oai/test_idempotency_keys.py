@@ -27,8 +27,9 @@ def serve(client, key, jobs):
 
 
 def chat(client, body, key):
-    return client.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}",
-                                                                  "Idempotency-Key": "order-7"})
+    return client.post(
+        "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "order-7"}
+    )
 
 
 def test_a_key_expires_with_the_retention_window(client, make_user, runtime):
@@ -41,8 +42,11 @@ def test_a_key_expires_with_the_retention_window(client, make_user, runtime):
     assert first.status_code == 200
     other = dict(BODY, messages=[{"role": "user", "content": "Another question"}])
     assert chat(client, other, key).status_code == 409
-    wait_until(lambda: idempotency.purge_expired(runtime) == 1, timeout_s=RETENTION_S + 30,
-               what="the key to pass its retention window")
+    wait_until(
+        lambda: idempotency.purge_expired(runtime) == 1,
+        timeout_s=RETENTION_S + 30,
+        what="the key to pass its retention window",
+    )
     second = chat(client, other, key)
     worker.join(10)
     assert second.status_code == 200

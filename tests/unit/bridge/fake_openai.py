@@ -22,9 +22,22 @@ MODEL_ID = "tiny-model.gguf"
 
 
 class FakeOpenAI:
-    def __init__(self, kind="llamacpp", *, ctx=2048, slots=2, supports_tools=True, honors_forced=False,
-                 refuses_long=True, json_ok=True, seed_deterministic=True, vision=False,
-                 reply="Hello there, this is a fake model talking.", reasoning=None, chunk_delay_s=0.0):
+    def __init__(
+        self,
+        kind="llamacpp",
+        *,
+        ctx=2048,
+        slots=2,
+        supports_tools=True,
+        honors_forced=False,
+        refuses_long=True,
+        json_ok=True,
+        seed_deterministic=True,
+        vision=False,
+        reply="Hello there, this is a fake model talking.",
+        reasoning=None,
+        chunk_delay_s=0.0,
+    ):
         self.kind, self.ctx, self.slots = kind, ctx, slots
         self.supports_tools, self.honors_forced, self.refuses_long = supports_tools, honors_forced, refuses_long
         self.json_ok, self.seed_deterministic, self.vision = json_ok, seed_deterministic, vision
@@ -68,14 +81,30 @@ class FakeOpenAI:
 
     def _chunks(self, answer: dict, usage: dict | None):
         def chunk(delta=None, finish=None, **extra):
-            return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": MODEL_ID,
-                    "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}], **extra}
+            return {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "model": MODEL_ID,
+                "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+                **extra,
+            }
+
         yield chunk({"role": "assistant", "content": None})
         for word in (answer.get("reasoning") or "").split(" ") if answer.get("reasoning") else []:
             yield chunk({"reasoning_content": word + " "})
         for index, call in enumerate(answer.get("tool_calls") or []):
-            yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                         "function": {"name": call["name"], "arguments": ""}}]})
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
             half = len(call["arguments"]) // 2
             for piece in (call["arguments"][:half], call["arguments"][half:]):
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
@@ -117,9 +146,12 @@ class FakeOpenAI:
         def props():
             if self.kind != "llamacpp":
                 return jsonify(error={"message": "Not Found"}), 404
-            return jsonify(default_generation_settings={"n_ctx": self.ctx}, total_slots=self.slots,
-                           modalities={"vision": self.vision},
-                           chat_template_caps={"supports_tools": self.supports_tools})
+            return jsonify(
+                default_generation_settings={"n_ctx": self.ctx},
+                total_slots=self.slots,
+                modalities={"vision": self.vision},
+                chat_template_caps={"supports_tools": self.supports_tools},
+            )
 
         @app.get("/api/extra/version")
         def kobold_version():
@@ -143,8 +175,11 @@ class FakeOpenAI:
         def ollama_show():
             if self.kind != "ollama":
                 return jsonify(error="not found"), 404
-            return jsonify(capabilities=["completion", "tools", "thinking"] + (["vision"] if self.vision else []),
-                           model_info={"llama.context_length": 8192}, parameters=f"num_ctx {self.ctx}\nstop x")
+            return jsonify(
+                capabilities=["completion", "tools", "thinking"] + (["vision"] if self.vision else []),
+                model_info={"llama.context_length": 8192},
+                parameters=f"num_ctx {self.ctx}\nstop x",
+            )
 
         @app.post("/v1/chat/completions")
         def chat():
@@ -156,8 +191,13 @@ class FakeOpenAI:
             texts = [m["content"] for m in body["messages"] if isinstance(m.get("content"), str)]
             prompt_chars = sum(len(text) for text in texts)
             if self.refuses_long and prompt_chars // 2 > self.ctx:
-                return jsonify(error={"code": 400, "message": "the request exceeds the available context size",
-                                      "type": "exceed_context_size_error"}), 400
+                return jsonify(
+                    error={
+                        "code": 400,
+                        "message": "the request exceeds the available context size",
+                        "type": "exceed_context_size_error",
+                    }
+                ), 400
             answer = self.answer(body)
             usage = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": 11}
             if body.get("stream"):
@@ -165,10 +205,16 @@ class FakeOpenAI:
                 return Response(self._stream(answer, usage if include else None), mimetype="text/event-stream")
             message = {"role": "assistant", "content": answer.get("content")}
             if answer.get("tool_calls"):
-                message["tool_calls"] = [{"id": c["id"], "type": "function",
-                                          "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                         for c in answer["tool_calls"]]
-            return jsonify(id="chatcmpl-1", object="chat.completion", model=MODEL_ID, usage=usage,
-                           choices=[{"index": 0, "message": message, "finish_reason": answer["finish"]}])
+                message["tool_calls"] = [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in answer["tool_calls"]
+                ]
+            return jsonify(
+                id="chatcmpl-1",
+                object="chat.completion",
+                model=MODEL_ID,
+                usage=usage,
+                choices=[{"index": 0, "message": message, "finish_reason": answer["finish"]}],
+            )
 
         return app

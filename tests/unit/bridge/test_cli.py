@@ -29,17 +29,39 @@ def horde():
 @pytest.fixture
 def rules_file(tmp_path):
     path = tmp_path / "rules.json"
-    path.write_text(json.dumps({"rules": [
-        {"match": {"contains": "slow"}, "reply": {"content": "slow answer", "delay_s": 60}},
-        {"match": {"contains": "short"}, "reply": {"content": "short answer", "delay_s": 1}},
-        {"match": {}, "reply": {"content": "quick answer"}},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {"match": {"contains": "slow"}, "reply": {"content": "slow answer", "delay_s": 60}},
+                    {"match": {"contains": "short"}, "reply": {"content": "short answer", "delay_s": 1}},
+                    {"match": {}, "reply": {"content": "quick answer"}},
+                ]
+            }
+        )
+    )
     return path
 
 
 def start_worker(horde, rules_file, *extra):
-    command = [sys.executable, "-m", "horde.bridge.cli", "--horde-url", horde.url, "--api-key", WORKER_KEY,
-               "--name", "process-worker", "--model", MODEL, "--rules", str(rules_file), "--wait", "1", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "horde.bridge.cli",
+        "--horde-url",
+        horde.url,
+        "--api-key",
+        WORKER_KEY,
+        "--name",
+        "process-worker",
+        "--model",
+        MODEL,
+        "--rules",
+        str(rules_file),
+        "--wait",
+        "1",
+        *extra,
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -101,16 +123,21 @@ def test_sigterm_while_idle_exits_at_once(horde, rules_file):
     assert time.monotonic() - started < 3
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--name", "w", "--model", "m"], "an API key is needed"),
-    (["--name", "w", "--api-key", "k"], "needs at least one --model"),
-    (["--name", "w", "--api-key", "k", "--model", "m", "--features", "tools,telepathy"], "unknown feature"),
-    (["--name", "w", "--api-key", "k", "--model", "m", "--max-length", "8"], "max_length must be"),
-    (["--name", "w", "--api-key", "k", "--model", "m", "--wait", "99"], "--wait must be"),
-    (["--name", "w", "--api-key", "k", "--backend", "openai"], "needs --backend-url"),
-    (["--name", "w", "--api-key", "k", "--backend", "openai", "--backend-url", "http://127.0.0.1:9"],
-     "gave no model list"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--name", "w", "--model", "m"], "an API key is needed"),
+        (["--name", "w", "--api-key", "k"], "needs at least one --model"),
+        (["--name", "w", "--api-key", "k", "--model", "m", "--features", "tools,telepathy"], "unknown feature"),
+        (["--name", "w", "--api-key", "k", "--model", "m", "--max-length", "8"], "max_length must be"),
+        (["--name", "w", "--api-key", "k", "--model", "m", "--wait", "99"], "--wait must be"),
+        (["--name", "w", "--api-key", "k", "--backend", "openai"], "needs --backend-url"),
+        (
+            ["--name", "w", "--api-key", "k", "--backend", "openai", "--backend-url", "http://127.0.0.1:9"],
+            "gave no model list",
+        ),
+    ],
+)
 def test_bad_flags_exit_with_2_and_say_why(argv, message, caplog, monkeypatch):
     monkeypatch.delenv("HORDE_API_KEY", raising=False)
     assert main(argv) == 2
@@ -129,8 +156,22 @@ def test_scripted_declarations_from_flags(tmp_path, monkeypatch):
     assert declared.models == ["a", "b"] and declared.max_length == 512 and declared.max_context_length == 4096
     assert declared.features == list(FEATURES)
     assert declared.guarantees == ["tool_choice", "schema_adherence", "prompt_fit"]
-    args = build_parser().parse_args(["--name", "w", "--model", "a", "--features", "progress,tools", "--guarantees", "",
-                                      "--threads", "3", "--max-temperature-with-tools", "0.5"])
+    args = build_parser().parse_args(
+        [
+            "--name",
+            "w",
+            "--model",
+            "a",
+            "--features",
+            "progress,tools",
+            "--guarantees",
+            "",
+            "--threads",
+            "3",
+            "--max-temperature-with-tools",
+            "0.5",
+        ]
+    )
     _backend, declared = scripted_worker(args)
     assert declared.features == ["tools", "progress"] and declared.guarantees == [] and declared.threads == 3
     assert declared.limits == {"max_temperature_with_tools": 0.5}

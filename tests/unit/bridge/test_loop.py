@@ -26,9 +26,16 @@ def horde():
 class RunningLoop:
     def __init__(self, horde, backend, *, threads=1, key=WORKER_KEY, features=FEATURES, **options):
         client = HordeClient(horde.url, key, threading.Event())
-        declarations = Declarations(name="test-worker", models=[MODEL], max_length=512, max_context_length=4096,
-                                    threads=threads, features=list(features), guarantees=["prompt_fit"],
-                                    limits={"max_temperature_with_tools": 0.7})
+        declarations = Declarations(
+            name="test-worker",
+            models=[MODEL],
+            max_length=512,
+            max_context_length=4096,
+            threads=threads,
+            features=list(features),
+            guarantees=["prompt_fit"],
+            limits={"max_temperature_with_tools": 0.7},
+        )
         options.setdefault("wait_s", 0.5)
         options.setdefault("progress_interval_s", 0.05)
         self.loop = WorkerLoop(client, backend, declarations, **options)
@@ -56,8 +63,20 @@ def user(text):
 
 def test_pop_declares_and_progress_then_submit(horde):
     job_id = horde.add_job(user("tell me"))
-    running = RunningLoop(horde, scripted({"match": {}, "reply": {
-        "reasoning_content": "hmm", "content": "told: {last_user}", "progress_steps": 3, "progress_interval_s": 0.05}}))
+    running = RunningLoop(
+        horde,
+        scripted(
+            {
+                "match": {},
+                "reply": {
+                    "reasoning_content": "hmm",
+                    "content": "told: {last_user}",
+                    "progress_steps": 3,
+                    "progress_interval_s": 0.05,
+                },
+            }
+        ),
+    )
     assert horde.wait_for(lambda: horde.settled(job_id))
     assert running.stop() == 0
     pop = horde.pops[0]
@@ -77,9 +96,11 @@ def test_pop_declares_and_progress_then_submit(horde):
 
 def test_no_progress_posts_without_the_feature(horde):
     job_id = horde.add_job(user("x"))
-    running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "abc", "progress_steps": 2,
-                                                                  "progress_interval_s": 0.01}}),
-                          features=["tools"])
+    running = RunningLoop(
+        horde,
+        scripted({"match": {}, "reply": {"content": "abc", "progress_steps": 2, "progress_interval_s": 0.01}}),
+        features=["tools"],
+    )
     assert horde.wait_for(lambda: horde.settled(job_id))
     running.stop()
     assert horde.progress == [] and len(horde.submits) == 1
@@ -102,8 +123,13 @@ def test_a_backend_exception_is_faulted_with_its_reason(horde):
 def test_a_scripted_fault_and_a_malformed_job_are_faulted(horde):
     faulty = horde.add_job(user("please fail"))
     malformed = horde.add_job({"prompt": "no messages"})
-    running = RunningLoop(horde, scripted({"match": {"contains": "fail"}, "reply": {"fault": "scripted fault"}},
-                                          {"match": {}, "reply": {"content": "ok"}}))
+    running = RunningLoop(
+        horde,
+        scripted(
+            {"match": {"contains": "fail"}, "reply": {"fault": "scripted fault"}},
+            {"match": {}, "reply": {"content": "ok"}},
+        ),
+    )
     assert horde.wait_for(lambda: horde.settled(faulty) and horde.settled(malformed))
     running.stop()
     reasons = {f["id"]: f["reason"] for f in horde.faults}
@@ -114,8 +140,12 @@ def test_a_scripted_fault_and_a_malformed_job_are_faulted(horde):
 def test_cancel_on_progress_answer_stops_without_submit(horde):
     job_id = horde.add_job(user("long story"))
     horde.cancel_ids.add(job_id)
-    running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "a long story " * 20,
-                                                                  "progress_steps": 10, "progress_interval_s": 0.05}}))
+    running = RunningLoop(
+        horde,
+        scripted(
+            {"match": {}, "reply": {"content": "a long story " * 20, "progress_steps": 10, "progress_interval_s": 0.05}}
+        ),
+    )
     assert horde.wait_for(lambda: len(horde.progress) >= 1)
     time.sleep(0.5)
     running.stop()
@@ -176,8 +206,9 @@ def test_max_jobs_ends_the_loop(horde):
 
 def test_stop_lets_a_short_job_finish(horde):
     job_id = horde.add_job(user("x"))
-    running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "finished", "delay_s": 0.5}}),
-                          shutdown_grace_s=5)
+    running = RunningLoop(
+        horde, scripted({"match": {}, "reply": {"content": "finished", "delay_s": 0.5}}), shutdown_grace_s=5
+    )
     assert horde.wait_for(lambda: job_id in horde.active)
     assert running.stop() == 0
     assert [s["content"] for s in horde.submits] == ["finished"] and horde.faults == []
@@ -185,8 +216,9 @@ def test_stop_lets_a_short_job_finish(horde):
 
 def test_stop_faults_a_job_that_outlives_the_grace(horde):
     job_id = horde.add_job(user("x"))
-    running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "never", "delay_s": 30}}),
-                          shutdown_grace_s=0.3)
+    running = RunningLoop(
+        horde, scripted({"match": {}, "reply": {"content": "never", "delay_s": 30}}), shutdown_grace_s=0.3
+    )
     assert horde.wait_for(lambda: job_id in horde.active)
     started = time.monotonic()
     assert running.stop() == 0

@@ -50,15 +50,34 @@ def generate(server, job, client=None, interval_s=0.0):
 
 
 def test_payload_keys_are_forwarded_as_they_are(server):
-    job = make_job(max_tokens=32, temperature=0.3, top_p=0.9, seed=7, stop=["\n"], frequency_penalty=0.1,
-                   presence_penalty=0.2, reasoning_effort="low", max_context_length=4096,
-                   response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
+    job = make_job(
+        max_tokens=32,
+        temperature=0.3,
+        top_p=0.9,
+        seed=7,
+        stop=["\n"],
+        frequency_penalty=0.1,
+        presence_penalty=0.2,
+        reasoning_effort="low",
+        max_context_length=4096,
+        response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}},
+    )
     generate(server, job)
     (sent,) = server.requests
     assert sent["model"] == MODEL_ID  # the Horde's name maps to the server's model id
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
-    for key in ("messages", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
-                "presence_penalty", "reasoning_effort", "response_format"):
+    for key in (
+        "messages",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "seed",
+        "stop",
+        "frequency_penalty",
+        "presence_penalty",
+        "reasoning_effort",
+        "response_format",
+    ):
         assert sent[key] == job.payload[key], key
     assert "max_context_length" not in sent
 
@@ -84,8 +103,9 @@ def test_progress_is_throttled(server):
 def test_tool_calls_are_streamed_into_the_reply_without_progress(server):
     reply, ctx = generate(server, make_job(tools=[TOOL], tool_choice="required"))
     assert reply.content is None and reply.finish_reason == "tool_calls"
-    assert reply.tool_calls == [{"id": "call_fake", "type": "function",
-                                 "function": {"name": "lookup", "arguments": "{}"}}]
+    assert reply.tool_calls == [
+        {"id": "call_fake", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    ]
     assert ctx._client.posts == []
 
 
@@ -132,11 +152,26 @@ def test_an_unreachable_backend_is_faulted_after_retries():
 def test_main_serves_a_job_end_to_end_with_the_openai_backend(server):
     horde = FakeHorde().start()
     try:
-        job_id = horde.add_job({"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16},
-                               model=MODEL_ID)
-        code = main(["--horde-url", horde.url, "--api-key", WORKER_KEY, "--name", "oai-worker",
-                     "--backend", "openai", "--backend-url", server.url, "--once", "--wait", "1",
-                     "--progress-interval", "0"])
+        job_id = horde.add_job({"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}, model=MODEL_ID)
+        code = main(
+            [
+                "--horde-url",
+                horde.url,
+                "--api-key",
+                WORKER_KEY,
+                "--name",
+                "oai-worker",
+                "--backend",
+                "openai",
+                "--backend-url",
+                server.url,
+                "--once",
+                "--wait",
+                "1",
+                "--progress-interval",
+                "0",
+            ]
+        )
         assert code == 0
         (submit,) = horde.submits
         assert submit["id"] == job_id and submit["content"].startswith("Hello there")

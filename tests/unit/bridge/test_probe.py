@@ -9,8 +9,16 @@ from horde.bridge.cli import build_parser, openai_worker
 
 from .fake_openai import MODEL_ID, FakeOpenAI
 
-ALL_TEXT_FEATURES = ["tools", "json_object", "json_schema", "tools_with_response_format", "seed",
-                     "frequency_penalty", "presence_penalty", "progress"]
+ALL_TEXT_FEATURES = [
+    "tools",
+    "json_object",
+    "json_schema",
+    "tools_with_response_format",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "progress",
+]
 
 
 @pytest.fixture
@@ -69,8 +77,9 @@ def test_koboldcpp_has_no_native_tools_nor_frequency_penalty(server):
     assert not any(r.get("tools") for r in server.requests)
 
 
-@pytest.mark.parametrize("server", [{"json_ok": False, "seed_deterministic": False, "supports_tools": False}],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server", [{"json_ok": False, "seed_deterministic": False, "supports_tools": False}], indirect=True
+)
 def test_ignored_formats_seeds_and_template_without_tools_are_not_declared(server):
     _info, result = probe(server)
     for name in ("json_schema", "json_object", "tools", "tools_with_response_format", "seed"):
@@ -101,18 +110,39 @@ def test_openai_declarations_narrow_and_cap(server):
     assert declared.max_context_length == 3000 and declared.max_length == 3000
     assert declared.features == ALL_TEXT_FEATURES
     assert backend.streaming
-    _backend, declared = openai_worker(parse([
-        "--name", "w", "--backend", "openai", "--backend-url", server.url + "/v1", "--model", "brand/tiny",
-        "--max-context-length", "2048", "--max-length", "99999", "--threads", "1",
-        "--features", "tools,progress,vision", "--guarantees", "tool_choice,prompt_fit"]))
+    _backend, declared = openai_worker(
+        parse(
+            [
+                "--name",
+                "w",
+                "--backend",
+                "openai",
+                "--backend-url",
+                server.url + "/v1",
+                "--model",
+                "brand/tiny",
+                "--max-context-length",
+                "2048",
+                "--max-length",
+                "99999",
+                "--threads",
+                "1",
+                "--features",
+                "tools,progress,vision",
+                "--guarantees",
+                "tool_choice,prompt_fit",
+            ]
+        )
+    )
     assert declared.models == ["brand/tiny"] and declared.threads == 1
     assert declared.max_context_length == 2048 and declared.max_length == 2048
     assert declared.features == ["tools", "progress"]  # vision was not probed, so it cannot be added
     assert declared.guarantees == ["prompt_fit"]
 
 
-@pytest.mark.parametrize("server", [{"kind": "ollama", "ctx": 6144, "refuses_long": False, "honors_forced": True}],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server", [{"kind": "ollama", "ctx": 6144, "refuses_long": False, "honors_forced": True}], indirect=True
+)
 def test_ollama_capabilities_and_window(server):
     info, result = probe(server)
     assert info.kind == "ollama 0.12.0" and info.context_tokens == 6144  # num_ctx, not the trained 8192

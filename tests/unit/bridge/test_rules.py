@@ -33,11 +33,15 @@ def test_default_rule_answers_every_job():
 
 
 def test_first_matching_rule_wins():
-    rules = parse_rules({"rules": [
-        {"match": {"contains": "nope"}, "reply": {"content": "first"}},
-        {"match": {"contains": "hello"}, "reply": {"content": "second"}},
-        {"match": {}, "reply": {"content": "third"}},
-    ]})
+    rules = parse_rules(
+        {
+            "rules": [
+                {"match": {"contains": "nope"}, "reply": {"content": "first"}},
+                {"match": {"contains": "hello"}, "reply": {"content": "second"}},
+                {"match": {}, "reply": {"content": "third"}},
+            ]
+        }
+    )
     assert find_rule(rules, job()).reply["content"] == "second"
 
 
@@ -46,30 +50,34 @@ def test_no_rule_matches():
     assert find_rule(rules, job()) is None
 
 
-@pytest.mark.parametrize("match, expected", [
-    ({"model": "m/one"}, True),
-    ({"model": "m/two"}, False),
-    ({"contains": "lo wo"}, True),
-    ({"contains": "HELLO"}, False),
-    ({"last_role": "user"}, True),
-    ({"last_role": "tool"}, False),
-    ({"has_tools": False}, True),
-    ({"has_tools": True}, False),
-    ({"response_format": "text"}, True),
-    ({"response_format": "json_object"}, False),
-    ({"has_image": False}, True),
-    ({"model": "m/one", "contains": "hello", "has_tools": True}, False),
-    ({}, True),
-])
+@pytest.mark.parametrize(
+    "match, expected",
+    [
+        ({"model": "m/one"}, True),
+        ({"model": "m/two"}, False),
+        ({"contains": "lo wo"}, True),
+        ({"contains": "HELLO"}, False),
+        ({"last_role": "user"}, True),
+        ({"last_role": "tool"}, False),
+        ({"has_tools": False}, True),
+        ({"has_tools": True}, False),
+        ({"response_format": "text"}, True),
+        ({"response_format": "json_object"}, False),
+        ({"has_image": False}, True),
+        ({"model": "m/one", "contains": "hello", "has_tools": True}, False),
+        ({}, True),
+    ],
+)
 def test_match_keys_on_a_plain_job(match, expected):
     assert rule_matches(match, job()) is expected
 
 
 def test_contains_reads_the_last_user_message_only_and_text_parts():
-    messages = [{"role": "user", "content": "first question"},
-                {"role": "assistant", "content": "an answer with secret"},
-                {"role": "user",
-                 "content": [{"type": "text", "text": "second "}, IMAGE, {"type": "text", "text": "part"}]}]
+    messages = [
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "an answer with secret"},
+        {"role": "user", "content": [{"type": "text", "text": "second "}, IMAGE, {"type": "text", "text": "part"}]},
+    ]
     j = job(messages)
     assert rule_matches({"contains": "second part"}, j)
     assert not rule_matches({"contains": "first"}, j)
@@ -78,10 +86,15 @@ def test_contains_reads_the_last_user_message_only_and_text_parts():
 
 
 def test_match_tools_format_and_last_role():
-    messages = [{"role": "user", "content": "q"},
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "42"}]
+    messages = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+    ]
     j = job(messages, tools=TOOLS, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {}}})
     assert rule_matches({"last_role": "tool", "has_tools": True, "response_format": "json_schema"}, j)
     assert not rule_matches({"response_format": "text"}, j)
@@ -93,18 +106,21 @@ def test_template_fills_known_fields_and_keeps_other_braces():
     assert text == 'm/one saw 2 image(s) for "look" {"json": {unknown}}'
 
 
-@pytest.mark.parametrize("document, fragment", [
-    ({"rule": []}, "expected"),
-    ({"rules": [{"match": {"colour": "red"}, "reply": {}}]}, "unknown key 'colour'"),
-    ({"rules": [{"match": {}, "reply": {"contnet": "x"}}]}, "unknown key 'contnet'"),
-    ({"rules": [{"match": {"has_tools": "yes"}, "reply": {}}]}, "has_tools has the wrong type"),
-    ({"rules": [{"match": {"response_format": "xml"}, "reply": {}}]}, "response_format must be one of"),
-    ({"rules": [{"match": {}, "reply": {"tool_calls": "some"}}]}, 'tool_calls must be "auto" or a list'),
-    ({"rules": [{"match": {}, "reply": {"tool_calls": [{"arguments": {}}]}}]}, "tool_calls[0]"),
-    ({"rules": [{"match": {}, "reply": {"finish_reason": "done"}}]}, "finish_reason must be one of"),
-    ({"rules": [{"match": {}, "reply": {"progress_steps": True}}]}, "progress_steps has the wrong type"),
-    ({"rules": [{"match": {}}]}, "reply must be an object"),
-])
+@pytest.mark.parametrize(
+    "document, fragment",
+    [
+        ({"rule": []}, "expected"),
+        ({"rules": [{"match": {"colour": "red"}, "reply": {}}]}, "unknown key 'colour'"),
+        ({"rules": [{"match": {}, "reply": {"contnet": "x"}}]}, "unknown key 'contnet'"),
+        ({"rules": [{"match": {"has_tools": "yes"}, "reply": {}}]}, "has_tools has the wrong type"),
+        ({"rules": [{"match": {"response_format": "xml"}, "reply": {}}]}, "response_format must be one of"),
+        ({"rules": [{"match": {}, "reply": {"tool_calls": "some"}}]}, 'tool_calls must be "auto" or a list'),
+        ({"rules": [{"match": {}, "reply": {"tool_calls": [{"arguments": {}}]}}]}, "tool_calls[0]"),
+        ({"rules": [{"match": {}, "reply": {"finish_reason": "done"}}]}, "finish_reason must be one of"),
+        ({"rules": [{"match": {}, "reply": {"progress_steps": True}}]}, "progress_steps has the wrong type"),
+        ({"rules": [{"match": {}}]}, "reply must be an object"),
+    ],
+)
 def test_bad_rules_are_refused_with_the_key(document, fragment):
     with pytest.raises(RulesError) as excinfo:
         parse_rules(document)

@@ -10,25 +10,61 @@ from horde.bridge.context import JobContext
 from horde.bridge.job import Job, JobCancelled, JobFault
 from horde.bridge.rules import parse_rules
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "required": ["city", "unit"], "additionalProperties": False,
-    "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]},
-                   "days": {"type": "integer"}}}}}
-SEARCH = {"type": "function", "function": {"name": "search", "parameters": {
-    "type": "object", "required": ["query", "filters"],
-    "properties": {"query": {"type": "string", "minLength": 1},
-                   "filters": {"type": "array", "minItems": 1, "items": {
-                       "type": "object", "required": ["field", "op"],
-                       "properties": {"field": {"type": "string"}, "op": {"enum": ["eq", "lt"]}}}}}}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "required": ["city", "unit"],
+            "additionalProperties": False,
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["c", "f"]},
+                "days": {"type": "integer"},
+            },
+        },
+    },
+}
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "parameters": {
+            "type": "object",
+            "required": ["query", "filters"],
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "filters": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["field", "op"],
+                        "properties": {"field": {"type": "string"}, "op": {"enum": ["eq", "lt"]}},
+                    },
+                },
+            },
+        },
+    },
+}
 NO_PARAMS = {"type": "function", "function": {"name": "now"}}
-SCHEMA = {"type": "object", "required": ["answer", "score", "tags"], "additionalProperties": False,
-          "properties": {"answer": {"type": "string"}, "score": {"type": "number", "minimum": 1},
-                         "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["answer", "score", "tags"],
+    "additionalProperties": False,
+    "properties": {
+        "answer": {"type": "string"},
+        "score": {"type": "number", "minimum": 1},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    },
+}
 
 
 def make_job(text="hello", **payload):
-    return Job(id="job-1", model="test/model", ttl_s=150,
-               payload={"messages": [{"role": "user", "content": text}], **payload})
+    return Job(
+        id="job-1", model="test/model", ttl_s=150, payload={"messages": [{"role": "user", "content": text}], **payload}
+    )
 
 
 class StubClient:
@@ -53,8 +89,12 @@ def test_content_template_and_default_finish_and_usage():
     assert reply.content == "echo: abcdefgh"
     assert reply.finish_reason == "stop"
     assert reply.usage == {"prompt_tokens": 2, "completion_tokens": 4}
-    assert reply.submit_body("job-1") == {"id": "job-1", "content": "echo: abcdefgh", "finish_reason": "stop",
-                                          "usage": {"prompt_tokens": 2, "completion_tokens": 4}}
+    assert reply.submit_body("job-1") == {
+        "id": "job-1",
+        "content": "echo: abcdefgh",
+        "finish_reason": "stop",
+        "usage": {"prompt_tokens": 2, "completion_tokens": 4},
+    }
 
 
 def test_reasoning_usage_and_override():
@@ -91,9 +131,13 @@ def test_auto_tool_call_without_parameters_and_without_tools():
 
 
 def test_explicit_tool_calls_are_sent_as_written():
-    spec = {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}},
-                           {"name": "unknown_fn", "arguments": "{not json", "id": "call_x"}],
-            "finish_reason": "stop"}
+    spec = {
+        "tool_calls": [
+            {"name": "get_weather", "arguments": {"city": "Oslo"}},
+            {"name": "unknown_fn", "arguments": "{not json", "id": "call_x"},
+        ],
+        "finish_reason": "stop",
+    }
     reply = build_reply(spec, make_job(tools=[WEATHER]))
     assert [c["function"]["arguments"] for c in reply.tool_calls] == ['{"city": "Oslo"}', "{not json"]
     assert reply.tool_calls[1]["id"] == "call_x"
@@ -110,20 +154,29 @@ def test_json_auto_follows_the_schema_and_json_object_gets_an_object():
 
 def test_progress_steps_reveal_reasoning_then_content():
     client = StubClient()
-    rules = [{"match": {}, "reply": {"reasoning_content": "abcd", "content": "wxyz", "progress_steps": 4,
-                                     "progress_interval_s": 0}}]
+    rules = [
+        {
+            "match": {},
+            "reply": {"reasoning_content": "abcd", "content": "wxyz", "progress_steps": 4, "progress_interval_s": 0},
+        }
+    ]
     reply, ctx = run(rules, make_job(), client)
     assert client.posts == [("", "ab"), ("", "abcd"), ("wx", "abcd"), ("wxyz", "abcd")]
     assert reply.content == "wxyz" and ctx.progress_posts == 4
 
 
 def test_no_progress_for_tools_jobs_or_without_the_feature():
-    rules = [{"match": {}, "reply": {"tool_calls": "auto", "content": "x", "progress_steps": 3,
-                                     "progress_interval_s": 0}}]
+    rules = [
+        {"match": {}, "reply": {"tool_calls": "auto", "content": "x", "progress_steps": 3, "progress_interval_s": 0}}
+    ]
     client = StubClient()
     run(rules, make_job(tools=[WEATHER]), client)
-    run([{"match": {}, "reply": {"content": "x", "progress_steps": 2, "progress_interval_s": 0}}],
-        make_job(), client, progress=False)
+    run(
+        [{"match": {}, "reply": {"content": "x", "progress_steps": 2, "progress_interval_s": 0}}],
+        make_job(),
+        client,
+        progress=False,
+    )
     assert client.posts == []
 
 
@@ -136,8 +189,12 @@ def test_cancel_stops_a_cancel_aware_rule():
 
 
 def test_cancel_unaware_rule_keeps_going():
-    rules = [{"match": {}, "reply": {"content": "abcdef", "progress_steps": 3, "progress_interval_s": 0,
-                                     "cancel_aware": False}}]
+    rules = [
+        {
+            "match": {},
+            "reply": {"content": "abcdef", "progress_steps": 3, "progress_interval_s": 0, "cancel_aware": False},
+        }
+    ]
     client = StubClient(cancel_after=1)
     reply, ctx = run(rules, make_job(), client)
     assert reply.content == "abcdef" and ctx.cancelled

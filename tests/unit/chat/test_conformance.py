@@ -14,8 +14,12 @@ def test_plain_text_conforms():
 
 
 def test_truncated_json_is_not_checked():
-    assert violation({"response_format": {"type": "json_object"}}, {"content": "{", "finish_reason": "length"},
-                     strict=True) is None
+    assert (
+        violation(
+            {"response_format": {"type": "json_object"}}, {"content": "{", "finish_reason": "length"}, strict=True
+        )
+        is None
+    )
 
 
 def test_json_object_must_be_an_object():

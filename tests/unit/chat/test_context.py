@@ -12,8 +12,10 @@ from horde.chat.tokens import prompt_tokens
 def turns(count, words=50):
     messages = [{"role": "system", "content": "You are terse."}]
     for index in range(count):
-        messages += [{"role": "user", "content": f"q{index} " + "word " * words},
-                     {"role": "assistant", "content": "answer " * words}]
+        messages += [
+            {"role": "user", "content": f"q{index} " + "word " * words},
+            {"role": "assistant", "content": "answer " * words},
+        ]
     return messages + [{"role": "user", "content": "latest question"}]
 
 
@@ -39,8 +41,9 @@ def test_grow_raises_the_context_up_to_the_largest():
 
 def test_truncate_oldest_drops_whole_turns_and_keeps_system_and_latest():
     messages = turns(100)
-    fitted = context.fit(messages, None, max_tokens=100, mode="truncate_oldest", default_context=1024,
-                         largest_context=2048)
+    fitted = context.fit(
+        messages, None, max_tokens=100, mode="truncate_oldest", default_context=1024, largest_context=2048
+    )
     reasons = [adjustment["reason"] for adjustment in fitted.adjustments]
     assert reasons == ["grow", "truncate_oldest"]
     kept = fitted.messages
@@ -54,8 +57,7 @@ def test_truncate_oldest_drops_whole_turns_and_keeps_system_and_latest():
 def test_truncation_that_cannot_fit_the_latest_turn_is_refused():
     messages = [{"role": "user", "content": "word " * 5000}]
     with pytest.raises(errors.NoWorkerSupportsLimit):
-        context.fit(messages, None, max_tokens=100, mode="truncate_oldest", default_context=1024,
-                    largest_context=2048)
+        context.fit(messages, None, max_tokens=100, mode="truncate_oldest", default_context=1024, largest_context=2048)
 
 
 @pytest.mark.parametrize("mode", ["truncate_oldest", "grow", "reject"])

@@ -24,25 +24,37 @@ def test_free_allowance_shrinks_with_load():
     assert pricing.free_allowance_tokens(eligible_threads=0, queued_requests=0) == 512
 
 
-@pytest.mark.parametrize("native, features, guarantees", [
-    ({}, [], []),
-    ({"seed": 0}, ["seed"], []),
-    ({"reasoning_effort": "none"}, ["reasoning_effort"], []),
-    ({"frequency_penalty": 0, "presence_penalty": 0.0}, [], []),
-    ({"frequency_penalty": 0.1}, ["frequency_penalty"], []),
-    ({"tools": TOOLS}, ["tools"], []),
-    ({"tools": TOOLS, "tool_choice": "none"}, [], []),
-    ({"tools": TOOLS, "tool_choice": "required"}, ["tools"], ["tool_choice"]),
-    ({"tools": TOOLS, "tool_choice": "required", "conformance": "best_effort"}, ["tools"], []),
-    ({"response_format": {"type": "json_object"}}, ["json_object"], []),
-    ({"response_format": {"type": "json_schema", "json_schema": {"strict": True}}}, ["json_schema"],
-     ["schema_adherence"]),
-    ({"tools": TOOLS, "response_format": {"type": "json_object"}}, ["tools", "json_object",
-                                                                    "tools_with_response_format"], []),
-    ({"context_fitting": "reject"}, [], ["prompt_fit"]),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:"}}]}]},
-     ["vision"], []),
-])
+@pytest.mark.parametrize(
+    "native, features, guarantees",
+    [
+        ({}, [], []),
+        ({"seed": 0}, ["seed"], []),
+        ({"reasoning_effort": "none"}, ["reasoning_effort"], []),
+        ({"frequency_penalty": 0, "presence_penalty": 0.0}, [], []),
+        ({"frequency_penalty": 0.1}, ["frequency_penalty"], []),
+        ({"tools": TOOLS}, ["tools"], []),
+        ({"tools": TOOLS, "tool_choice": "none"}, [], []),
+        ({"tools": TOOLS, "tool_choice": "required"}, ["tools"], ["tool_choice"]),
+        ({"tools": TOOLS, "tool_choice": "required", "conformance": "best_effort"}, ["tools"], []),
+        ({"response_format": {"type": "json_object"}}, ["json_object"], []),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"strict": True}}},
+            ["json_schema"],
+            ["schema_adherence"],
+        ),
+        (
+            {"tools": TOOLS, "response_format": {"type": "json_object"}},
+            ["tools", "json_object", "tools_with_response_format"],
+            [],
+        ),
+        ({"context_fitting": "reject"}, [], ["prompt_fit"]),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:"}}]}]},
+            ["vision"],
+            [],
+        ),
+    ],
+)
 def test_requirements(native, features, guarantees):
     derived = requirements.derive({"messages": USER, **native})
     assert sorted(feature_names(derived.features)) == sorted(features)

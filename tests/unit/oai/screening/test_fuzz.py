@@ -23,15 +23,32 @@ from tests.support.screening import (
 
 def rich_body():
     return make_body(
-        messages=[{"role": "system", "content": "json"},
-                  {"role": "user", "content": [{"type": "text", "text": "hi"},
-                                               {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]},
-                  tool_round(("a",)), tool_answer("a")],
+        messages=[
+            {"role": "system", "content": "json"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+                ],
+            },
+            tool_round(("a",)),
+            tool_answer("a"),
+        ],
         tools=[function_tool(parameters=copy.deepcopy(STRICT_OK), strict=True)],
-        tool_choice="auto", parallel_tool_calls=True, max_tokens=64, temperature=0.5, stop=["x"],
-        stream=True, stream_options={"include_usage": True}, seed=3, reasoning_effort="low",
+        tool_choice="auto",
+        parallel_tool_calls=True,
+        max_tokens=64,
+        temperature=0.5,
+        stop=["x"],
+        stream=True,
+        stream_options={"include_usage": True},
+        seed=3,
+        reasoning_effort="low",
         response_format=json_schema_format(copy.deepcopy(STRICT_OK), strict=True),
-        horde={"only": ["w"], "openai_guards": True}, logprobs=False)
+        horde={"only": ["w"], "openai_guards": True},
+        logprobs=False,
+    )
 
 
 def assert_screens_or_refuses(body):
@@ -74,7 +91,11 @@ def test_deeply_nested_json_anywhere_is_handled():
     deep = "x"
     for _ in range(300):
         deep = [deep]
-    for body in (make_body(messages=[{"role": "user", "content": deep}]),
-                 make_body(tools=[function_tool(parameters={"type": "object", "default": deep})]),
-                 make_body(horde={"only": deep}), make_body(stop=deep), deep):
+    for body in (
+        make_body(messages=[{"role": "user", "content": deep}]),
+        make_body(tools=[function_tool(parameters={"type": "object", "default": deep})]),
+        make_body(horde={"only": deep}),
+        make_body(stop=deep),
+        deep,
+    ):
         assert_screens_or_refuses(body)
