@@ -2,7 +2,7 @@
 
 Every field of `Settings` has one variable in `VARIABLES`, read by a small typed reader: an empty or unset
 variable keeps the default; a value that does not parse, or falls outside its range, stops the start with a
-`SettingError` that names the variable (docs/decisions/0006-settings-from-the-environment.md).
+`SettingError` that names the variable (docs/decisions/0008-settings-from-the-environment.md).
 """
 
 from __future__ import annotations
