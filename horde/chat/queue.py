@@ -6,9 +6,11 @@ import datetime as dt
 import math
 import statistics
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from horde.chat.models import JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel
 from horde.timeutil import utcnow
@@ -58,19 +60,24 @@ def waiting_for_models(session: Session, models: Iterable[str]) -> int:
     )
 
 
+def served_before(table: Any, request: Any) -> ColumnElement[bool]:
+    """The queue order as a filter: rows of `table` (chat or text requests) served before `request`."""
+    return or_(
+        table.priority_class < request.priority_class,
+        and_(table.priority_class == request.priority_class, table.priority > request.priority),
+        and_(
+            table.priority_class == request.priority_class,
+            table.priority == request.priority,
+            table.created_at < request.created_at,
+        ),
+    )
+
+
 def position(session: Session, request: ChatRequest) -> int:
     """How many waiting requests for the same models are served before this one (0 = next)."""
     if request.state != WAITING:
         return 0
-    ahead = or_(
-        ChatRequest.priority_class < request.priority_class,
-        and_(ChatRequest.priority_class == request.priority_class, ChatRequest.priority > request.priority),
-        and_(
-            ChatRequest.priority_class == request.priority_class,
-            ChatRequest.priority == request.priority,
-            ChatRequest.created_at < request.created_at,
-        ),
-    )
+    ahead = served_before(ChatRequest, request)
     return (
         session.scalar(
             select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING, _accepts_any(request.models), ahead)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 
-from sqlalchemy import and_, func, literal, or_, select
+from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
+from horde.chat.queue import served_before
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 from horde.timeutil import utcnow
 
@@ -51,15 +52,7 @@ def position(session: Session, request: TextRequest) -> int:
     """Generations of waiting requests for the same models served before this one (0 = next)."""
     if request.state != WAITING:
         return 0
-    ahead = or_(
-        TextRequest.priority_class < request.priority_class,
-        and_(TextRequest.priority_class == request.priority_class, TextRequest.priority > request.priority),
-        and_(
-            TextRequest.priority_class == request.priority_class,
-            TextRequest.priority == request.priority,
-            TextRequest.created_at < request.created_at,
-        ),
-    )
+    ahead = served_before(TextRequest, request)
     return (
         session.scalar(
             select(func.coalesce(func.sum(TextRequest.waiting), 0)).where(
