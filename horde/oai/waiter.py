@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from horde import errors
-from horde.chat import service
+from horde.chat import request_rows, service
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.events import request_channel
@@ -110,7 +110,7 @@ def watch(
                 # Never yield inside the session: the consumer's own transactions would wait on it.
                 with runtime.db.read() as session:
                     if must_read:
-                        request = session.get(service.ChatRequest, request_id)
+                        request = request_rows.read_request(session, request_id)
                         next_full_read = now + max(FULL_READ_S, keepalive_s)
                     waiting = request is not None and request.state == WAITING
                     if waiting and request is not None and (gap_check_due or keepalive_due):
@@ -193,8 +193,7 @@ def _limit_gap(request, param: str | None):
 def _still_waiting(runtime, request_id: str) -> bool:
     """A gap found on the last row read is acted on only if the row still says waiting."""
     with runtime.db.read() as session:
-        request = session.get(service.ChatRequest, request_id)
-        return request is not None and request.state == WAITING
+        return request_rows.read_state(session, request_id) == WAITING
 
 
 def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):

@@ -1,0 +1,93 @@
+"""The chat tables as a client's request touches them: SQLAlchemy Core statements built once per process.
+
+On the client's hot path (admit, follow, answer) the ORM's Session.get, unit of work and per-call statement
+building cost more CPU than the database's own work (issue 12). These statements are built at import, so
+their cache keys are memoized on the objects, and they run on the session's connection: same transaction,
+same outage handling, no unit of work. Requests come back as transient ChatRequest objects: read them, never
+add them to a session.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, func, insert, select
+from sqlalchemy.orm import Session
+
+from horde.accounts.models import User
+from horde.chat.models import ChatRequest, ChatRequestModel
+from horde.workers.models import Worker
+
+REQUESTS = cast(Table, ChatRequest.__table__)
+REQUEST_MODELS = cast(Table, ChatRequestModel.__table__)
+USERS = cast(Table, User.__table__)
+WORKERS = cast(Table, Worker.__table__)
+
+_READ_REQUEST = select(REQUESTS).where(REQUESTS.c.id == bindparam("request_id"))
+_READ_STATE = select(REQUESTS.c.state).where(REQUESTS.c.id == bindparam("request_id"))
+_INSERT_REQUEST = insert(REQUESTS)
+_INSERT_REQUEST_MODEL = insert(REQUEST_MODELS)
+
+
+def _caller_statement(per_address: bool):
+    """The caller's balance and its requests since `since` (from `client_address` only when `per_address`)."""
+    used = select(func.count(REQUESTS.c.id)).where(
+        REQUESTS.c.user_id == bindparam("user_id"), REQUESTS.c.created_at >= bindparam("since")
+    )
+    if per_address:
+        used = used.where(REQUESTS.c.client_address == bindparam("client_address"))
+    return select(USERS.c.kudos, used.scalar_subquery().label("used")).where(USERS.c.id == bindparam("user_id"))
+
+
+_CALLER = {per_address: _caller_statement(per_address) for per_address in (False, True)}
+
+#: Every worker with its owner's trust, in one round trip. A row has the Worker columns by name.
+_ROSTER = select(
+    WORKERS.c.id,
+    WORKERS.c.name,
+    WORKERS.c.owner_id,
+    WORKERS.c.models,
+    WORKERS.c.max_length,
+    WORKERS.c.max_context_length,
+    WORKERS.c.threads,
+    WORKERS.c.features_mask,
+    WORKERS.c.guarantees_mask,
+    WORKERS.c.max_temperature_with_tools,
+    WORKERS.c.last_pop_at,
+    USERS.c.trusted.label("owner_trusted"),
+).join_from(WORKERS, USERS, WORKERS.c.owner_id == USERS.c.id)
+
+
+def read_request(session: Session, request_id: str) -> ChatRequest | None:
+    """The whole row, as a transient ChatRequest (one statement, no identity map)."""
+    row = session.connection().execute(_READ_REQUEST, {"request_id": request_id}).first()
+    return None if row is None else ChatRequest(**row._mapping)
+
+
+def read_state(session: Session, request_id: str) -> str | None:
+    return session.connection().execute(_READ_STATE, {"request_id": request_id}).scalar()
+
+
+def caller(session: Session, user_id: int, since: dt.datetime, client_address: str | None) -> tuple[int, int]:
+    """(balance, requests created since `since`) of the user; counted from `client_address` alone when given."""
+    params: dict[str, Any] = {"user_id": user_id, "since": since, "client_address": client_address}
+    row = session.connection().execute(_CALLER[client_address is not None], params).one()
+    return row.kudos, row.used
+
+
+def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
+    """(every worker, its owner's trust by owner id). The workers are rows carrying the Worker columns that
+    admission reads (declarations, lengths, threads, last pop), not ORM objects."""
+    rows = session.connection().execute(_ROSTER).all()
+    trust = {row.owner_id: bool(row.owner_trusted) for row in rows}
+    return cast(list[Worker], list(rows)), trust
+
+
+def insert_request(session: Session, values: dict[str, Any]) -> ChatRequest:
+    """Insert a request and one row per model it accepts; `values` names every column but the reply."""
+    connection = session.connection()
+    connection.execute(_INSERT_REQUEST, values)
+    models = [{"request_id": values["id"], "model": model} for model in dict.fromkeys(values["models"])]
+    connection.execute(_INSERT_REQUEST_MODEL, models)
+    return ChatRequest(**values)
