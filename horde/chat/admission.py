@@ -69,6 +69,7 @@ def admit(
     snapshots: Snapshots | None = None,
     body_hash: str | None = None,
     holders: int = 0,
+    request_id: str | None = None,
 ) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
@@ -139,7 +140,7 @@ def admit(
     return request_rows.insert_request(
         session,
         {
-            "id": new_id(),
+            "id": request_id or new_id(),
             "user_id": user.id,
             "state": WAITING,
             "created_at": now,

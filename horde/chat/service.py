@@ -29,8 +29,11 @@ def create(
     body_hash: str | None = None,
     holders: int = 0,
     client_address: str | None = None,
+    request_id: str | None = None,
 ) -> ChatRequest:
-    """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
+    """Validate, fetch images (outside any transaction), admit and queue; publish the new job.
+
+    `request_id`: the new request's id, when the caller listens to its channel before it exists."""
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
@@ -49,6 +52,7 @@ def create(
             snapshots=runtime.snapshots,
             body_hash=body_hash,
             holders=holders,
+            request_id=request_id,
         )
     announce_jobs(runtime.bus, request.models)
     return request

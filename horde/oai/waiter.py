@@ -18,7 +18,7 @@ from horde import errors
 from horde.chat import request_rows, service
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.contract import DEFAULT_AVAILABILITY_MODE
-from horde.events import request_channel
+from horde.events import Subscription, request_channel
 from horde.ops.drain import DRAIN
 from horde.timeutil import seconds_since
 
@@ -29,6 +29,15 @@ GAP_CHECKS_PER_GRACE = 4
 #: The longest a lost event can delay a waiter.
 FULL_READ_S = 10.0
 MIN_GAP_CHECK_S = 0.25
+
+
+@dataclass
+class Created:
+    """A request as this call created it, and the subscription to its channel opened before the commit:
+    no event of it can have been missed, so the waiter needs no first read."""
+
+    request: ChatRequest
+    subscription: Subscription
 
 
 @dataclass
@@ -78,12 +87,14 @@ def watch(
     availability_mode: str = DEFAULT_AVAILABILITY_MODE,
     keepalive_s: float | None = None,
     tick_s: float | None = None,
+    created: Created | None = None,
 ) -> Iterator[object]:
     """Events of one request.
 
     The request row is read when an event arrives (every change publishes one) and, as a safety net
     for a lost event, every FULL_READ_S. Keepalives and gap checks use the last row read and the
-    per-process snapshots; between them each `tick_s` yields a Tick that costs nothing.
+    per-process snapshots; between them each `tick_s` yields a Tick that costs nothing. With `created`
+    (a request this call has just created, listened to since before its commit) the first read is skipped.
     """
     settings = runtime.settings
     keepalive_s = keepalive_s or settings.oai_keepalive_s
@@ -94,8 +105,11 @@ def watch(
     next_keepalive, next_gap_check, next_full_read = now + keepalive_s, now + gap_check_s, now
     no_worker_since = None
     seen_seq, seen_job = -1, None
-    first, read, pool, request = True, True, None, None
-    with runtime.bus.subscribe(request_channel(request_id)) as subscription, DRAIN.waiter():
+    first, read, pool, request = True, created is None, None, None if created is None else created.request
+    if created is not None:
+        next_full_read = now + max(FULL_READ_S, keepalive_s)
+    listening = created.subscription if created is not None else runtime.bus.subscribe(request_channel(request_id))
+    with listening as subscription, DRAIN.waiter():
         while True:
             if DRAIN.ending:
                 yield Failed(shutting_down(request_id))
@@ -125,7 +139,7 @@ def watch(
                             gap = _limit_gap(request, blocker) or gap
                     elif not waiting:
                         pool = None
-            if must_read:
+            if must_read or first:
                 if request is None:
                     yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
                     return
