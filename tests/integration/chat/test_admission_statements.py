@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-
-from sqlalchemy import event
-
 from horde.accounts.identity import Identity
 from horde.chat import service
 from tests.support.native import pop
-
-
-@contextlib.contextmanager
-def recorded(runtime):
-    """The SQL statements the runtime's engines run in the block, first line of each."""
-    statements: list[str] = []
-
-    def record(_connection, _cursor, statement, _parameters, _context, _many):
-        statements.append(" ".join(statement.split()))
-
-    engines = {runtime.db.engine, runtime.db.read_engine}
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        for engine in engines:
-            event.remove(engine, "before_cursor_execute", record)
+from tests.support.sql import statements
 
 
 def test_a_request_is_admitted_in_four_statements_and_never_read_back(runtime, client, make_user):
@@ -36,19 +15,19 @@ def test_a_request_is_admitted_in_four_statements_and_never_read_back(runtime, c
     native = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}
     service.create(runtime, Identity.of(user), dict(native))  # the per-process snapshots are warm from here
 
-    with recorded(runtime) as statements:
+    with statements(runtime) as seen:
         request = service.create(runtime, Identity.of(user), dict(native), body_hash="ab" * 32, holders=1)
 
-    admission = [s for s in statements if not s.startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
-    snapshots = [s for s in admission if "ORDER BY" in s]  # the queue and typical job time, once a second
+    admission = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
+    snapshots = [s for s in admission if "order by" in s]  # the queue and typical job time, once a second
     assert [s.split(" (")[0] for s in admission if s not in snapshots] == [
-        "SELECT users.kudos,",  # the caller's balance and its rate count, in one statement
-        "SELECT workers.id, workers.name, workers.owner_id, workers.models, workers.max_length,"
+        "select users.kudos,",  # the caller's balance and its rate count, in one statement
+        "select workers.id, workers.name, workers.owner_id, workers.models, workers.max_length,"
         " workers.max_context_length, workers.threads, workers.features_mask, workers.guarantees_mask,"
-        " workers.max_temperature_with_tools, workers.last_pop_at, users.trusted AS owner_trusted FROM workers"
-        " JOIN users ON workers.owner_id = users.id",  # the roster with its owners' trust
-        "INSERT INTO chat_requests",  # body_hash and holders included: no UPDATE after it
-        "INSERT INTO chat_request_models",
+        " workers.max_temperature_with_tools, workers.last_pop_at, users.trusted as owner_trusted from workers"
+        " join users on workers.owner_id = users.id",  # the roster with its owners' trust
+        "insert into chat_requests",  # body_hash and holders included: no update after it
+        "insert into chat_request_models",
     ]
     stored = service.read(runtime, request.id)
     assert stored is not None
