@@ -13,7 +13,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, insert, select
+from sqlalchemy import String, Table, bindparam, func, insert, select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
@@ -95,10 +96,31 @@ def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
     return cast(list[Worker], list(rows)), trust
 
 
+def _insert_with_models_statement():
+    """PostgreSQL: the request and its model rows in one INSERT (one round trip), the request's INSERT as a
+    data-modifying CTE. Parameters: `new_<column>` for every column but the reply, and `model_names`."""
+    columns = [column for column in REQUESTS.c if column.name != "reply"]
+    created = (
+        insert(REQUESTS)
+        .values({column.name: bindparam(f"new_{column.name}", type_=column.type) for column in columns})
+        .returning(REQUESTS.c.id)
+        .cte("created")
+    )
+    model_names = func.unnest(bindparam("model_names", type_=postgresql.ARRAY(String)))
+    return insert(REQUEST_MODELS).from_select(["request_id", "model"], select(created.c.id, model_names))
+
+
+_INSERT_WITH_MODELS = _insert_with_models_statement()
+
+
 def insert_request(session: Session, values: dict[str, Any]) -> ChatRequest:
     """Insert a request and one row per model it accepts; `values` names every column but the reply."""
     connection = session.connection()
-    connection.execute(_INSERT_REQUEST, values)
-    models = [{"request_id": values["id"], "model": model} for model in dict.fromkeys(values["models"])]
-    connection.execute(_INSERT_REQUEST_MODEL, models)
+    models = list(dict.fromkeys(values["models"]))
+    if connection.dialect.name == "postgresql":
+        params = {f"new_{name}": value for name, value in values.items()}
+        connection.execute(_INSERT_WITH_MODELS, dict(params, model_names=models))
+    else:  # SQLite has no INSERT in a CTE; its statements cost no round trip anyway
+        connection.execute(_INSERT_REQUEST, values)
+        connection.execute(_INSERT_REQUEST_MODEL, [{"request_id": values["id"], "model": model} for model in models])
     return _transient(values)

@@ -8,7 +8,7 @@ from tests.support.native import pop
 from tests.support.sql import statements
 
 
-def test_a_request_is_admitted_in_four_statements_and_never_read_back(runtime, client, make_user):
+def test_a_request_is_admitted_in_three_or_four_statements_and_never_read_back(runtime, client, make_user):
     _, worker_key = make_user("owner")
     pop(client, worker_key)
     user, _ = make_user("client", kudos=100)
@@ -26,10 +26,17 @@ def test_a_request_is_admitted_in_four_statements_and_never_read_back(runtime, c
         " workers.max_context_length, workers.threads, workers.features_mask, workers.guarantees_mask,"
         " workers.max_temperature_with_tools, workers.last_pop_at, users.trusted as owner_trusted from workers"
         " join users on workers.owner_id = users.id",  # the roster with its owners' trust
-        "insert into chat_requests",  # body_hash and holders included: no update after it
-        "insert into chat_request_models",
+        *_inserts(runtime),
     ]
     stored = service.read(runtime, request.id)
     assert stored is not None
     assert (stored.body_hash, stored.holders, stored.state, stored.models) == ("ab" * 32, 1, "waiting", ["m1"])
     assert stored.context_adjustments is None and stored.reply is None
+
+
+def _inserts(runtime) -> list[str]:
+    """body_hash and holders included, so no UPDATE follows; on PostgreSQL the model rows come in the same
+    statement (one round trip)."""
+    if runtime.db.is_postgresql:
+        return ["with created as"]
+    return ["insert into chat_requests", "insert into chat_request_models"]
