@@ -13,13 +13,13 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import String, Table, bindparam, func, insert, select
+from sqlalchemy import String, Table, bindparam, case, func, insert, select, type_coerce
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
 from horde.accounts.models import User
-from horde.chat.models import ChatRequest, ChatRequestModel
+from horde.chat.models import FINAL_STATES, ChatRequest, ChatRequestModel
 from horde.workers.models import Worker
 
 REQUESTS = cast(Table, ChatRequest.__table__)
@@ -28,6 +28,13 @@ USERS = cast(Table, User.__table__)
 WORKERS = cast(Table, Worker.__table__)
 
 _READ_REQUEST = select(REQUESTS).where(REQUESTS.c.id == bindparam("request_id"))
+#: The row as a waiter follows it: the payload (the prompt, possibly large) only once the request is final.
+_FOLLOW_REQUEST = select(
+    *(column for column in REQUESTS.c if column.name != "payload"),
+    type_coerce(case((REQUESTS.c.state.in_(FINAL_STATES), REQUESTS.c.payload)), REQUESTS.c.payload.type).label(
+        "payload"
+    ),
+).where(REQUESTS.c.id == bindparam("request_id"))
 _READ_STATE = select(REQUESTS.c.state).where(REQUESTS.c.id == bindparam("request_id"))
 _INSERT_REQUEST = insert(REQUESTS)
 _INSERT_REQUEST_MODEL = insert(REQUEST_MODELS)
@@ -74,6 +81,13 @@ def _transient(values: Mapping[Any, Any]) -> ChatRequest:
 def read_request(session: Session, request_id: str) -> ChatRequest | None:
     """The whole row, as a transient ChatRequest (one statement, no identity map)."""
     row = session.connection().execute(_READ_REQUEST, {"request_id": request_id}).first()
+    return None if row is None else _transient(row._mapping)
+
+
+def follow_request(session: Session, request_id: str) -> ChatRequest | None:
+    """The row for a waiter, which rereads it on every event (each progress of a stream): its payload is
+    None until the request is final, so that a long prompt is not decoded again on every read."""
+    row = session.connection().execute(_FOLLOW_REQUEST, {"request_id": request_id}).first()
     return None if row is None else _transient(row._mapping)
 
 

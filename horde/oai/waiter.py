@@ -124,7 +124,7 @@ def watch(
                 # Never yield inside the session: the consumer's own transactions would wait on it.
                 with runtime.db.read() as session:
                     if must_read:
-                        request = request_rows.read_request(session, request_id)
+                        request = request_rows.follow_request(session, request_id)
                         next_full_read = now + max(FULL_READ_S, keepalive_s)
                     waiting = request is not None and request.state == WAITING
                     if waiting and request is not None and (gap_check_due or keepalive_due):
