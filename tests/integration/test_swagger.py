@@ -39,6 +39,7 @@ def test_every_native_operation_documents_its_success_body(spec):
         successes = {code: answer for code, answer in operation["responses"].items() if code.startswith("2")}
         assert successes, f"{method} {path}"
         assert all("schema" in answer for answer in successes.values()), f"{method} {path}"
+        assert operation["responses"]["default"]["schema"] == {"$ref": "#/definitions/Error"}, f"{method} {path}"
         if method == "post":
             bodies = [parameter for parameter in operation["parameters"] if parameter["in"] == "body"]
             assert len(bodies) == 1 and "$ref" in bodies[0]["schema"], f"{method} {path}"
@@ -87,13 +88,15 @@ class Documented:
         self.definitions = _json_schema(copy.deepcopy(spec["definitions"]))
         self.checked: set[tuple[str, str]] = set()
 
-    def __call__(self, method, path, key=None, json=None, **path_values):
+    def __call__(self, method, path, key=None, json=None, refused=None, **path_values):
+        """The answer's body; a success unless `refused` names the status expected."""
         headers = {"apikey": key} if key else {}
         url = "/api/v2" + path.format(**path_values)
         answer = self.client.open(url, method=method.upper(), json=json, headers=headers)
-        assert answer.status_code < 300, (method, url, answer.json)
+        assert answer.status_code == refused if refused else answer.status_code < 300, (method, url, answer.json)
         template = path.partition("?")[0]
-        documented = self.spec["paths"][template][method]["responses"][str(answer.status_code)]["schema"]
+        responses = self.spec["paths"][template][method]["responses"]
+        documented = responses["default" if refused else str(answer.status_code)]["schema"]
         schema = dict(_json_schema(documented), definitions=self.definitions)
         jsonschema.Draft4Validator(schema).validate(answer.json)
         self.checked.add((template, method))
@@ -147,6 +150,11 @@ def test_real_answers_match_the_documented_bodies(client, spec, make_user):
     call("get", "/workers?type=chat")
     call("get", "/workers/{worker_id}", worker_id=worker_id)
     call("get", "/find_user", key)
+
+    call("post", "/generate/chat/async", key, json={"model": "m1", "messages": []}, refused=400)
+    call("get", "/generate/chat/status/{request_id}", key, refused=404, request_id="no-such-request")
+    call("get", "/find_user", "not-a-key", refused=401)
+    call("get", "/workers/{worker_id}", refused=404, worker_id="no-such-worker")
 
     assert call.checked >= {(path, method) for path, method, _ in _operations(spec)}
 
