@@ -11,12 +11,12 @@ from horde import errors, request_json
 from horde.accounts.routes import namespace as accounts_namespace
 from horde.chat.routes import namespace as chat_namespace
 from horde.chat.routes import stats_namespace, status_namespace
+from horde.chat.worker_routes import namespace as workers_namespace
 from horde.registry.routes import namespace as registry_namespace
 from horde.request_context import runtime
 from horde.swagger import body_model
 from horde.text.routes import namespace as text_namespace
 from horde.text.routes import stats_namespace as text_stats_namespace
-from horde.workers.routes import namespace as workers_namespace
 
 NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
     ("/find_user", accounts_namespace),

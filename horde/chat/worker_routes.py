@@ -1,4 +1,8 @@
-"""Worker routes: pop, progress, submit, fault. Thin: each calls one service."""
+"""The worker protocol's chat routes: pop, progress, submit, fault. Thin: each calls one service.
+
+They live with chat, as the text ones live in horde/text/routes.py: each is a chat operation seen from
+the worker's side, so only horde/workers/pop.py of the workers package reaches up into chat.
+"""
 
 from flask_restx import Namespace, Resource
 
