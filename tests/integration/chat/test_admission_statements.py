@@ -5,7 +5,7 @@ from __future__ import annotations
 from horde.accounts.identity import Identity
 from horde.chat import service
 from tests.support.native import pop
-from tests.support.sql import statements
+from tests.support.statements import statements
 
 
 def test_a_request_is_admitted_in_three_or_four_statements_and_never_read_back(runtime, client, make_user):

@@ -12,7 +12,7 @@ from horde.chat.models import ChatJob
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
 from tests.support.native import pop, queued_id
-from tests.support.sql import statements
+from tests.support.statements import statements
 
 
 def writes(seen):
