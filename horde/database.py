@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Executable, create_engine, event, text
+from sqlalchemy import CursorResult, Executable, Table, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
@@ -74,6 +74,11 @@ def _close(session: Session) -> None:
 
 class Base(DeclarativeBase):
     """Declarative base of every table."""
+
+
+def table_of(model: type[Base]) -> Table:
+    """The Core table of a mapped class, for statements built once that load no ORM objects (the hot paths)."""
+    return cast(Table, model.__table__)
 
 
 def insert_ignoring_duplicates(session: Session, table: type[Base], rows: list[dict], key: str) -> None:

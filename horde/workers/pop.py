@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from horde import errors
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
-from horde.chat import lifecycle, queue
-from horde.chat.eligibility import queue_filter
+from horde.chat import claim as chat_claim
+from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.events import jobs_channel, request_channel
 from horde.ops.drain import DRAIN
@@ -60,7 +60,7 @@ def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:
 
 def _others_may_serve(runtime: Runtime, models: list[str]) -> bool:
     with runtime.db.read() as session:
-        return queue.any_waiting_for(session, models)
+        return chat_claim.any_waiting_for(session, models)
 
 
 def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, explain: bool = True) -> dict:
@@ -75,33 +75,32 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
         worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
         trusted = owner.trusted
         # Text jobs share the worker's threads (horde/text/pop.py counts chat ones the same way).
-        in_flight = lifecycle.jobs_in_flight(session, worker) + text_lifecycle.jobs_in_flight(session, worker)
+        in_flight = chat_claim.jobs_in_flight(session, worker) + text_lifecycle.jobs_in_flight(session, worker)
         result: dict[str, object]
         if in_flight >= worker.threads:
             result = {"id": None, "skipped": {"threads": in_flight}}
             claimed = None
         else:
-            claimed = lifecycle.claim(session, settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
+            claimed = chat_claim.claim(session, settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
             if claimed is None:
                 result = {"id": None, "skipped": skipped_counts(session, worker, trusted) if explain else {}}
             else:
-                job, chat_request = claimed
                 result = {
-                    "id": job.id,
-                    "model": job.model,
+                    "id": claimed.job_id,
+                    "model": claimed.model,
                     "ttl": int(settings.job_ttl_s),
-                    "payload": lifecycle.worker_payload(chat_request, worker),
+                    "payload": chat_claim.worker_payload(claimed, worker),
                 }
     if checked_in:
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
-        runtime.bus.publish(request_channel(claimed[1].id))
+        runtime.bus.publish(request_channel(claimed.request_id))
     return result
 
 
 def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     """Why the waiting requests were not given to this worker, by first failing reason."""
-    if not queue.any_waiting_for(session, worker.models):  # the common empty pop: one index probe, one count
+    if not chat_claim.any_waiting_for(session, worker.models):  # the common empty pop: one index probe, one count
         waiting = session.scalar(select(func.count()).where(ChatRequest.state == WAITING)) or 0
         return {"models": waiting} if waiting else {}
     serves = (
@@ -125,7 +124,8 @@ def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     first_reason = case(*[(condition, name) for name, condition in reasons], else_="other")
     rows = session.execute(
         select(first_reason, func.count())
-        .where(ChatRequest.state == WAITING, ~queue_filter(worker, trusted))
-        .group_by(first_reason)
+        .where(ChatRequest.state == WAITING, ~ELIGIBLE_FOR_WORKER)
+        .group_by(first_reason),
+        worker_params(worker, trusted),
     ).all()
     return {reason: count for reason, count in rows if count}
