@@ -100,8 +100,8 @@ def transfer(session: Session, moves: list[tuple[int, int, str]], *, request_id:
     if not moves:
         return
     connection, now = session.connection(), utcnow()
-    for user_id, amount, _kind in moves:
-        connection.execute(_ADD_TO_BALANCE, {"user": user_id, "amount": amount})
+    # One call for the balances: executed in list order (one pipelined round trip with psycopg).
+    connection.execute(_ADD_TO_BALANCE, [{"user": user_id, "amount": amount} for user_id, amount, _kind in moves])
     connection.execute(
         _RECORD,
         [

@@ -66,7 +66,12 @@ _TAKE = (
     )
 )
 _NEW_JOB = insert(_JOBS)
-_IN_FLIGHT = select(func.count()).where(_JOBS.c.worker_id == bindparam("worker"), _JOBS.c.state == JOB_PROCESSING)
+#: The worker's running chat jobs, as a scalar subquery (bind parameter `worker`) that pop adds to its text jobs.
+JOBS_IN_FLIGHT = (
+    select(func.count())
+    .where(_JOBS.c.worker_id == bindparam("worker"), _JOBS.c.state == JOB_PROCESSING)
+    .scalar_subquery()
+)
 
 
 @dataclass(frozen=True)
@@ -83,10 +88,6 @@ class Claimed:
 def any_waiting_for(session: Session, models: list[str]) -> bool:
     """One index probe: decisive for a worker whose models have no queue at all."""
     return bool(session.connection().scalar(_ANY_WAITING, {"models": list(models)}))
-
-
-def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
-    return session.connection().scalar(_IN_FLIGHT, {"worker": worker.id}) or 0
 
 
 def claim(

@@ -47,7 +47,7 @@ _OWNED_JOB = (
     .join_from(_JOBS, _WORKERS, _JOBS.c.worker_id == _WORKERS.c.id)
     .where(_JOBS.c.id == bindparam("job"))
 )
-_READ_REQUEST = select(
+_REQUEST_COLUMNS = (
     _REQUESTS.c.id,
     _REQUESTS.c.user_id,
     _REQUESTS.c.state,
@@ -60,8 +60,17 @@ _READ_REQUEST = select(
     _REQUESTS.c.kudos_charged,
     _REQUESTS.c.attempts,
     _REQUESTS.c.current_job_id,
-).where(_REQUESTS.c.id == bindparam("request"))
-_LOCK_REQUEST = _READ_REQUEST.with_for_update()
+)
+_READ_REQUEST = select(*_REQUEST_COLUMNS).where(_REQUESTS.c.id == bindparam("request"))
+#: A worker's call in one round trip: its job, the job's worker's owner, and the request under its row lock.
+#: Only the request is locked; what is read of the job and worker never changes after the claim.
+_JOB_AND_REQUEST = (
+    select(*_REQUEST_COLUMNS, _JOBS.c.id.label("job_id"), _JOBS.c.model.label("job_model"), _WORKERS.c.owner_id)
+    .join_from(_JOBS, _WORKERS, _JOBS.c.worker_id == _WORKERS.c.id)
+    .join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id)
+    .where(_JOBS.c.id == bindparam("job"))
+)
+_JOB_AND_LOCKED_REQUEST = _JOB_AND_REQUEST.with_for_update(of=_REQUESTS)
 _LOCK_REQUEST_UNLESS_HELD = _READ_REQUEST.with_for_update(skip_locked=True)
 _JOB_STATE = select(_JOBS.c.state).where(_JOBS.c.id == bindparam("job"))
 _END_JOB = (
@@ -142,19 +151,23 @@ def owned_job(session: Session, owner: User | Identity, job_id: str) -> OwnedJob
     return OwnedJob(*row)
 
 
-def _locked_request(session: Session, request_id: str) -> Any:
-    """The request read under its row lock (PostgreSQL), held until the transaction ends.
+def _owned_job_and_locked_request(session: Session, owner: User | Identity, job_id: str) -> Any:
+    """The job's request, read under its row lock (PostgreSQL) held until the transaction ends, when the job's
+    worker belongs to `owner`; the row has the request's columns and job_id, job_model and owner_id.
 
     Every transition of a request or of its jobs takes this lock first, so they happen one after the
     other whichever process runs them, and always in the same order (request, then job, then users),
     which cannot deadlock. SQLite needs no lock: its writers already run one at a time.
     """
-    statement = _LOCK_REQUEST if is_postgresql(session) else _READ_REQUEST
-    return session.connection().execute(statement, {"request": request_id}).one()
+    statement = _JOB_AND_LOCKED_REQUEST if is_postgresql(session) else _JOB_AND_REQUEST
+    row = session.connection().execute(statement, {"job": job_id}).first()
+    if row is None or row.owner_id != owner.id:
+        raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
+    return row
 
 
 def lock_request(session: Session, request_id: str) -> ChatRequest:
-    """As _locked_request, as an ORM object (the client's rarer paths: cancel)."""
+    """The request re-read under its row lock (see _owned_job_and_locked_request), as an ORM object: cancel."""
     return session.get_one(
         ChatRequest, request_id, populate_existing=True, with_for_update=True if is_postgresql(session) else None
     )
@@ -184,30 +197,31 @@ def submit(
     session: Session, settings: Settings, owner: User | Identity, body: dict
 ) -> tuple[int | None, str | None, Changed]:
     """(reward, None, change) when accepted; (None, violation, change) when refused."""
-    job = owned_job(session, owner, body["id"])
-    request = _locked_request(session, job.request_id)
+    request = _owned_job_and_locked_request(session, owner, body["id"])
     reply = {key: body.get(key) for key in ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")}
     problem = conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
     if problem:
-        _end_job(session, job.id, JOB_REFUSED, problem)
-        state = _restart_or_fault(session, settings, request, job.id, errors.ChatSubmitNonconformant.rc, problem)
+        _end_job(session, request.job_id, JOB_REFUSED, problem)
+        state = _restart_or_fault(
+            session, settings, request, request.job_id, errors.ChatSubmitNonconformant.rc, problem
+        )
         return None, problem, Changed(request.id, state or request.state, request.models)
-    _end_job(session, job.id, JOB_SUBMITTED, None)
+    _end_job(session, request.job_id, JOB_SUBMITTED, None)
     if request.kudos_charged:
         raise errors.DuplicateGen("This request was already charged.")
     usage = reply["usage"] = _billable_usage(reply, request)
     reply["finish_reason"] = reply.get("finish_reason") or "stop"
     kudos = pricing.price(
-        job.model,
+        request.job_model,
         completion_tokens=usage["completion_tokens"],
         prompt_tokens=request.prompt_tokens,
         n_images=request.n_images,
         reference_path=settings.model_reference_path,
     )
-    moves = [(request.user_id, -kudos, "charge"), (job.owner_id, kudos, "reward")]
+    moves = [(request.user_id, -kudos, "charge"), (request.owner_id, kudos, "reward")]
     accounts.transfer(session, moves, request_id=request.id)
     finished = session.connection().execute(
-        _FINISH, {"request": request.id, "job": job.id, "reply": reply, "at": utcnow(), "kudos": kudos}
+        _FINISH, {"request": request.id, "job": request.job_id, "reply": reply, "at": utcnow(), "kudos": kudos}
     )
     if finished.rowcount != 1:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
@@ -226,10 +240,9 @@ def _billable_usage(reply: dict, request: Any) -> dict:
 
 
 def fault(session: Session, settings: Settings, owner: User | Identity, body: dict) -> Changed:
-    job = owned_job(session, owner, body["id"])
-    request = _locked_request(session, job.request_id)
-    _end_job(session, job.id, JOB_FAULTED, body["reason"])
-    state = _restart_or_fault(session, settings, request, job.id, errors.ChatWorkerFault.rc, body["reason"])
+    request = _owned_job_and_locked_request(session, owner, body["id"])
+    _end_job(session, request.job_id, JOB_FAULTED, body["reason"])
+    state = _restart_or_fault(session, settings, request, request.job_id, errors.ChatWorkerFault.rc, body["reason"])
     return Changed(request.id, state or request.state, request.models)
 
 

@@ -21,12 +21,15 @@ from horde.text import lifecycle as text_lifecycle
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
+from horde.workers.models import Worker
 from horde.workers.schemas import POP_SCHEMA
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 LONG_POLL_RECHECK_S = 5.0
+#: Chat and text jobs share a worker's threads: one statement counts both.
+_BUSY_THREADS = select(chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT)
 
 
 def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
@@ -75,7 +78,7 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
         worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
         trusted = owner.trusted
         # Text jobs share the worker's threads (horde/text/pop.py counts chat ones the same way).
-        in_flight = chat_claim.jobs_in_flight(session, worker) + text_lifecycle.jobs_in_flight(session, worker)
+        in_flight = busy_threads(session, worker)
         result: dict[str, object]
         if in_flight >= worker.threads:
             result = {"id": None, "skipped": {"threads": in_flight}}
@@ -96,6 +99,11 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     if claimed is not None:
         runtime.bus.publish(request_channel(claimed.request_id))
     return result
+
+
+def busy_threads(session: Session, worker: WorkerView | Worker) -> int:
+    """The worker's running jobs, chat and text together."""
+    return session.connection().scalar(_BUSY_THREADS, {"worker": worker.id}) or 0
 
 
 def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
