@@ -96,9 +96,8 @@ def claim(
     """Claim the best eligible waiting request for `worker` (priority class, kudos, then age) and start its job.
 
     The request is taken by a compare-and-set from `waiting`, under its row lock on PostgreSQL (SQLite runs
-    one writer at a time)."""
-    if not any_waiting_for(session, worker.models):
-        return None
+    one writer at a time). The claim walks the queue in order: call it when any_waiting_for says the
+    worker's models have a queue at all, or it walks every waiting request of other models."""
     connection = session.connection()
     if skip_locked:  # PostgreSQL
         connection.execute(_WALK_THE_INDEX)
