@@ -87,9 +87,21 @@ def move_kudos(session: Session, user: User, amount: int, *, kind: str, request_
 _USERS, _LEDGER = table_of(User), table_of(KudosEntry)
 #: Built once (memoized cache keys): settlement runs on every submitted reply.
 _ADD_TO_BALANCE = (
-    update(_USERS).where(_USERS.c.id == bindparam("user")).values(kudos=_USERS.c.kudos + bindparam("amount"))
+    update(_USERS).where(_USERS.c.id == bindparam("user")).values(kudos=_USERS.c.kudos + bindparam("moved"))
 )
 _RECORD = insert(_LEDGER)
+#: PostgreSQL: one move in one statement, the ledger entry written by a data-modifying WITH.
+_MOVE_WITH_ITS_ENTRY = _ADD_TO_BALANCE.add_cte(
+    insert(_LEDGER)
+    .values(
+        user_id=bindparam("user"),
+        amount=bindparam("moved"),
+        kind=bindparam("kind"),
+        request_id=bindparam("request"),
+        created_at=bindparam("at"),
+    )
+    .cte("entry")
+)
 
 
 def transfer(session: Session, moves: list[tuple[int, int, str]], *, request_id: str) -> None:
@@ -100,8 +112,15 @@ def transfer(session: Session, moves: list[tuple[int, int, str]], *, request_id:
     if not moves:
         return
     connection, now = session.connection(), utcnow()
-    # One call for the balances: executed in list order (one pipelined round trip with psycopg).
-    connection.execute(_ADD_TO_BALANCE, [{"user": user_id, "amount": amount} for user_id, amount, _kind in moves])
+    params = [
+        {"user": user_id, "moved": amount, "kind": kind, "request": request_id, "at": now}
+        for user_id, amount, kind in moves
+    ]
+    if is_postgresql(session):  # a statement per move, in id order: one round trip each
+        for move in params:
+            connection.execute(_MOVE_WITH_ITS_ENTRY, move)
+        return
+    connection.execute(_ADD_TO_BALANCE, params)  # SQLite: in-process, so fewer calls matter more than statements
     connection.execute(
         _RECORD,
         [

@@ -32,14 +32,14 @@ _QUEUE_ORDER = (
     _REQUESTS.c.created_at,
     _REQUESTS.c.id,
 )
-_ANY_WAITING = select(
-    exists(
-        select(_MODELS.c.request_id).where(
-            _MODELS.c.model.in_(bindparam("models", expanding=True)),
-            exists(select(literal(1)).where(_REQUESTS.c.id == _MODELS.c.request_id, _REQUESTS.c.state == WAITING)),
-        )
+#: Whether any request waits for one of the worker's models (bind parameter `models`): one index probe.
+ANY_WAITING_FOR = exists(
+    select(_MODELS.c.request_id).where(
+        _MODELS.c.model.in_(bindparam("models", expanding=True)),
+        exists(select(literal(1)).where(_REQUESTS.c.id == _MODELS.c.request_id, _REQUESTS.c.state == WAITING)),
     )
 )
+_ANY_WAITING = select(ANY_WAITING_FOR)
 _BEST = (
     select(_REQUESTS.c.id, _REQUESTS.c.models, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
     .where(ELIGIBLE_FOR_WORKER)
@@ -66,6 +66,18 @@ _TAKE = (
     )
 )
 _NEW_JOB = insert(_JOBS)
+_JOB_COLUMNS = ("id", "request_id", "worker_id", "model", "state", "started_at", "deadline_at")
+#: PostgreSQL: the compare-and-set and the job's insert in one statement; the job exists only if the take did.
+_TAKE_AND_START = (
+    insert(_JOBS)
+    .from_select(
+        list(_JOB_COLUMNS),
+        select(*(bindparam(f"new_{name}", type_=_JOBS.c[name].type) for name in _JOB_COLUMNS)).where(
+            exists(select(literal(1)).select_from(_TAKE.returning(_REQUESTS.c.id).cte("taken")))
+        ),
+    )
+    .execution_options(preserve_rowcount=True)
+)  # SQLAlchemy keeps an INSERT's rowcount only when asked
 #: The worker's running chat jobs, as a scalar subquery (bind parameter `worker`) that pop adds to its text jobs.
 JOBS_IN_FLIGHT = (
     select(func.count())
@@ -107,24 +119,24 @@ def claim(
     request_id, models, payload, context_tokens = row
     model = next(model for model in models if model in worker.models)
     job_id, now = new_id(), utcnow()
-    taken = connection.execute(
-        _TAKE,
-        {"request": request_id, "job": job_id, "worker": worker.id, "worker_name": worker.name, "model": model},
-    ).rowcount
-    if taken != 1:
-        return None
-    connection.execute(
-        _NEW_JOB,
-        {
-            "id": job_id,
-            "request_id": request_id,
-            "worker_id": worker.id,
-            "model": model,
-            "state": JOB_PROCESSING,
-            "started_at": now,
-            "deadline_at": now + dt.timedelta(seconds=settings.job_ttl_s),
-        },
-    )
+    take = {"request": request_id, "job": job_id, "worker": worker.id, "worker_name": worker.name, "model": model}
+    job = {
+        "id": job_id,
+        "request_id": request_id,
+        "worker_id": worker.id,
+        "model": model,
+        "state": JOB_PROCESSING,
+        "started_at": now,
+        "deadline_at": now + dt.timedelta(seconds=settings.job_ttl_s),
+    }
+    if skip_locked:  # PostgreSQL: one round trip
+        started = connection.execute(_TAKE_AND_START, take | {f"new_{name}": value for name, value in job.items()})
+        if started.rowcount != 1:
+            return None
+    else:
+        if connection.execute(_TAKE, take).rowcount != 1:
+            return None
+        connection.execute(_NEW_JOB, job)
     return Claimed(job_id=job_id, request_id=request_id, model=model, payload=payload, context_tokens=context_tokens)
 
 

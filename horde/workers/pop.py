@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 LONG_POLL_RECHECK_S = 5.0
 #: Chat and text jobs share a worker's threads: one statement counts both.
 _BUSY_THREADS = select(chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT)
+#: A pop's first look, in one round trip: its busy threads and whether its models have a queue at all.
+_BUSY_THREADS_AND_QUEUE = select(chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT, chat_claim.ANY_WAITING_FOR)
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
 
 
@@ -91,10 +93,14 @@ def _claim_or_explain(
 ) -> tuple[dict[str, Any], chat_claim.Claimed | None]:
     """The pop's answer and the job it claimed, if any."""
     # Text jobs share the worker's threads.
-    busy = busy_threads(session, worker)
+    busy, queued = (
+        session.connection()
+        .execute(_BUSY_THREADS_AND_QUEUE, {"worker": worker.id, "models": list(worker.models)})
+        .one()
+    )
     if busy >= worker.threads:
         return {"id": None, "skipped": {"threads": busy}}, None
-    if not chat_claim.any_waiting_for(session, worker.models):  # the common empty pop: one index probe
+    if not queued:  # the common empty pop
         return {"id": None, "skipped": _waiting_for_other_models(session) if explain else {}}, None
     claimed = chat_claim.claim(session, runtime.settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
     if claimed is None:
