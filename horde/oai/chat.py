@@ -220,8 +220,9 @@ class ChatCall:
                 _end_stream(runtime, request_id, state, finished)
 
         # No stream_with_context: the stream uses no request globals, and holding the request context for the
-        # whole wait would cost every waiting stream its copy.
-        response = Response(generate(), mimetype="text/event-stream")
+        # whole wait would cost every waiting stream its copy. direct_passthrough: the server iterates the
+        # generator itself (it yields bytes), without werkzeug's two wrapping iterators on every stream's stack.
+        response = Response(generate(), mimetype="text/event-stream", direct_passthrough=True)
         response.headers.update(headers)
         response.headers["x-should-retry"] = "false"
         response.headers["Cache-Control"] = "no-cache"
