@@ -207,13 +207,14 @@ class ChatCall:
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime = self.runtime
         opening = self.stream_opening(request, state)
-        chunks = self.stream_chunks
+        # Made now (it runs only when iterated): the waiting stream then holds no reference to this call and its body.
+        chunks = self.stream_chunks(state, events)
 
         def generate():
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                yield from chunks(state, events)
+                yield from chunks
                 finished = True
             finally:
                 watcher.close()
