@@ -155,6 +155,12 @@ def row(name: str, values: list[float], reference: float | None = None) -> list:
     return [name, len(values), S.ms(med), S.ms(S.percentile(values, 99)), ratio]
 
 
+def latency_table(baseline: str, paths: list[tuple[str, list[float]]], baseline_median: float) -> str:
+    """One row per path: n, median and p99 in ms, and its median over the baseline's."""
+    headers = ["path", "n", "median ms", "p99 ms", f"÷ {baseline} median"]
+    return S.table(headers, [row(name, values, baseline_median) for name, values in paths])
+
+
 def phases(samples: list[Sample], jobs: dict) -> tuple[list[float], list[float], list[float]]:
     """(request sent → job claimed, claimed → submitted, submitted → answer received), seconds."""
     before, worker, after = [], [], []
@@ -236,17 +242,13 @@ def scripted_bench(args) -> None:
             f"Non-streamed request, scripted worker long-polling (--wait 20), SQLite, {args.n} each, "
             f"alternating; native polls every {args.poll_ms:g} ms"
         )
-        print(
-            S.table(
-                ["path", "n", "median ms", "p99 ms", "÷ native median"],
-                [
-                    row("front /v1 (OpenAI SDK)", front_s, native_med),
-                    row("front /v1/completions (OpenAI SDK)", [s.elapsed for s in text], native_med),
-                    row("native async + status poll", native_s, native_med),
-                    row("worker pop→submit (jobs table)", worker_all, native_med),
-                ],
-            )
-        )
+        paths = [
+            ("front /v1 (OpenAI SDK)", front_s),
+            ("front /v1/completions (OpenAI SDK)", [s.elapsed for s in text]),
+            ("native async + status poll", native_s),
+            ("worker pop→submit (jobs table)", worker_all),
+        ]
+        print(latency_table("native", paths, native_med))
         front_med, worker_med = S.median(front_s), S.median(worker_all)
         print(
             f"front/native median ratio: {front_med / native_med:.2f}; added latency over the worker's own time "
@@ -331,17 +333,13 @@ def llama_compare(args, lb, binary, model_path) -> None:
                 f"temperature 0, seed 1234, {args.n} each, alternating; completion tokens: "
                 f"{sorted(t for t in tokens if t is not None)}"
             )
-            print(
-                S.table(
-                    ["path", "n", "median ms", "p99 ms", "÷ direct median"],
-                    [
-                        row("Horde /v1 → openai worker → llama", via_s, direct_med),
-                        row("Horde /v1/completions → worker → llama", [s.elapsed for s in text], direct_med),
-                        row("direct llama-server /v1", direct_s, direct_med),
-                        row("worker pop→submit (jobs table)", worker, direct_med),
-                    ],
-                )
-            )
+            paths = [
+                ("Horde /v1 → openai worker → llama", via_s),
+                ("Horde /v1/completions → worker → llama", [s.elapsed for s in text]),
+                ("direct llama-server /v1", direct_s),
+                ("worker pop→submit (jobs table)", worker),
+            ]
+            print(latency_table("direct", paths, direct_med))
             print(
                 f"Horde added latency (difference of medians): {(S.median(via_s) - direct_med) * 1000:.2f} ms "
                 f"(worker job time - direct: {(S.median(worker) - direct_med) * 1000:.2f} ms)"

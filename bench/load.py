@@ -17,6 +17,10 @@ timing): a smoke test for CI.
     .venv/bin/python bench/load.py                       # PostgreSQL + Redis (2 processes), then SQLite
     .venv/bin/python bench/load.py --backend sqlite -c 64 -w 8 -t 4 -d 20
     .venv/bin/python bench/load.py --backend postgresql -d 4 --stream-share 0.5 --check
+
+The venv imports this checkout (scripts/setup.sh installs it with `pip install -e .`). To run the
+bench of another checkout side by side with the same venv, run it from that checkout with
+`PYTHONPATH=.` so its own `horde` is imported.
 """
 
 from __future__ import annotations
@@ -29,11 +33,6 @@ import random
 import sys
 import time
 import uuid
-from pathlib import Path
-
-# This checkout before any installed copy of the project, so that two checkouts can be run side by side.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _support as S
 import gevent

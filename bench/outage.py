@@ -16,6 +16,10 @@
 
     .venv/bin/python bench/outage.py
     .venv/bin/python bench/outage.py --streams 7 --calls 7 --requests 10
+
+The venv imports this checkout (scripts/setup.sh installs it with `pip install -e .`). To run the
+bench of another checkout side by side with the same venv, run it from that checkout with
+`PYTHONPATH=.` so its own `horde` is imported.
 """
 
 from __future__ import annotations
@@ -26,10 +30,6 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _support as S
 import requests

@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 from flask import Blueprint, current_app, request
-from flask_restx import Api
+from flask_restx import Api, Namespace
+from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
 from horde.accounts.routes import namespace as accounts_namespace
 from horde.chat.routes import namespace as chat_namespace
 from horde.chat.routes import stats_namespace, status_namespace
+from horde.chat.worker_routes import namespace as workers_namespace
 from horde.registry.routes import namespace as registry_namespace
 from horde.request_context import runtime
+from horde.swagger import body_model
 from horde.text.routes import namespace as text_namespace
 from horde.text.routes import stats_namespace as text_stats_namespace
-from horde.workers.routes import namespace as workers_namespace
+
+NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
+    ("/find_user", accounts_namespace),
+    ("/generate/chat", chat_namespace),
+    ("/generate/chat", workers_namespace),
+    ("/status", status_namespace),
+    ("/stats/chat", stats_namespace),
+    ("/generate/text", text_namespace),
+    ("/stats/text", text_stats_namespace),
+    ("/workers", registry_namespace),
+)
+
+
+class ErrorSchema(Schema):
+    """Every refusal and error of the native API (HordeError.to_native); the status is the rc's."""
+
+    message = fields.String(required=True)
+    rc = fields.String(required=True, metadata={"description": "A return code of README_return_codes.md"})
+    param = fields.String(metadata={"description": "The failing key, when one is to blame"})
+    metadata = fields.Dict(metadata={"description": "Details some return codes carry"})
 
 
 def make_blueprint() -> Blueprint:
@@ -37,14 +59,9 @@ def make_blueprint() -> Blueprint:
         description="Chat and text requests, workers and accounts. Errors are {message, rc}; "
         "see README_return_codes.md.",
     )
-    api.add_namespace(accounts_namespace, path="/find_user")
-    api.add_namespace(chat_namespace, path="/generate/chat")
-    api.add_namespace(workers_namespace, path="/generate/chat")
-    api.add_namespace(status_namespace, path="/status")
-    api.add_namespace(stats_namespace, path="/stats/chat")
-    api.add_namespace(text_namespace, path="/generate/text")
-    api.add_namespace(text_stats_namespace, path="/stats/text")
-    api.add_namespace(registry_namespace, path="/workers")
+    for path, namespace in NAMESPACES_BY_PATH:
+        _document_errors(namespace)
+        api.add_namespace(namespace, path=path)
 
     @api.errorhandler(errors.HordeError)
     def _horde_error(error):
@@ -64,3 +81,10 @@ def make_blueprint() -> Blueprint:
         return errors.InternalError("Internal Server Error").to_native(), errors.InternalError.status
 
     return blueprint
+
+
+def _document_errors(namespace: Namespace) -> None:
+    """Every operation of `namespace` answers an error in one shape: its Swagger `default` response."""
+    error_model = body_model(namespace, "Error", ErrorSchema)
+    for route in namespace.resources:
+        namespace.response("default", "A refusal or an error; its status is its rc's", error_model)(route.resource)

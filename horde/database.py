@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Executable, create_engine, event, text
+from sqlalchemy import CursorResult, Engine, Executable, Table, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
@@ -26,6 +27,9 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: Per process; transactions are short, so a few connections serve many greenlets.
 POSTGRES_POOL_SIZE = 10
 POSTGRES_POOL_OVERFLOW = 10
+#: A pooled PostgreSQL connection idle this long is pinged before use (see _ping_idle_connections).
+PING_IF_IDLE_S = 1.0
+_CHECKED_IN_AT = "horde_checked_in_at"
 #: How long opening a connection may take before the database counts as unreachable.
 POSTGRES_CONNECT_TIMEOUT_S = 3
 #: SQLSTATEs of a lost or refused connection: class 08, and the server shutting down or starting up.
@@ -76,6 +80,11 @@ class Base(DeclarativeBase):
     """Declarative base of every table."""
 
 
+def table_of(model: type[Base]) -> Table:
+    """The Core table of a mapped class, for statements built once that load no ORM objects (the hot paths)."""
+    return cast(Table, model.__table__)
+
+
 def insert_ignoring_duplicates(session: Session, table: type[Base], rows: list[dict], key: str) -> None:
     """INSERT ... ON CONFLICT (key) DO NOTHING, on SQLite and PostgreSQL alike: a row written once, whoever is first."""
     if not rows:
@@ -97,14 +106,13 @@ class Database:
             # Readers take no write lock: under WAL they never wait for (nor block) a writer.
             self.read_engine = _sqlite_engine(url, "BEGIN")
         else:
-            # pool_pre_ping drops connections that died in an outage, so the pool reconnects by itself.
             self.engine = create_engine(
                 url,
                 pool_size=POSTGRES_POOL_SIZE,
                 max_overflow=POSTGRES_POOL_OVERFLOW,
-                pool_pre_ping=True,
                 connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
             )
+            _ping_idle_connections(self.engine)
             self.read_engine = self.engine
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
@@ -200,6 +208,32 @@ def rows_changed(session: Session, statement: Executable) -> int:
 def is_postgresql(session: Session) -> bool:
     """Whether `session` talks to PostgreSQL, where concurrent writers need row locks (SQLite runs one at a time)."""
     return session.get_bind().dialect.name == "postgresql"
+
+
+def _ping_idle_connections(engine: Engine) -> None:
+    """Drop pooled connections that died in an outage, so the pool reconnects by itself.
+
+    Like pool_pre_ping, but only for a connection idle for PING_IF_IDLE_S or more: under load connections
+    come back within milliseconds, and a ping on every checkout would be one more round trip per
+    transaction. A connection that dies while in use fails its statement; the pool then replaces every
+    connection older than the failure.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _note_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKED_IN_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        checked_in_at = record.info.get(_CHECKED_IN_AT)
+        if checked_in_at is not None and time.monotonic() - checked_in_at < PING_IF_IDLE_S:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError("a pooled connection died while idle") from exc
+        if not alive:
+            raise DisconnectionError("a pooled connection died while idle")
 
 
 def _sqlite_pragmas(dbapi_connection, _record):

@@ -15,10 +15,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from horde.config import Settings
 
 #: While Redis is unreachable, waiters and long-polls read the database this often instead.
 POLL_WITHOUT_EVENTS_S = 1.0
@@ -212,11 +208,3 @@ class LocalEventBus:
 
     def close(self) -> None:
         pass
-
-
-def make_event_bus(settings: Settings) -> LocalEventBus:
-    if settings.redis_url:
-        from horde.redis_events import RedisEventBus
-
-        return RedisEventBus(settings.redis_url, settings.redis_prefix)
-    return LocalEventBus()

@@ -8,7 +8,7 @@ from horde.accounts.identity import IdentityCache
 from horde.chat.snapshots import Snapshots
 from horde.config import Settings
 from horde.database import Database
-from horde.events import LocalEventBus, make_event_bus
+from horde.events import LocalEventBus
 from horde.workers.checkins import CheckIns
 
 
@@ -31,3 +31,15 @@ class Runtime:
     def close(self) -> None:
         self.bus.close()
         self.db.dispose()
+
+
+def make_event_bus(settings: Settings) -> LocalEventBus:
+    """Redis when HORDE_REDIS_URL is set (imported only then), else the in-process bus.
+
+    It lives here, above both buses, so that horde.events never imports the Redis bus built on it.
+    """
+    if settings.redis_url:
+        from horde.redis_events import RedisEventBus
+
+        return RedisEventBus(settings.redis_url, settings.redis_prefix)
+    return LocalEventBus()

@@ -8,10 +8,25 @@ without loading them). tests/integration/chat/test_eligibility.py holds them tog
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, literal, or_, select
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Float,
+    Integer,
+    String,
+    and_,
+    bindparam,
+    cast,
+    exists,
+    literal,
+    or_,
+    select,
+)
 
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
+from horde.database import table_of
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK, feature_names, guarantee_names
 from horde.workers.models import Worker
@@ -52,33 +67,51 @@ def fits(worker: Worker, need: Need) -> bool:
     return worker.max_length >= need.max_tokens and worker.max_context_length >= need.context_tokens
 
 
-def queue_filter(worker: Worker | WorkerView, trusted: bool) -> ColumnElement[bool]:
-    """SQL conditions under which a waiting request is eligible for `worker`."""
-    missing_features = ALL_FEATURES_MASK & ~worker.features_mask
-    missing_guarantees = ALL_GUARANTEES_MASK & ~worker.guarantees_mask
-    conditions = [
-        ChatRequest.state == WAITING,
-        exists(
-            select(literal(1)).where(
-                and_(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(worker.models))
-            )
+def _eligible_for_worker() -> ColumnElement[bool]:
+    """The SQL form of the rules, with the worker's declarations as bind parameters (see worker_params).
+
+    Built once: a statement that embeds it keeps one memoized cache key, instead of an expression tree
+    rebuilt and hashed on every pop.
+    """
+    requests, request_models = table_of(ChatRequest).c, table_of(ChatRequestModel).c
+    # Cast: PostgreSQL cannot tell the type of a parameter that is only compared with NULL.
+    max_temperature = cast(bindparam("max_temperature_with_tools", type_=Float), Float)
+    serves = select(literal(1)).where(
+        request_models.request_id == requests.id, request_models.model.in_(bindparam("models", expanding=True))
+    )
+    return and_(
+        requests.state == WAITING,
+        exists(serves),
+        requests.max_tokens <= bindparam("max_length", type_=Integer),
+        requests.context_tokens <= bindparam("max_context_length", type_=Integer),
+        requests.required_features.op("&")(bindparam("missing_features", type_=Integer)) == 0,
+        requests.required_guarantees.op("&")(bindparam("missing_guarantees", type_=Integer)) == 0,
+        or_(requests.only_workers.is_(None), requests.only_workers.like(bindparam("only_pattern", type_=String))),
+        or_(requests.trusted_only.is_(False), cast(bindparam("trusted", type_=Boolean), Boolean)),
+        or_(
+            requests.tools_temperature.is_(None),
+            max_temperature.is_(None),
+            requests.tools_temperature <= max_temperature,
         ),
-        ChatRequest.max_tokens <= worker.max_length,
-        ChatRequest.context_tokens <= worker.max_context_length,
-        ChatRequest.required_features.op("&")(missing_features) == 0,
-        ChatRequest.required_guarantees.op("&")(missing_guarantees) == 0,
-        or_(ChatRequest.only_workers.is_(None), ChatRequest.only_workers.like(f"%|{worker.id}|%")),
-    ]
-    if not trusted:
-        conditions.append(ChatRequest.trusted_only.is_(False))
-    if worker.max_temperature_with_tools is not None:
-        conditions.append(
-            or_(
-                ChatRequest.tools_temperature.is_(None),
-                ChatRequest.tools_temperature <= worker.max_temperature_with_tools,
-            )
-        )
-    return and_(*conditions)
+    )
+
+
+#: SQL conditions under which a waiting request is eligible for a worker; execute with worker_params().
+ELIGIBLE_FOR_WORKER = _eligible_for_worker()
+
+
+def worker_params(worker: Worker | WorkerView, trusted: bool) -> dict[str, Any]:
+    """The bind parameters of ELIGIBLE_FOR_WORKER for `worker`."""
+    return {
+        "models": list(worker.models),
+        "max_length": worker.max_length,
+        "max_context_length": worker.max_context_length,
+        "missing_features": ALL_FEATURES_MASK & ~worker.features_mask,
+        "missing_guarantees": ALL_GUARANTEES_MASK & ~worker.guarantees_mask,
+        "only_pattern": f"%|{worker.id}|%",
+        "trusted": trusted,
+        "max_temperature_with_tools": worker.max_temperature_with_tools,
+    }
 
 
 QUEUE_ORDER = (ChatRequest.priority_class, ChatRequest.priority.desc(), ChatRequest.created_at, ChatRequest.id)

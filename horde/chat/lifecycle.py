@@ -1,23 +1,25 @@
-"""A request's life after admission: claim, progress, submit, fault, expiry, cancel.
+"""A request's life after its claim (horde/chat/claim.py): progress, submit, fault, expiry, cancel.
 
 Functions take a session inside the caller's transaction and return what the
-caller must publish; they never commit.
+caller must publish; they never commit. Every transition is a compare-and-set
+from the state it expects, after the request's row lock. The worker's calls
+(progress, submit, fault) run once or more per completed request, so they use
+statements built once and load no ORM objects.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.attributes import set_committed_value
 
 from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.chat import conformance, pricing, queue
-from horde.chat.eligibility import QUEUE_ORDER, queue_filter
+from horde.chat import conformance, pricing
 from horde.chat.models import (
     CANCELLED,
     DONE,
@@ -35,138 +37,198 @@ from horde.chat.models import (
     ChatRequest,
 )
 from horde.config import Settings
-from horde.database import is_postgresql, rows_changed
+from horde.database import is_postgresql, table_of
 from horde.timeutil import utcnow
-from horde.workers.checkins import WorkerView
-from horde.workers.declarations import FEATURE_BITS
 from horde.workers.models import Worker
 
-DEFAULT_REASONING_EFFORT = "medium"
-
-
-def claim(
-    session: Session, settings: Settings, worker: Worker | WorkerView, trusted: bool, *, skip_locked: bool
-) -> tuple[ChatJob, ChatRequest] | None:
-    """Claim the best eligible waiting request for `worker`: priority class, kudos, then age."""
-    if not queue.any_waiting_for(session, worker.models):
-        return None
-    query = select(ChatRequest).where(queue_filter(worker, trusted)).order_by(*QUEUE_ORDER).limit(1)
-    if skip_locked:  # PostgreSQL
-        query = query.with_for_update(skip_locked=True, of=ChatRequest)
-        # The planner cannot estimate the bit-mask filters and would sort the whole queue; walking
-        # ix_chat_requests_queue in order stops at the first eligible request instead.
-        session.execute(text("SET LOCAL enable_sort = off"))
-        request = session.scalar(query)
-        session.execute(text("SET LOCAL enable_sort = on"))
-    else:
-        request = session.scalar(query)
-    if request is None:
-        return None
-    model = next(model for model in request.models if model in worker.models)
-    now = utcnow()
-    job = ChatJob(
-        request_id=request.id,
-        worker_id=worker.id,
-        model=model,
-        started_at=now,
-        deadline_at=now + dt.timedelta(seconds=settings.job_ttl_s),
+_REQUESTS, _JOBS, _WORKERS = table_of(ChatRequest), table_of(ChatJob), table_of(Worker)
+_OWNED_JOB = (
+    select(_JOBS.c.id, _JOBS.c.request_id, _JOBS.c.model, _JOBS.c.worker_id, _WORKERS.c.owner_id)
+    .join_from(_JOBS, _WORKERS, _JOBS.c.worker_id == _WORKERS.c.id)
+    .where(_JOBS.c.id == bindparam("job"))
+)
+_REQUEST_COLUMNS = (
+    _REQUESTS.c.id,
+    _REQUESTS.c.user_id,
+    _REQUESTS.c.state,
+    _REQUESTS.c.models,
+    _REQUESTS.c.payload,
+    _REQUESTS.c.required_guarantees,
+    _REQUESTS.c.prompt_tokens,
+    _REQUESTS.c.max_tokens,
+    _REQUESTS.c.n_images,
+    _REQUESTS.c.kudos_charged,
+    _REQUESTS.c.attempts,
+    _REQUESTS.c.current_job_id,
+)
+_READ_REQUEST = select(*_REQUEST_COLUMNS).where(_REQUESTS.c.id == bindparam("request"))
+#: A worker's call in one round trip: its job, the job's worker's owner, and the request under its row lock.
+#: Only the request is locked; what is read of the job and worker never changes after the claim.
+_JOB_AND_REQUEST = (
+    select(*_REQUEST_COLUMNS, _JOBS.c.id.label("job_id"), _JOBS.c.model.label("job_model"), _WORKERS.c.owner_id)
+    .join_from(_JOBS, _WORKERS, _JOBS.c.worker_id == _WORKERS.c.id)
+    .join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id)
+    .where(_JOBS.c.id == bindparam("job"))
+)
+_JOB_AND_LOCKED_REQUEST = _JOB_AND_REQUEST.with_for_update(of=_REQUESTS)
+_LOCK_REQUEST_UNLESS_HELD = _READ_REQUEST.with_for_update(skip_locked=True)
+_JOB_STATE = select(_JOBS.c.state).where(_JOBS.c.id == bindparam("job"))
+_END_JOB = (
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("job"), _JOBS.c.state == JOB_PROCESSING)
+    .values(state=bindparam("new_state"), reason=bindparam("why"), ended_at=bindparam("at"))
+)
+_THE_RUNNING_JOB = (
+    _REQUESTS.c.id == bindparam("request"),
+    _REQUESTS.c.state == PROCESSING,
+    _REQUESTS.c.current_job_id == bindparam("job"),
+)
+_STORE_PROGRESS = (
+    update(_REQUESTS)
+    .where(*_THE_RUNNING_JOB)
+    .values(
+        progress_content=bindparam("content"),
+        progress_reasoning=bindparam("reasoning"),
+        progress_seq=_REQUESTS.c.progress_seq + 1,
     )
-    session.add(job)
-    session.flush()
-    request.state = PROCESSING
-    request.attempts += 1
-    request.current_job_id = job.id
-    request.worker_id, request.worker_name, request.served_model = worker.id, worker.name, model
-    request.progress_content = request.progress_reasoning = None
-    return job, request
-
-
-def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
-    return (
-        session.scalar(
-            select(func.count(ChatJob.id)).where(ChatJob.worker_id == worker.id, ChatJob.state == JOB_PROCESSING)
-        )
-        or 0
+)
+_FINISH = (
+    update(_REQUESTS)
+    .where(*_THE_RUNNING_JOB, _REQUESTS.c.kudos_charged == 0)
+    .values(state=DONE, reply=bindparam("reply"), finished_at=bindparam("at"), kudos_charged=bindparam("kudos"))
+)
+_RESTART = (
+    update(_REQUESTS)
+    .where(*_THE_RUNNING_JOB)
+    .values(
+        state=WAITING,
+        fault_rc=bindparam("rc"),
+        fault_message=bindparam("message"),
+        current_job_id=None,
+        progress_content=None,
+        progress_reasoning=None,
     )
+)
+_FAULT = (
+    update(_REQUESTS)
+    .where(*_THE_RUNNING_JOB)
+    .values(
+        state=FAULTED,
+        fault_rc=bindparam("rc"),
+        fault_message=bindparam("message"),
+        current_job_id=None,
+        finished_at=bindparam("at"),
+    )
+)
+_DUE_JOBS = select(_JOBS.c.id, _JOBS.c.request_id).where(
+    _JOBS.c.state == JOB_PROCESSING, _JOBS.c.deadline_at < bindparam("now")
+)
 
 
-def worker_payload(request: ChatRequest, worker: Worker | WorkerView) -> dict:
-    payload = dict(request.payload)
-    payload["max_context_length"] = request.context_tokens
-    if "reasoning_effort" not in payload and worker.features_mask & FEATURE_BITS["reasoning_effort"]:
-        payload["reasoning_effort"] = DEFAULT_REASONING_EFFORT
-    return payload
+@dataclass(frozen=True)
+class Changed:
+    """What a transition leaves its caller to publish: the request, its new state, the models it waits for."""
+
+    id: str
+    state: str
+    models: list[str]
 
 
-def owned_job(session: Session, owner: User | Identity, job_id: str) -> tuple[ChatJob, Worker]:
-    """The job (as read, unlocked) and its worker, when the worker belongs to `owner`."""
-    job = session.get(ChatJob, job_id)
-    worker = session.get(Worker, job.worker_id) if job else None
-    if job is None or worker is None or worker.owner_id != owner.id:
+@dataclass(frozen=True)
+class OwnedJob:
+    id: str
+    request_id: str
+    model: str
+    worker_id: str
+    owner_id: int
+
+
+def owned_job(session: Session, owner: User | Identity, job_id: str) -> OwnedJob:
+    """The job (as read, unlocked) when its worker belongs to `owner`."""
+    row = session.connection().execute(_OWNED_JOB, {"job": job_id}).first()
+    if row is None or row.owner_id != owner.id:
         raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
-    return job, worker
+    return OwnedJob(*row)
 
 
-def lock_request(session: Session, request_id: str) -> ChatRequest:
-    """The request re-read under its row lock (PostgreSQL), held until the transaction ends.
+def _owned_job_and_locked_request(session: Session, owner: User | Identity, job_id: str) -> Any:
+    """The job's request, read under its row lock (PostgreSQL) held until the transaction ends, when the job's
+    worker belongs to `owner`; the row has the request's columns and job_id, job_model and owner_id.
 
     Every transition of a request or of its jobs takes this lock first, so they happen one after the
     other whichever process runs them, and always in the same order (request, then job, then users),
     which cannot deadlock. SQLite needs no lock: its writers already run one at a time.
     """
+    statement = _JOB_AND_LOCKED_REQUEST if is_postgresql(session) else _JOB_AND_REQUEST
+    row = session.connection().execute(statement, {"job": job_id}).first()
+    if row is None or row.owner_id != owner.id:
+        raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
+    return row
+
+
+def lock_request(session: Session, request_id: str) -> ChatRequest:
+    """The request re-read under its row lock (see _owned_job_and_locked_request), as an ORM object: cancel."""
     return session.get_one(
         ChatRequest, request_id, populate_existing=True, with_for_update=True if is_postgresql(session) else None
     )
 
 
-def _lock_request_unless_held(session: Session, request_id: str) -> ChatRequest | None:
-    """As `lock_request`, but None at once when another transaction holds the request (SKIP LOCKED)."""
-    lock = {"skip_locked": True} if is_postgresql(session) else None
-    return session.get(ChatRequest, request_id, populate_existing=True, with_for_update=lock)
-
-
-def _running_job(session: Session, job: ChatJob) -> ChatJob:
-    """`job` re-read after its request's lock; refuses a job that is no longer running."""
-    session.refresh(job)
-    if job.state == JOB_SUBMITTED:
-        raise errors.DuplicateGen("This job was already submitted.")
-    if job.state != JOB_PROCESSING:
-        raise errors.AbortedGen(f"This job is no longer assigned to the worker (it is {job.state}).")
-    return job
-
-
 def progress(session: Session, owner: User | Identity, body: dict) -> tuple[bool, str]:
     """Store the text so far in one conditional statement; (stop, request id), stop when the job is no longer
     its request's running job."""
-    job, _ = owned_job(session, owner, body["id"])
-    running = (ChatRequest.id == job.request_id, ChatRequest.current_job_id == job.id, ChatRequest.state == PROCESSING)
-    stored = rows_changed(
-        session,
-        update(ChatRequest)
-        .where(*running)
-        .values(
-            progress_content=body.get("content") or "",
-            progress_reasoning=body.get("reasoning_content") or "",
-            progress_seq=ChatRequest.progress_seq + 1,
-        ),
+    job = owned_job(session, owner, body["id"])
+    stored = (
+        session.connection()
+        .execute(
+            _STORE_PROGRESS,
+            {
+                "request": job.request_id,
+                "job": job.id,
+                "content": body.get("content") or "",
+                "reasoning": body.get("reasoning_content") or "",
+            },
+        )
+        .rowcount
     )
     return stored != 1, job.request_id
 
 
 def submit(
     session: Session, settings: Settings, owner: User | Identity, body: dict
-) -> tuple[int | None, str | None, ChatRequest]:
-    """(reward, None, request) when accepted; (None, violation, request) when refused."""
-    job, worker = owned_job(session, owner, body["id"])
-    request = lock_request(session, job.request_id)
-    job = _running_job(session, job)
+) -> tuple[int | None, str | None, Changed]:
+    """(reward, None, change) when accepted; (None, violation, change) when refused."""
+    request = _owned_job_and_locked_request(session, owner, body["id"])
     reply = {key: body.get(key) for key in ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")}
     problem = conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
     if problem:
-        _end_job(session, job, JOB_REFUSED, problem)
-        _restart_or_fault(request, settings, errors.ChatSubmitNonconformant.rc, problem)
-        return None, problem, request
-    _end_job(session, job, JOB_SUBMITTED, None)
+        _end_job(session, request.job_id, JOB_REFUSED, problem)
+        state = _restart_or_fault(
+            session, settings, request, request.job_id, errors.ChatSubmitNonconformant.rc, problem
+        )
+        return None, problem, Changed(request.id, state or request.state, request.models)
+    _end_job(session, request.job_id, JOB_SUBMITTED, None)
+    if request.kudos_charged:
+        raise errors.DuplicateGen("This request was already charged.")
+    usage = reply["usage"] = _billable_usage(reply, request)
+    reply["finish_reason"] = reply.get("finish_reason") or "stop"
+    kudos = pricing.price(
+        request.job_model,
+        completion_tokens=usage["completion_tokens"],
+        prompt_tokens=request.prompt_tokens,
+        n_images=request.n_images,
+        reference_path=settings.model_reference_path,
+    )
+    moves = [(request.user_id, -kudos, "charge"), (request.owner_id, kudos, "reward")]
+    accounts.transfer(session, moves, request_id=request.id)
+    finished = session.connection().execute(
+        _FINISH, {"request": request.id, "job": request.job_id, "reply": reply, "at": utcnow(), "kudos": kudos}
+    )
+    if finished.rowcount != 1:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
+        raise errors.AbortedGen("This job is no longer assigned to the worker.")
+    return kudos, None, Changed(request.id, DONE, request.models)
+
+
+def _billable_usage(reply: dict, request: Any) -> dict:
     usage = dict(reply.get("usage") or {})
     usage.setdefault("prompt_tokens", request.prompt_tokens)
     usage["completion_tokens"] = pricing.billable_completion_tokens(
@@ -174,51 +236,33 @@ def submit(
     )
     if usage.get("reasoning_tokens") is not None:
         usage["reasoning_tokens"] = min(usage["reasoning_tokens"], usage["completion_tokens"])
-    reply["usage"] = usage
-    reply["finish_reason"] = reply.get("finish_reason") or "stop"
-    kudos = pricing.price(
-        job.model,
-        completion_tokens=usage["completion_tokens"],
-        prompt_tokens=request.prompt_tokens,
-        n_images=request.n_images,
-        reference_path=settings.model_reference_path,
-    )
-    _settle(session, request, worker, kudos)
-    request.reply = reply
-    request.state, request.finished_at = DONE, utcnow()
-    return kudos, None, request
+    return usage
 
 
-def fault(session: Session, settings: Settings, owner: User | Identity, body: dict) -> ChatRequest:
-    job, _ = owned_job(session, owner, body["id"])
-    request = lock_request(session, job.request_id)
-    job = _running_job(session, job)
-    _end_job(session, job, JOB_FAULTED, body["reason"])
-    _restart_or_fault(request, settings, errors.ChatWorkerFault.rc, body["reason"])
-    return request
+def fault(session: Session, settings: Settings, owner: User | Identity, body: dict) -> Changed:
+    request = _owned_job_and_locked_request(session, owner, body["id"])
+    _end_job(session, request.job_id, JOB_FAULTED, body["reason"])
+    state = _restart_or_fault(session, settings, request, request.job_id, errors.ChatWorkerFault.rc, body["reason"])
+    return Changed(request.id, state or request.state, request.models)
 
 
-def expire_jobs(session: Session, settings: Settings) -> list[ChatRequest]:
+def expire_jobs(session: Session, settings: Settings) -> list[Changed]:
     """Abort every job past its ttl and restart (or fault) its request.
 
     Requests another transaction holds (a submit, a cancel, another expiry) are skipped: that transaction
     settles them, and a later sweep catches any that are still due.
     """
-    now = utcnow()
-    due = session.execute(
-        select(ChatJob.id, ChatJob.request_id).where(ChatJob.state == JOB_PROCESSING, ChatJob.deadline_at < now)
-    ).all()
+    now, connection = utcnow(), session.connection()
+    lock = _LOCK_REQUEST_UNLESS_HELD if is_postgresql(session) else _READ_REQUEST
+    reason = f"The worker did not submit the job within its ttl of {int(settings.job_ttl_s)} s."
     changed = []
-    for job_id, request_id in due:
-        request = _lock_request_unless_held(session, request_id)
-        job = session.get(ChatJob, job_id, populate_existing=True) if request is not None else None
-        if request is None or job is None or job.state != JOB_PROCESSING or job.deadline_at >= now:
+    for job_id, request_id in connection.execute(_DUE_JOBS, {"now": now}).all():
+        request = connection.execute(lock, {"request": request_id}).first()
+        if request is None or not _try_end_job(session, job_id, JOB_ABORTED, reason):
             continue
-        reason = f"The worker did not submit the job within its ttl of {int(settings.job_ttl_s)} s."
-        _end_job(session, job, JOB_ABORTED, reason)
-        if request.current_job_id == job.id and request.state == PROCESSING:
-            _restart_or_fault(request, settings, errors.ChatJobExpired.rc, reason)
-            changed.append(request)
+        state = _restart_or_fault(session, settings, request, job_id, errors.ChatJobExpired.rc, reason)
+        if state is not None:
+            changed.append(Changed(request.id, state, request.models))
     return changed
 
 
@@ -242,55 +286,57 @@ def cancel(
         return False
     request.fault_rc, request.fault_message = rc, message
     job = session.get(ChatJob, request.current_job_id, populate_existing=True) if request.current_job_id else None
-    if job is not None and job.state == JOB_PROCESSING:
-        _end_job(session, job, JOB_CANCELLED, "The request was cancelled.")
-        if streamed_chars:
-            kudos = pricing.price(
-                job.model,
-                completion_tokens=max(1, streamed_chars // 4),
-                prompt_tokens=request.prompt_tokens,
-                n_images=request.n_images,
-                reference_path=settings.model_reference_path,
-            )
-            _settle(session, request, session.get_one(Worker, job.worker_id), kudos)
+    if (
+        job is not None
+        and _try_end_job(session, job.id, JOB_CANCELLED, "The request was cancelled.")
+        and streamed_chars
+    ):
+        _charge_streamed(session, settings, request, job, streamed_chars)
     request.state, request.finished_at = CANCELLED, utcnow()
     return True
 
 
-def _settle(session: Session, request: ChatRequest, worker: Worker, kudos: int) -> None:
-    """Charge the requester and reward the worker's owner, once per request.
-
-    The two rows are updated in user-id order, so two settlements never wait on each other crosswise.
-    """
+def _charge_streamed(
+    session: Session, settings: Settings, request: ChatRequest, job: ChatJob, streamed_chars: int
+) -> None:
+    """A cancelled stream pays for what reached its client, once."""
     if request.kudos_charged:
         raise errors.DuplicateGen("This request was already charged.")
-    moves = sorted([(request.user_id, -kudos, "charge"), (worker.owner_id, kudos, "reward")])
-    for user_id, amount, kind in moves:
-        accounts.move_kudos(session, session.get_one(User, user_id), amount, kind=kind, request_id=request.id)
+    kudos = pricing.price(
+        job.model,
+        completion_tokens=max(1, streamed_chars // 4),
+        prompt_tokens=request.prompt_tokens,
+        n_images=request.n_images,
+        reference_path=settings.model_reference_path,
+    )
+    owner_id = session.get_one(Worker, job.worker_id).owner_id
+    accounts.transfer(
+        session, [(request.user_id, -kudos, "charge"), (owner_id, kudos, "reward")], request_id=request.id
+    )
     request.kudos_charged = kudos
 
 
-def _end_job(session: Session, job: ChatJob, state: str, reason: str | None) -> None:
-    """Compare-and-set: end the job only from `processing`; anything else means another call settled it."""
-    ended_at = utcnow()
-    ended = rows_changed(
-        session,
-        update(ChatJob)
-        .where(ChatJob.id == job.id, ChatJob.state == JOB_PROCESSING)
-        .values(state=state, reason=reason, ended_at=ended_at),
-    )
-    if ended != 1:
-        _running_job(session, job)  # raises the refusal that matches the state another call left
-        raise errors.AbortedGen("This job is no longer assigned to the worker.")
-    for key, value in (("state", state), ("reason", reason), ("ended_at", ended_at)):
-        set_committed_value(job, key, value)
+def _try_end_job(session: Session, job_id: str, state: str, reason: str | None) -> bool:
+    """Compare-and-set: end the job only from `processing`. False when another call ended it first."""
+    ended = session.connection().execute(_END_JOB, {"job": job_id, "new_state": state, "why": reason, "at": utcnow()})
+    return ended.rowcount == 1
 
 
-def _restart_or_fault(request: ChatRequest, settings: Settings, rc: str, message: str) -> None:
-    request.fault_rc, request.fault_message = rc, message
-    request.current_job_id = None
-    if request.attempts >= settings.max_attempts:
-        request.state, request.finished_at = FAULTED, utcnow()
-    else:
-        request.state = WAITING
-        request.progress_content = request.progress_reasoning = None
+def _end_job(session: Session, job_id: str, state: str, reason: str | None) -> None:
+    """As _try_end_job, raising the refusal that matches the state another call left."""
+    if _try_end_job(session, job_id, state, reason):
+        return
+    if session.connection().scalar(_JOB_STATE, {"job": job_id}) == JOB_SUBMITTED:
+        raise errors.DuplicateGen("This job was already submitted.")
+    raise errors.AbortedGen("This job is no longer assigned to the worker.")
+
+
+def _restart_or_fault(
+    session: Session, settings: Settings, request: Any, job_id: str, rc: str, message: str
+) -> str | None:
+    """Put the request back in the queue, or fault it after its last attempt; its new state, or None when the
+    job was no longer the request's running one."""
+    final = request.attempts >= settings.max_attempts
+    statement, state = (_FAULT, FAULTED) if final else (_RESTART, WAITING)
+    params = {"request": request.id, "job": job_id, "rc": rc, "message": message, "at": utcnow()}
+    return state if session.connection().execute(statement, params).rowcount == 1 else None

@@ -9,17 +9,30 @@ from horde import errors
 from horde.accounts.auth import authenticate
 from horde.chat import service, stats
 from horde.chat.cards import model_stats
+from horde.chat.schemas import (
+    CHAT_REQUEST_SCHEMA,
+    ChatAsyncAnswerSchema,
+    ChatStatusSchema,
+    ModelStatusSchema,
+    TotalsSchema,
+)
 from horde.client_address import client_address
 from horde.ops.request_context import note
 from horde.request_context import api_key, json_body, runtime
+from horde.swagger import body_model
 
 namespace = Namespace("chat", description="Chat requests")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
+chat_request_model = body_model(namespace, "ChatRequest", CHAT_REQUEST_SCHEMA)
+async_answer_model = body_model(namespace, "ChatAsyncAnswer", ChatAsyncAnswerSchema)
+status_model = body_model(namespace, "ChatStatus", ChatStatusSchema)
 
 
 @namespace.route("/async")
 class Async(Resource):
     @namespace.doc(params=APIKEY_HEADER)
+    @namespace.expect(chat_request_model)
+    @namespace.response(202, "Queued", async_answer_model)
     def post(self) -> tuple[dict, int]:
         """Queue a chat request; answers 202 with its id and kudos estimate."""
         hub = runtime()
@@ -34,6 +47,7 @@ class Async(Resource):
 @namespace.route("/status/<string:request_id>")
 class Status(Resource):
     @namespace.doc(params=APIKEY_HEADER)
+    @namespace.response(200, "The request", status_model)
     def get(self, request_id: str) -> dict:
         """State, queue position, wait estimate, worker, reply, progress, kudos and adjustments."""
         hub = runtime()
@@ -41,6 +55,7 @@ class Status(Resource):
         return service.status(hub, authenticate(hub, api_key()), request_id)
 
     @namespace.doc(params=APIKEY_HEADER)
+    @namespace.response(200, "The request, cancelled", status_model)
     def delete(self, request_id: str) -> dict:
         """Cancel the request."""
         hub = runtime()
@@ -51,6 +66,7 @@ class Status(Resource):
 
 
 status_namespace = Namespace("status", description="Horde status")
+model_status_model = body_model(status_namespace, "ModelStatus", ModelStatusSchema)
 #: /status/models?type=<kind> for the other kinds of work, registered by their packages (text: horde/text/routes.py).
 OTHER_MODEL_TYPES: dict[str, Callable[[], list[dict]]] = {}
 
@@ -58,6 +74,7 @@ OTHER_MODEL_TYPES: dict[str, Callable[[], list[dict]]] = {}
 @status_namespace.route("/models")
 class Models(Resource):
     @status_namespace.doc(params={"type": {"in": "query", "description": "'chat' (the default) or 'text'"}})
+    @status_namespace.response(200, "One entry per model", [model_status_model])
     def get(self) -> list[dict]:
         """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
         kind = http_request.args.get("type") or "chat"
@@ -77,10 +94,12 @@ class Models(Resource):
 
 
 stats_namespace = Namespace("stats", description="Horde statistics")
+totals_model = body_model(stats_namespace, "ChatTotals", TotalsSchema)
 
 
 @stats_namespace.route("/totals")
 class Totals(Resource):
+    @stats_namespace.response(200, "Counts per period", totals_model)
     def get(self) -> dict:
         """Chat requests served and tokens generated: last minute, hour, day, month, and in total."""
         hub = runtime()

@@ -7,8 +7,11 @@ horde/workers/schemas.py; both are loaded with horde/payload.py.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
+from horde.chat.models import RequestState
 from horde.contract import (
     AVAILABILITY_MODES,
     CONFORMANCE_MODES,
@@ -16,6 +19,7 @@ from horde.contract import (
     DEFAULT_AVAILABILITY_MODE,
     DEFAULT_CONFORMANCE,
     DEFAULT_CONTEXT_FITTING,
+    FINISH_REASONS,
     MAX_MODELS_PER_REQUEST,
     MAX_STOP_SEQUENCES,
     MESSAGE_ROLES,
@@ -26,11 +30,13 @@ from horde.contract import (
     TOKEN_FLOOR,
 )
 from horde.cooperative import pause_every
+from horde.workers.schemas import ToolCallSchema, UsageSchema
 
 
 class ObjectList(fields.Field):
     """A list of JSON objects, checked in one pass (a List of Dict fields costs a field call per item)."""
 
+    json_schema: ClassVar[dict] = {"type": "array", "items": {"type": "object"}}
     default_error_messages = {"invalid": "Not a valid list."}
 
     def _deserialize(self, value, attr, data, **kwargs):
@@ -129,3 +135,105 @@ class ChatRequestSchema(Schema):
 
 
 CHAT_REQUEST_SCHEMA = ChatRequestSchema()
+
+
+# -- Answers. They document the bodies the routes build as dicts (horde/swagger.py); a test checks real
+# answers against them, and nothing dumps through them at run time.
+
+
+class ChatAsyncAnswerSchema(Schema):
+    """202 to POST /generate/chat/async: the queued request's id and its kudos estimate."""
+
+    id = fields.String(required=True)
+    kudos = fields.Integer(required=True)
+
+
+class ProgressViewSchema(Schema):
+    """The text a worker has posted so far."""
+
+    content = fields.String(required=True)
+    reasoning_content = fields.String(required=True)
+
+
+class FaultViewSchema(Schema):
+    """The last fault of a request that is not done: its return code and message."""
+
+    rc = fields.String(required=True)
+    message = fields.String(required=True, allow_none=True)
+
+
+class ReplySchema(Schema):
+    """The accepted reply, as the worker submitted it, with the usage the Horde billed."""
+
+    content = fields.String(required=True, allow_none=True)
+    reasoning_content = fields.String(required=True, allow_none=True)
+    tool_calls = fields.List(fields.Nested(ToolCallSchema), required=True, allow_none=True)
+    finish_reason = fields.String(required=True, validate=validate.OneOf(FINISH_REASONS))
+    usage = fields.Nested(UsageSchema, required=True)
+
+
+class ContextAdjustmentSchema(Schema):
+    """One change context fitting made: the context grown, or the oldest turns dropped."""
+
+    reason = fields.String(required=True, validate=validate.OneOf(CONTEXT_FITTING_MODES))
+    from_ = fields.Integer(required=True, data_key="from")
+    to = fields.Integer(required=True)
+    dropped_messages = fields.Integer()
+
+
+class ChatStatusSchema(Schema):
+    """GET and DELETE /generate/chat/status/{id}: the request as it stands."""
+
+    id = fields.String(required=True)
+    state = fields.String(required=True, validate=validate.OneOf([state.value for state in RequestState]))
+    model = fields.String(required=True, allow_none=True, metadata={"description": "The model that served it"})
+    models = fields.List(fields.String(), required=True)
+    worker_id = fields.String(required=True, allow_none=True)
+    worker_name = fields.String(required=True, allow_none=True)
+    kudos = fields.Integer(required=True, metadata={"description": "Charged when done, else the estimate"})
+    kudos_estimate = fields.Integer(required=True)
+    kudos_charged = fields.Integer(required=True)
+    context_adjustments = fields.List(fields.Nested(ContextAdjustmentSchema), required=True, allow_none=True)
+    attempts = fields.Integer(required=True)
+    reply = fields.Nested(ReplySchema, required=True, allow_none=True)
+    progress = fields.Nested(ProgressViewSchema, required=True, allow_none=True)
+    faulted = fields.Nested(FaultViewSchema, required=True, allow_none=True)
+    queue_position = fields.Integer(required=True)
+    wait_time = fields.Integer(required=True, metadata={"description": "Seconds, while waiting"})
+
+
+class ModelStatusSchema(Schema):
+    """GET /status/models entries: one per model and kind of worker (`type`), chat's or text's fields."""
+
+    name = fields.String(required=True)
+    type = fields.String(required=True, validate=validate.OneOf(("chat", "text")))
+    threads = fields.Integer(required=True)
+    queued = fields.Integer(required=True, metadata={"description": "chat: requests; text: tokens"})
+    max_length = fields.Integer(required=True)
+    max_context_length = fields.Integer(required=True)
+    worker_ids = fields.List(fields.String(), required=True)
+    worker_names = fields.List(fields.String(), required=True)
+    workers = fields.Integer(metadata={"description": "chat only"})
+    estimated_wait = fields.Integer(metadata={"description": "chat only: seconds"})
+    features = fields.List(fields.String(), metadata={"description": "chat only"})
+    guarantees = fields.List(fields.String(), metadata={"description": "chat only"})
+    max_temperature_with_tools = fields.Float(allow_none=True, metadata={"description": "chat only"})
+    count = fields.Integer(metadata={"description": "text only: workers"})
+    performance = fields.Float(metadata={"description": "text only: tokens per second"})
+    jobs = fields.Integer(metadata={"description": "text only: queued generations"})
+    eta = fields.Integer(metadata={"description": "text only: seconds"})
+
+
+class PeriodCountsSchema(Schema):
+    requests = fields.Integer(required=True)
+    tokens = fields.Integer(required=True)
+
+
+class TotalsSchema(Schema):
+    """GET /stats/chat/totals and /stats/text/totals: requests served and tokens generated per period."""
+
+    minute = fields.Nested(PeriodCountsSchema, required=True)
+    hour = fields.Nested(PeriodCountsSchema, required=True)
+    day = fields.Nested(PeriodCountsSchema, required=True)
+    month = fields.Nested(PeriodCountsSchema, required=True)
+    total = fields.Nested(PeriodCountsSchema, required=True)

@@ -25,7 +25,7 @@ PARAMETERS_BY_DECLARATION = {
     "presence_penalty": ("presence_penalty",),
     "reasoning_effort": ("reasoning_effort",),
 }
-#: What /v1/completions reads (horde/oai/screening_completions.py), for models only text workers serve.
+#: What /v1/completions reads (horde/oai/screening/completions.py), for models only text workers serve.
 TEXT_PARAMETERS = ("max_tokens", "n", "seed", "stop", "stream", "stream_options", "temperature", "top_p", "user")
 CHAT_ENDPOINT, TEXT_ENDPOINT = "chat.completions", "completions"
 CREATED_EPOCH = 0

@@ -7,19 +7,24 @@ from flask_restx import Namespace, Resource
 
 from horde import errors
 from horde.chat.cards import model_stats
-from horde.chat.routes import status_namespace
+from horde.chat.routes import model_status_model, status_namespace
 from horde.registry import views
+from horde.registry.schemas import HeartbeatSchema, WorkerDetailSchema
 from horde.request_context import runtime
+from horde.swagger import body_model
 from horde.text import stats as text_stats
 from horde.workers.models import Worker
 
 namespace = Namespace("registry", description="Workers, as the AI Horde lists them")
 HORDE_API_VERSION = "2.0.0"
+worker_model = body_model(namespace, "WorkerDetail", WorkerDetailSchema)
+heartbeat_model = body_model(status_namespace, "Heartbeat", HeartbeatSchema)
 
 
 @namespace.route("")
 class Workers(Resource):
     @namespace.doc(params={"type": {"in": "query", "description": "'text' or 'chat'; none lists every worker"}})
+    @namespace.response(200, "The workers", [worker_model])
     def get(self) -> list[dict]:
         """Every worker that ever popped, with its declarations and work done."""
         kind = http_request.args.get("type") or None
@@ -36,6 +41,7 @@ class Workers(Resource):
 
 @namespace.route("/<string:worker_id>")
 class OneWorker(Resource):
+    @namespace.response(200, "The worker", worker_model)
     def get(self, worker_id: str) -> dict:
         hub = runtime()
         with hub.db.read() as session:
@@ -47,6 +53,7 @@ class OneWorker(Resource):
 
 @status_namespace.route("/models/<path:model_name>")
 class OneModel(Resource):
+    @status_namespace.response(200, "One entry per kind of worker serving it", [model_status_model])
     def get(self, model_name: str) -> list[dict]:
         """The model's entries: one per kind of worker (text, chat) serving it; [] when none does."""
         hub = runtime()
@@ -58,6 +65,7 @@ class OneModel(Resource):
 
 @status_namespace.route("/heartbeat")
 class Heartbeat(Resource):
+    @status_namespace.response(200, "Alive", heartbeat_model)
     def get(self) -> dict:
         """Liveness: the process answers."""
         return {"message": "OK", "version": HORDE_API_VERSION}

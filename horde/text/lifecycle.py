@@ -11,13 +11,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import CursorResult, Update, case, func, select, update
+from sqlalchemy import CursorResult, Update, bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.chat.tokens import text_tokens
+from horde.database import table_of
 from horde.text import pricing
 from horde.text.eligibility import QUEUE_ORDER, Offer, queue_filter
 from horde.text.models import (
@@ -39,7 +40,6 @@ from horde.workers.models import Worker
 
 if TYPE_CHECKING:
     from horde.config import Settings
-    from horde.workers.checkins import WorkerView
 
 
 ACCEPTED_STATES = ("ok", "censored")
@@ -109,13 +109,12 @@ def claim(session: Session, settings: Settings, request: TextRequest, worker: Wo
     return jobs
 
 
-def jobs_in_flight(session: Session, worker: Worker | WorkerView) -> int:
-    return (
-        session.scalar(
-            select(func.count(TextJob.id)).where(TextJob.worker_id == worker.id, TextJob.state == JOB_PROCESSING)
-        )
-        or 0
-    )
+#: The worker's running text jobs, as a scalar subquery (bind parameter `worker`) built once.
+JOBS_IN_FLIGHT = (
+    select(func.count())
+    .where(table_of(TextJob).c.worker_id == bindparam("worker"), table_of(TextJob).c.state == JOB_PROCESSING)
+    .scalar_subquery()
+)
 
 
 def owned_job(session: Session, owner: User, job_id: str) -> tuple[TextJob, TextRequest, Worker]:

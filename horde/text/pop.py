@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session
 
 from horde.accounts import service as accounts
 from horde.accounts.models import User
-from horde.chat import lifecycle as chat_lifecycle
 from horde.events import request_channel
 from horde.payload import load
 from horde.text import checkin, eligibility, lifecycle, views
 from horde.text.schemas import POP_SCHEMA
+from horde.workers.pop import busy_threads
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -76,7 +76,7 @@ def pop_once(runtime: Runtime, api_key: str | None, pop_body: dict, *, explain: 
         owner = accounts.authenticate(session, api_key)
         worker = checkin.check_in(session, owner, pop_body)
         offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=checkin.is_slow(session, worker.id))
-        in_flight = lifecycle.jobs_in_flight(session, worker) + chat_lifecycle.jobs_in_flight(session, worker)
+        in_flight = busy_threads(session, worker)
         free = worker.threads - in_flight
         if free <= 0:
             return dict(empty_answer({}), busy=True)

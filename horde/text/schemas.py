@@ -207,3 +207,77 @@ def unknown_keys(schema: Schema, data: object, prefix: str = "") -> list[str]:
 GENERATION_INPUT_SCHEMA = GenerationInputSchema()
 POP_SCHEMA = PopSchema()
 SUBMIT_SCHEMA = SubmitSchema()
+
+
+# -- Answers, with the AI Horde's names, for the Swagger document (horde/swagger.py); the routes build
+# them as dicts.
+
+
+class WarningSchema(Schema):
+    code = fields.String(required=True)
+    message = fields.String(required=True)
+
+
+class AsyncAnswerSchema(Schema):
+    """POST /generate/text/async: 202 {id, kudos, message?, warnings?}; with dry_run, 200 {kudos}."""
+
+    id = fields.String()
+    kudos = fields.Integer(required=True)
+    message = fields.String(metadata={"description": "Why no worker may take it yet"})
+    warnings = fields.List(fields.Nested(WarningSchema))
+
+
+class GenerationSchema(Schema):
+    """GenerationKobold: one submitted generation."""
+
+    id = fields.String(required=True)
+    text = fields.String(required=True)
+    seed = fields.Integer(required=True)
+    worker_id = fields.String(required=True, allow_none=True)
+    worker_name = fields.String(required=True, allow_none=True)
+    model = fields.String(required=True, allow_none=True)
+    state = fields.String(required=True, validate=validate.OneOf(GENERATION_STATES))
+    gen_metadata = fields.List(fields.Nested(GenMetadataSchema), required=True)
+
+
+class StatusSchema(Schema):
+    """RequestStatusKobold: counts by stage, the wait, and every generation so far."""
+
+    finished = fields.Integer(required=True)
+    processing = fields.Integer(required=True)
+    restarted = fields.Integer(required=True)
+    waiting = fields.Integer(required=True)
+    done = fields.Boolean(required=True)
+    faulted = fields.Boolean(required=True)
+    wait_time = fields.Integer(required=True)
+    queue_position = fields.Integer(required=True)
+    kudos = fields.Integer(required=True)
+    is_possible = fields.Boolean(required=True)
+    generations = fields.List(fields.Nested(GenerationSchema), required=True)
+
+
+class PopAnswerSchema(Schema):
+    """GenerationPayloadKobold: up to `amount` generations of one request, or none and why (skipped)."""
+
+    id = fields.String(required=True, allow_none=True)
+    ids = fields.List(fields.String(), required=True)
+    payload = fields.Dict(required=True, metadata={"description": "The request's params, its prompt and n"})
+    skipped = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    softprompt = fields.String(required=True, allow_none=True)
+    model = fields.String(required=True, allow_none=True)
+    ttl = fields.Integer(required=True, allow_none=True)
+    extra_source_images = fields.List(fields.Dict(), required=True, allow_none=True)
+
+
+class SubmitAnswerSchema(Schema):
+    """POST /generate/text/submit: the kudos rewarded for this generation."""
+
+    reward = fields.Integer(required=True)
+
+
+class PerModelSchema(Schema):
+    """GET /stats/text/models: generations per model in the past day, month and in total."""
+
+    day = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    month = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    total = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)

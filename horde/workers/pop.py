@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session
 from horde import errors
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
-from horde.chat import lifecycle, queue
-from horde.chat.eligibility import queue_filter
+from horde.chat import claim as chat_claim
+from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
+from horde.database import table_of
 from horde.events import jobs_channel, request_channel
 from horde.ops.drain import DRAIN
 from horde.payload import load
@@ -21,12 +22,16 @@ from horde.text import lifecycle as text_lifecycle
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
+from horde.workers.models import Worker
 from horde.workers.schemas import POP_SCHEMA
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 LONG_POLL_RECHECK_S = 5.0
+#: Chat and text jobs share a worker's threads: one statement counts both.
+_BUSY_THREADS = select(chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT)
+_WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
 
 
 def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
@@ -60,7 +65,7 @@ def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:
 
 def _others_may_serve(runtime: Runtime, models: list[str]) -> bool:
     with runtime.db.read() as session:
-        return queue.any_waiting_for(session, models)
+        return chat_claim.any_waiting_for(session, models)
 
 
 def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, explain: bool = True) -> dict:
@@ -73,37 +78,50 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     checked_in, started = remembered is None, time.monotonic()
     with runtime.db.transaction() as session:
         worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
-        trusted = owner.trusted
-        # Text jobs share the worker's threads (horde/text/pop.py counts chat ones the same way).
-        in_flight = lifecycle.jobs_in_flight(session, worker) + text_lifecycle.jobs_in_flight(session, worker)
-        result: dict[str, object]
-        if in_flight >= worker.threads:
-            result = {"id": None, "skipped": {"threads": in_flight}}
-            claimed = None
-        else:
-            claimed = lifecycle.claim(session, settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
-            if claimed is None:
-                result = {"id": None, "skipped": skipped_counts(session, worker, trusted) if explain else {}}
-            else:
-                job, chat_request = claimed
-                result = {
-                    "id": job.id,
-                    "model": job.model,
-                    "ttl": int(settings.job_ttl_s),
-                    "payload": lifecycle.worker_payload(chat_request, worker),
-                }
+        result, claimed = _claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
     if checked_in:
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
-        runtime.bus.publish(request_channel(claimed[1].id))
+        runtime.bus.publish(request_channel(claimed.request_id))
     return result
+
+
+def _claim_or_explain(
+    runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, *, explain: bool
+) -> tuple[dict[str, Any], chat_claim.Claimed | None]:
+    """The pop's answer and the job it claimed, if any."""
+    # Text jobs share the worker's threads.
+    busy = busy_threads(session, worker)
+    if busy >= worker.threads:
+        return {"id": None, "skipped": {"threads": busy}}, None
+    if not chat_claim.any_waiting_for(session, worker.models):  # the common empty pop: one index probe
+        return {"id": None, "skipped": _waiting_for_other_models(session) if explain else {}}, None
+    claimed = chat_claim.claim(session, runtime.settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
+    if claimed is None:
+        return {"id": None, "skipped": skipped_counts(session, worker, trusted) if explain else {}}, None
+    answer = {
+        "id": claimed.job_id,
+        "model": claimed.model,
+        "ttl": int(runtime.settings.job_ttl_s),
+        "payload": chat_claim.worker_payload(claimed, worker),
+    }
+    return answer, claimed
+
+
+def _waiting_for_other_models(session: Session) -> dict[str, int]:
+    waiting = session.connection().scalar(_WAITING) or 0
+    return {"models": waiting} if waiting else {}
+
+
+def busy_threads(session: Session, worker: WorkerView | Worker) -> int:
+    """The worker's running jobs, chat and text together."""
+    return session.connection().scalar(_BUSY_THREADS, {"worker": worker.id}) or 0
 
 
 def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     """Why the waiting requests were not given to this worker, by first failing reason."""
-    if not queue.any_waiting_for(session, worker.models):  # the common empty pop: one index probe, one count
-        waiting = session.scalar(select(func.count()).where(ChatRequest.state == WAITING)) or 0
-        return {"models": waiting} if waiting else {}
+    if not chat_claim.any_waiting_for(session, worker.models):
+        return _waiting_for_other_models(session)
     serves = (
         select(literal(1))
         .where(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(worker.models))
@@ -125,7 +143,8 @@ def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
     first_reason = case(*[(condition, name) for name, condition in reasons], else_="other")
     rows = session.execute(
         select(first_reason, func.count())
-        .where(ChatRequest.state == WAITING, ~queue_filter(worker, trusted))
-        .group_by(first_reason)
+        .where(ChatRequest.state == WAITING, ~ELIGIBLE_FOR_WORKER)
+        .group_by(first_reason),
+        worker_params(worker, trusted),
     ).all()
     return {reason: count for reason, count in rows if count}

@@ -103,3 +103,36 @@ POP_SCHEMA = PopSchema()
 PROGRESS_SCHEMA = ProgressSchema()
 SUBMIT_SCHEMA = SubmitSchema()
 FAULT_SCHEMA = FaultSchema()
+
+
+# -- Answers, for the Swagger document (horde/swagger.py); the routes build them as dicts.
+
+
+class PopAnswerSchema(Schema):
+    """POST /generate/chat/pop: a job (id, model, ttl, payload), or no job and why (skipped)."""
+
+    id = fields.String(required=True, allow_none=True)
+    model = fields.String()
+    ttl = fields.Integer(metadata={"description": "Seconds the worker has to submit"})
+    payload = fields.Dict(metadata={"description": "The native chat request, with its max_context_length"})
+    skipped = fields.Dict(
+        keys=fields.String(),
+        values=fields.Integer(),
+        metadata={"description": "Waiting requests not given to this worker, by the first reason"},
+    )
+
+
+class ProgressAnswerSchema(Schema):
+    """POST /generate/chat/progress: whether the worker should stop (the request was cancelled)."""
+
+    cancel = fields.Boolean(required=True)
+
+
+class SubmitAnswerSchema(Schema):
+    """POST /generate/chat/submit: the kudos the worker's owner earned."""
+
+    reward = fields.Integer(required=True)
+
+
+class FaultAnswerSchema(Schema):
+    message = fields.String(required=True)

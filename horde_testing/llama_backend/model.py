@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # both come with the test extras, imported where a model is written
+    import gguf
+    import numpy as np
 
 # ChatML with a Hermes/Qwen-style tools section.  Handles string, list
 # (OpenAI content parts) and null content, assistant tool_calls (arguments as
@@ -145,7 +151,7 @@ def _tokenizer() -> tuple[list[str], list[int], list[str], dict[str, int]]:
     return tokens, types, merges, special
 
 
-def _output_bias(tokens: Sequence[str], special: dict[str, int]) -> np.ndarray:  # noqa: F821
+def _output_bias(tokens: Sequence[str], special: dict[str, int]) -> np.ndarray:
     """Per-token logit bias: printable ASCII favoured (0), newline rare (-3),
     control and non-ASCII bytes banned (-30), end of turn ``_EOT_BIAS``."""
     import numpy as np
@@ -164,7 +170,7 @@ def _output_bias(tokens: Sequence[str], special: dict[str, int]) -> np.ndarray: 
     return bias  # the other special and marker tokens stay at -30 (set below)
 
 
-_BIAS_CARRIER = 8.0  # constant value of hidden dim 0 (see write_tiny_model)
+_BIAS_CARRIER = 8.0  # constant value of hidden dim 0 (see _embeddings)
 _MARKER_VALUE = 3.0  # embedding value of a marker token in its marker dim
 _HEAD_GAIN = 0.5  # a marker head writes ~_HEAD_GAIN * normalised marker
 _OUTPUT_SCALE = 0.25  # std of the context-dependent part of the output layer
@@ -186,6 +192,20 @@ _D_END_MARK = 5  # set in the embedding of TOOL_CALL_END (bigram -> end of turn)
 _D_ENDED = 6  # head 1 of layer 0: a call was closed in the context
 _D_BRACE_MARK = 7  # set in the embedding of "}" (bigram -> TOOL_CALL_END)
 _N_FIXED = 8
+
+
+# numpy shapes are (rows, cols) = (out, in); gguf reverses them to ggml's ne.
+N_EMBD, N_LAYERS, N_HEADS, N_FF, N_CTX = 64, 2, 4, 128, 4096
+HEAD_DIM = N_EMBD // N_HEADS
+_N_RANDOM = N_EMBD - _N_FIXED
+# Layer 0's marker heads: (head, the marker dim it looks for, the signal dim it writes).
+_MARKER_HEADS = ((3, _D_TOOLS_MARK, _D_TOOLS), (2, _D_CALL_MARK, _D_CALLED), (1, _D_END_MARK, _D_ENDED))
+# RMS of a token's embedding without and with a marker, a marker dim after the norm (~2.1), and a
+# head's signal after the final norm (~0.77): the output layer's weights are set from these.
+_BASE_RMS = float(math.sqrt((_BIAS_CARRIER**2 + _N_RANDOM) / N_EMBD))
+_MARK_RMS = float(math.sqrt((_BIAS_CARRIER**2 + _MARKER_VALUE**2 + _N_RANDOM) / N_EMBD))
+_MARK_N = _MARKER_VALUE / _MARK_RMS
+_SIGNAL_N = _HEAD_GAIN * _MARK_N / _BASE_RMS
 
 
 def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
@@ -222,26 +242,38 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    n_embd, n_layer, n_head, n_ff, n_ctx = 64, 2, 4, 128, 4096
-    head_dim = n_embd // n_head
     tokens, types, merges, special = _tokenizer()
-    n_vocab = len(tokens)
     rng = np.random.default_rng(seed)
-    n_rand = n_embd - _N_FIXED
-
-    def w(*shape: int, scale: float = 0.08) -> np.ndarray:
-        return (rng.standard_normal(shape) * scale).astype(np.float32)
-
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     writer = gguf.GGUFWriter(str(tmp), "llama")
+    _add_hyperparameters(writer, seed, len(tokens))
+    _add_tokenizer(writer, tokens, types, merges, special)
+    # The random draws happen in the order the tensors are written: a seed always makes the same file.
+    writer.add_tensor("token_embd.weight", _embeddings(rng, tokens, special))
+    for index in range(N_LAYERS):
+        _add_layer(writer, rng, index)
+    writer.add_tensor("output_norm.weight", _output_norm())
+    writer.add_tensor("output.weight", _output_layer(rng, tokens, special))
+    _write(writer)
+    os.replace(tmp, path)
+    return path
+
+
+def _random(rng: np.random.Generator, *shape: int, scale: float = 0.08) -> np.ndarray:
+    return (rng.standard_normal(shape) * scale).astype("float32")
+
+
+def _add_hyperparameters(writer: gguf.GGUFWriter, seed: int, n_vocab: int) -> None:
+    import gguf
+
     writer.add_name(f"horde-tiny-llama-seed{seed}")
-    writer.add_context_length(n_ctx)
-    writer.add_embedding_length(n_embd)
-    writer.add_block_count(n_layer)
-    writer.add_feed_forward_length(n_ff)
-    writer.add_head_count(n_head)
-    writer.add_head_count_kv(n_head)
-    writer.add_rope_dimension_count(head_dim)
+    writer.add_context_length(N_CTX)
+    writer.add_embedding_length(N_EMBD)
+    writer.add_block_count(N_LAYERS)
+    writer.add_feed_forward_length(N_FF)
+    writer.add_head_count(N_HEADS)
+    writer.add_head_count_kv(N_HEADS)
+    writer.add_rope_dimension_count(HEAD_DIM)
     # high base: the lowest-frequency rope pair, used by the marker heads, stays
     # (nearly) position independent over the whole context
     writer.add_rope_freq_base(1_000_000.0)
@@ -249,6 +281,14 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
 
+
+def _add_tokenizer(
+    writer: gguf.GGUFWriter,
+    tokens: list[str],
+    types: list[int],
+    merges: list[str],
+    special: dict[str, int],
+) -> None:
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tokens)
@@ -261,14 +301,18 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
     writer.add_add_bos_token(False)
     writer.add_chat_template(CHAT_TEMPLATE)
 
-    # numpy shapes are (rows, cols) = (out, in); gguf reverses them to ggml's ne.
-    #
-    # Dim 0 carries a large constant from every token embedding and nothing
-    # writes to it, so after the final RMS norm it is ~constant and output
-    # column 0 acts as a per-token logit bias (llama has no output bias).  The
-    # random dims are normalised per token and the fixed-role dims stay small,
-    # so the RMS norm, and with it the bias scale, is about the same everywhere.
-    emb = w(n_vocab, n_embd, scale=1.0)
+
+def _embeddings(rng: np.random.Generator, tokens: list[str], special: dict[str, int]) -> np.ndarray:
+    """Random dims normalised per token, fixed-role dims zero but for the markers, dim 0 constant.
+
+    Dim 0 carries a large constant from every token embedding and nothing writes to it, so after
+    the final RMS norm it is ~constant and output column 0 acts as a per-token logit bias (llama has
+    no output bias). The random dims are normalised per token and the fixed-role dims stay small, so
+    the RMS norm, and with it the bias scale, is about the same everywhere.
+    """
+    import numpy as np
+
+    emb = _random(rng, len(tokens), N_EMBD, scale=1.0)
     emb[:, _N_FIXED:] /= np.sqrt((emb[:, _N_FIXED:] ** 2).mean(axis=1, keepdims=True))
     emb[:, 1:_N_FIXED] = 0.0
     emb[:, _D_BIAS] = _BIAS_CARRIER
@@ -280,79 +324,90 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
     }
     for dim, tok in marks.items():
         emb[tok, dim] = _MARKER_VALUE
-    writer.add_tensor("token_embd.weight", emb)
+    return emb
 
-    base_rms = float(np.sqrt((_BIAS_CARRIER**2 + n_rand) / n_embd))
-    mark_rms = float(np.sqrt((_BIAS_CARRIER**2 + _MARKER_VALUE**2 + n_rand) / n_embd))
-    mark_n = _MARKER_VALUE / mark_rms  # a marker dim after the norm (~2.1)
-    signal_n = _HEAD_GAIN * mark_n / base_rms  # a head's signal after the final norm (~0.77)
-    heads = ((3, _D_TOOLS_MARK, _D_TOOLS), (2, _D_CALL_MARK, _D_CALLED), (1, _D_END_MARK, _D_ENDED))
-    for i in range(n_layer):
-        p = f"blk.{i}."
-        wq = w(n_embd, n_embd, scale=0.3)
-        wk = w(n_embd, n_embd, scale=0.3)
-        wv = w(n_embd, n_embd, scale=0.3)
-        # small writes into the residual stream: the context matters, but the
-        # stream stays dominated by the embedding (keeps the bias calibrated)
-        wo = w(n_embd, n_embd, scale=_LAYER_OUT_SCALE)
-        ffn_down = w(n_embd, n_ff, scale=_LAYER_OUT_SCALE)
-        wo[:_N_FIXED, :] = 0.0
-        ffn_down[:_N_FIXED, :] = 0.0
-        if i == 0:
-            # marker heads: every query (via the constant dim) looks for the
-            # marker token and copies its marker value into a signal dim
-            for head, mark_dim, out_dim in heads:
-                h0 = head * head_dim
-                for m in (wq, wk, wv):
-                    m[h0 : h0 + head_dim, :] = 0.0
-                wo[:, h0 : h0 + head_dim] = 0.0
-                j = h0 + head_dim - 2  # lowest-frequency rope pair
-                wq[j, _D_BIAS] = 1.0  # q ~ 5.8 at every position
-                wk[j, mark_dim] = 9.0  # k ~ 19 at the marker, 0 elsewhere
-                wv[h0, mark_dim] = 1.0  # v ~ 2.1 at the marker, 0 elsewhere
-                wo[out_dim, h0] = _HEAD_GAIN  # score ~28: attention ~1 on the marker(s)
-        writer.add_tensor(p + "attn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(p + "attn_q.weight", wq)
-        writer.add_tensor(p + "attn_k.weight", wk)
-        writer.add_tensor(p + "attn_v.weight", wv)
-        writer.add_tensor(p + "attn_output.weight", wo)
-        writer.add_tensor(p + "ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(p + "ffn_gate.weight", w(n_ff, n_embd, scale=0.3))
-        writer.add_tensor(p + "ffn_up.weight", w(n_ff, n_embd, scale=0.3))
-        writer.add_tensor(p + "ffn_down.weight", ffn_down)
 
-    # Output norm: scale dim 0 so that it is ~1 after the norm (column 0 of
-    # the output matrix is then the bias in logits).
-    out_norm = np.ones(n_embd, dtype=np.float32)
-    out_norm[_D_BIAS] = base_rms / _BIAS_CARRIER
-    writer.add_tensor("output_norm.weight", out_norm)
-    out = w(n_vocab, n_embd, scale=_OUTPUT_SCALE)
+def _add_layer(writer: gguf.GGUFWriter, rng: np.random.Generator, index: int) -> None:
+    import numpy as np
+
+    prefix = f"blk.{index}."
+    wq = _random(rng, N_EMBD, N_EMBD, scale=0.3)
+    wk = _random(rng, N_EMBD, N_EMBD, scale=0.3)
+    wv = _random(rng, N_EMBD, N_EMBD, scale=0.3)
+    # small writes into the residual stream: the context matters, but the
+    # stream stays dominated by the embedding (keeps the bias calibrated)
+    wo = _random(rng, N_EMBD, N_EMBD, scale=_LAYER_OUT_SCALE)
+    ffn_down = _random(rng, N_EMBD, N_FF, scale=_LAYER_OUT_SCALE)
+    wo[:_N_FIXED, :] = 0.0
+    ffn_down[:_N_FIXED, :] = 0.0
+    if index == 0:
+        _wire_marker_heads(wq, wk, wv, wo)
+    writer.add_tensor(prefix + "attn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
+    writer.add_tensor(prefix + "attn_q.weight", wq)
+    writer.add_tensor(prefix + "attn_k.weight", wk)
+    writer.add_tensor(prefix + "attn_v.weight", wv)
+    writer.add_tensor(prefix + "attn_output.weight", wo)
+    writer.add_tensor(prefix + "ffn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
+    writer.add_tensor(prefix + "ffn_gate.weight", _random(rng, N_FF, N_EMBD, scale=0.3))
+    writer.add_tensor(prefix + "ffn_up.weight", _random(rng, N_FF, N_EMBD, scale=0.3))
+    writer.add_tensor(prefix + "ffn_down.weight", ffn_down)
+
+
+def _wire_marker_heads(wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray) -> None:
+    """Every query (via the constant dim) looks for the marker token and copies its marker value into a signal dim."""
+    for head, mark_dim, out_dim in _MARKER_HEADS:
+        h0 = head * HEAD_DIM
+        for m in (wq, wk, wv):
+            m[h0 : h0 + HEAD_DIM, :] = 0.0
+        wo[:, h0 : h0 + HEAD_DIM] = 0.0
+        j = h0 + HEAD_DIM - 2  # lowest-frequency rope pair
+        wq[j, _D_BIAS] = 1.0  # q ~ 5.8 at every position
+        wk[j, mark_dim] = 9.0  # k ~ 19 at the marker, 0 elsewhere
+        wv[h0, mark_dim] = 1.0  # v ~ 2.1 at the marker, 0 elsewhere
+        wo[out_dim, h0] = _HEAD_GAIN  # score ~28: attention ~1 on the marker(s)
+
+
+def _output_norm() -> np.ndarray:
+    """Dim 0 scaled so that it is ~1 after the norm (column 0 of the output matrix is then the bias in logits)."""
+    import numpy as np
+
+    out_norm = np.ones(N_EMBD, dtype=np.float32)
+    out_norm[_D_BIAS] = _BASE_RMS / _BIAS_CARRIER
+    return out_norm
+
+
+def _output_layer(rng: np.random.Generator, tokens: list[str], special: dict[str, int]) -> np.ndarray:
+    out = _random(rng, len(tokens), N_EMBD, scale=_OUTPUT_SCALE)
     out[:, 1:_N_FIXED] = 0.0
     for sid in special.values():
         out[sid, :] = 0.0  # special tokens: no random context dependence
     out[:, _D_BIAS] = _output_bias(tokens, special)
-    # logit(token) = bias + sum(weight * normalised fixed dim), per design:
+    _wire_tool_calling(out, tokens, special)
+    return out
+
+
+def _wire_tool_calling(out: np.ndarray, tokens: list[str], special: dict[str, int]) -> None:
+    """logit(token) = bias + sum(weight * normalised fixed dim), per design."""
     tc, end, eot = special[TOOL_CALL_START], special[TOOL_CALL_END], special["<|im_end|>"]
     quote = tokens.index('"')
     # "<tool_call>\n{": tools and no call yet -> _TOOL_CALL_LOGIT; else banned
     out[tc, _D_BIAS] = -20.0
-    out[tc, _D_TOOLS] = (_TOOL_CALL_LOGIT + 20.0) / signal_n
-    out[tc, _D_CALLED] = -(_TOOL_CALL_LOGIT + 40.0) / signal_n
+    out[tc, _D_TOOLS] = (_TOOL_CALL_LOGIT + 20.0) / _SIGNAL_N
+    out[tc, _D_CALLED] = -(_TOOL_CALL_LOGIT + 40.0) / _SIGNAL_N
     # "</tool_call>": AND(call started, previous token "}", call not closed)
     out[end, _D_BIAS] = -20.0
-    out[end, _D_CALLED] = (_END_CALL_LOGIT + 20.0) / 2 / signal_n
-    out[end, _D_BRACE_MARK] = (_END_CALL_LOGIT + 20.0) / 2 / mark_n
-    out[end, _D_ENDED] = -(_END_CALL_LOGIT + 20.0) / signal_n
+    out[end, _D_CALLED] = (_END_CALL_LOGIT + 20.0) / 2 / _SIGNAL_N
+    out[end, _D_BRACE_MARK] = (_END_CALL_LOGIT + 20.0) / 2 / _MARK_N
+    out[end, _D_ENDED] = -(_END_CALL_LOGIT + 20.0) / _SIGNAL_N
     # '"' likelier inside a call (started and not closed)
-    out[quote, _D_CALLED] = _QUOTE_BOOST / signal_n
-    out[quote, _D_ENDED] = -_QUOTE_BOOST / signal_n
+    out[quote, _D_CALLED] = _QUOTE_BOOST / _SIGNAL_N
+    out[quote, _D_ENDED] = -_QUOTE_BOOST / _SIGNAL_N
     # end of turn right after "</tool_call>"
-    out[eot, _D_END_MARK] = _EOT_AFTER_CALL / mark_n
-    writer.add_tensor("output.weight", out)
+    out[eot, _D_END_MARK] = _EOT_AFTER_CALL / _MARK_N
 
+
+def _write(writer: gguf.GGUFWriter) -> None:
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    os.replace(tmp, path)
-    return path

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
+
+from horde_testing.llama_backend import LlamaServer, build_llama_server, write_tiny_model
 
 pytestmark = [
     pytest.mark.e2e,
@@ -26,11 +26,6 @@ pytestmark = [
 
 requests = pytest.importorskip("requests")
 
-try:
-    from horde_testing.llama_backend import LlamaServer, build_llama_server, write_tiny_model
-except ImportError:  # repository root not on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from horde_testing.llama_backend import LlamaServer, build_llama_server, write_tiny_model
 
 TIMEOUT = 60
 

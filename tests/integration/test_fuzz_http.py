@@ -1,6 +1,6 @@
 """Body fuzzing over HTTP, on both APIs and both databases: any body is answered, never with a 500.
 
-The unit fuzz (tests/unit/oai/test_request_screening.py) covers the front's screening
+The unit fuzz (tests/unit/oai/screening/test_fuzz.py) covers the front's screening
 alone; this one sends mutated bodies through the whole app, admission and the
 database included, with strings that hold NUL characters or lone surrogates.
 """

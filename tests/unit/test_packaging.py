@@ -1,4 +1,5 @@
-"""pyproject.toml and the requirements files name the same dependencies, so neither install drifts."""
+"""pyproject.toml and the requirements files name the same dependencies, so neither install drifts; the
+project is imported as installed, never through sys.path edits."""
 
 import tomllib
 from pathlib import Path
@@ -25,3 +26,15 @@ def test_test_dependencies_match_requirements_test_txt():
 
 def test_requirements_test_txt_includes_the_runtime_requirements():
     assert "-r requirements.txt" in (ROOT / "requirements-test.txt").read_text().splitlines()
+
+
+def test_no_module_edits_sys_path():
+    """The project is installed (`pip install -e .`); bench scripts import their neighbours as scripts do."""
+    edits = [
+        str(path.relative_to(ROOT))
+        for folder in ("horde", "horde_testing", "bench", "tests", "scripts")
+        for path in (ROOT / folder).rglob("*.py")
+        if "sys.path." + "insert" in path.read_text(encoding="utf-8")
+        or "sys.path." + "append" in path.read_text(encoding="utf-8")
+    ]
+    assert edits == []

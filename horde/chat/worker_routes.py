@@ -1,4 +1,8 @@
-"""Worker routes: pop, progress, submit, fault. Thin: each calls one service."""
+"""The worker protocol's chat routes: pop, progress, submit, fault. Thin: each calls one service.
+
+They live with chat, as the text ones live in horde/text/routes.py: each is a chat operation seen from
+the worker's side, so only horde/workers/pop.py of the workers package reaches up into chat.
+"""
 
 from flask_restx import Namespace, Resource
 
@@ -10,16 +14,36 @@ from horde.ops.metrics import long_poll
 from horde.ops.request_context import note
 from horde.payload import load
 from horde.request_context import api_key, json_body, runtime
+from horde.swagger import body_model
 from horde.workers import pop as pop_service
-from horde.workers.schemas import FAULT_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA
+from horde.workers.schemas import (
+    FAULT_SCHEMA,
+    POP_SCHEMA,
+    PROGRESS_SCHEMA,
+    SUBMIT_SCHEMA,
+    FaultAnswerSchema,
+    PopAnswerSchema,
+    ProgressAnswerSchema,
+    SubmitAnswerSchema,
+)
 
 namespace = Namespace("workers", description="The worker protocol")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker owner's API key", "required": True}}
+pop_model = body_model(namespace, "ChatPop", POP_SCHEMA)
+pop_answer_model = body_model(namespace, "ChatPopAnswer", PopAnswerSchema)
+progress_model = body_model(namespace, "ChatProgress", PROGRESS_SCHEMA)
+progress_answer_model = body_model(namespace, "ChatProgressAnswer", ProgressAnswerSchema)
+submit_model = body_model(namespace, "ChatSubmit", SUBMIT_SCHEMA)
+submit_answer_model = body_model(namespace, "ChatSubmitAnswer", SubmitAnswerSchema)
+fault_model = body_model(namespace, "ChatFault", FAULT_SCHEMA)
+fault_answer_model = body_model(namespace, "ChatFaultAnswer", FaultAnswerSchema)
 
 
 @namespace.route("/pop")
 class Pop(Resource):
     @namespace.doc(params=APIKEY_HEADER)
+    @namespace.expect(pop_model)
+    @namespace.response(200, "A job, or none and why", pop_answer_model)
     def post(self) -> dict:
         """Check in and take the best eligible job, long-polling up to `wait` seconds."""
         body = json_body()
@@ -32,6 +56,8 @@ class Pop(Resource):
 @namespace.route("/progress")
 class Progress(Resource):
     @namespace.doc(params=APIKEY_HEADER)
+    @namespace.expect(progress_model)
+    @namespace.response(200, "Whether to stop", progress_answer_model)
     def post(self) -> dict:
         """Post the whole text generated so far; the answer says whether to stop."""
         body = load(PROGRESS_SCHEMA, json_body())
@@ -47,6 +73,8 @@ class Progress(Resource):
 @namespace.route("/submit")
 class Submit(Resource):
     @namespace.doc(params=APIKEY_HEADER)
+    @namespace.expect(submit_model)
+    @namespace.response(200, "Accepted", submit_answer_model)
     def post(self) -> dict:
         """Submit the reply; a reply that breaks the request's contract is refused."""
         body = load(SUBMIT_SCHEMA, json_body())
@@ -63,6 +91,8 @@ class Submit(Resource):
 @namespace.route("/fault")
 class Fault(Resource):
     @namespace.doc(params=APIKEY_HEADER)
+    @namespace.expect(fault_model)
+    @namespace.response(200, "Noted", fault_answer_model)
     def post(self) -> dict:
         """Report that the job cannot be done; it restarts elsewhere while attempts remain."""
         body = load(FAULT_SCHEMA, json_body())

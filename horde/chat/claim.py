@@ -1,0 +1,136 @@
+"""Claiming: a worker takes the best eligible waiting request for one of its threads.
+
+A claim runs on every pop, several times per completed request under load, so its statements are
+built once with bind parameters (their cache keys are memoized on the objects) and run on the
+session's connection: no ORM objects are loaded or flushed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, exists, func, insert, literal, select, text, update
+from sqlalchemy.orm import Session
+
+from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
+from horde.chat.models import JOB_PROCESSING, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel, new_id
+from horde.config import Settings
+from horde.database import table_of
+from horde.timeutil import utcnow
+from horde.workers.checkins import WorkerView
+from horde.workers.declarations import FEATURE_BITS
+from horde.workers.models import Worker
+
+DEFAULT_REASONING_EFFORT = "medium"
+
+_REQUESTS, _JOBS, _MODELS = table_of(ChatRequest), table_of(ChatJob), table_of(ChatRequestModel)
+_QUEUE_ORDER = (
+    _REQUESTS.c.priority_class,
+    _REQUESTS.c.priority.desc(),
+    _REQUESTS.c.created_at,
+    _REQUESTS.c.id,
+)
+_ANY_WAITING = select(
+    exists(
+        select(_MODELS.c.request_id).where(
+            _MODELS.c.model.in_(bindparam("models", expanding=True)),
+            exists(select(literal(1)).where(_REQUESTS.c.id == _MODELS.c.request_id, _REQUESTS.c.state == WAITING)),
+        )
+    )
+)
+_BEST = (
+    select(_REQUESTS.c.id, _REQUESTS.c.models, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
+    .where(ELIGIBLE_FOR_WORKER)
+    .order_by(*_QUEUE_ORDER)
+    .limit(1)
+)
+#: PostgreSQL: rows another claim holds are skipped, so concurrent pops take different requests.
+_BEST_UNLOCKED = _BEST.with_for_update(skip_locked=True)
+#: The planner cannot estimate the bit-mask filters and would sort the whole queue; walking
+#: ix_chat_requests_queue in order stops at the first eligible request instead. Local to the transaction.
+_WALK_THE_INDEX = text("SET LOCAL enable_sort = off")
+_TAKE = (
+    update(_REQUESTS)
+    .where(_REQUESTS.c.id == bindparam("request"), _REQUESTS.c.state == WAITING)
+    .values(
+        state=PROCESSING,
+        attempts=_REQUESTS.c.attempts + 1,
+        current_job_id=bindparam("job"),
+        worker_id=bindparam("worker"),
+        worker_name=bindparam("worker_name"),
+        served_model=bindparam("model"),
+        progress_content=None,
+        progress_reasoning=None,
+    )
+)
+_NEW_JOB = insert(_JOBS)
+#: The worker's running chat jobs, as a scalar subquery (bind parameter `worker`) that pop adds to its text jobs.
+JOBS_IN_FLIGHT = (
+    select(func.count())
+    .where(_JOBS.c.worker_id == bindparam("worker"), _JOBS.c.state == JOB_PROCESSING)
+    .scalar_subquery()
+)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A job just claimed, with what its worker needs to run it."""
+
+    job_id: str
+    request_id: str
+    model: str
+    payload: dict
+    context_tokens: int
+
+
+def any_waiting_for(session: Session, models: list[str]) -> bool:
+    """One index probe: decisive for a worker whose models have no queue at all."""
+    return bool(session.connection().scalar(_ANY_WAITING, {"models": list(models)}))
+
+
+def claim(
+    session: Session, settings: Settings, worker: Worker | WorkerView, trusted: bool, *, skip_locked: bool
+) -> Claimed | None:
+    """Claim the best eligible waiting request for `worker` (priority class, kudos, then age) and start its job.
+
+    The request is taken by a compare-and-set from `waiting`, under its row lock on PostgreSQL (SQLite runs
+    one writer at a time). The claim walks the queue in order: call it when any_waiting_for says the
+    worker's models have a queue at all, or it walks every waiting request of other models."""
+    connection = session.connection()
+    if skip_locked:  # PostgreSQL
+        connection.execute(_WALK_THE_INDEX)
+    row = connection.execute(_BEST_UNLOCKED if skip_locked else _BEST, worker_params(worker, trusted)).first()
+    if row is None:
+        return None
+    request_id, models, payload, context_tokens = row
+    model = next(model for model in models if model in worker.models)
+    job_id, now = new_id(), utcnow()
+    taken = connection.execute(
+        _TAKE,
+        {"request": request_id, "job": job_id, "worker": worker.id, "worker_name": worker.name, "model": model},
+    ).rowcount
+    if taken != 1:
+        return None
+    connection.execute(
+        _NEW_JOB,
+        {
+            "id": job_id,
+            "request_id": request_id,
+            "worker_id": worker.id,
+            "model": model,
+            "state": JOB_PROCESSING,
+            "started_at": now,
+            "deadline_at": now + dt.timedelta(seconds=settings.job_ttl_s),
+        },
+    )
+    return Claimed(job_id=job_id, request_id=request_id, model=model, payload=payload, context_tokens=context_tokens)
+
+
+def worker_payload(claimed: Claimed, worker: Worker | WorkerView) -> dict[str, Any]:
+    payload = dict(claimed.payload)
+    payload["max_context_length"] = claimed.context_tokens
+    if "reasoning_effort" not in payload and worker.features_mask & FEATURE_BITS["reasoning_effort"]:
+        payload["reasoning_effort"] = DEFAULT_REASONING_EFFORT
+    return payload
