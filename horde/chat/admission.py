@@ -7,16 +7,17 @@ worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import service as accounts
-from horde.accounts.models import User
-from horde.chat import context, pricing, queue, requirements
+from horde.accounts.identity import Identity
+from horde.chat import context, pricing, queue, request_rows, requirements
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
-from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest, ChatRequestModel
+from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, WAITING, ChatRequest, new_id
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
 from horde.chat.tokens import count_images
 from horde.config import Settings
@@ -24,6 +25,7 @@ from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.cooperative import pause_every
 from horde.database import is_postgresql
 from horde.payload import load
+from horde.timeutil import utcnow
 from horde.workers import service as workers
 
 if TYPE_CHECKING:
@@ -58,21 +60,25 @@ def models_of(native: dict) -> list[str]:
 def admit(
     session: Session,
     settings: Settings,
-    user: User,
+    user: Identity,
     native: dict,
     *,
     client_agent: str = "unknown:0:unknown",
     model_param: str | None = None,
     client_address: str | None = None,
     snapshots: Snapshots | None = None,
+    body_hash: str | None = None,
+    holders: int = 0,
+    request_id: str | None = None,
 ) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
-    With `snapshots` the queue length and typical job time behind the estimates may be a second old."""
+    With `snapshots` the queue length and typical job time behind the estimates may be a second old.
+    `body_hash` and `holders` are stored with the request (see horde/oai/idempotency.py)."""
     models = models_of(native)
     model_param = model_param or ("model" if "model" in native else "models")
-    _check_rate(session, settings, user, client_address)
-    roster = workers.all_workers(session)
+    kudos = _check_rate(session, settings, user, client_address)
+    roster, trust = request_rows.roster(session)
     _check_known(session, roster, models, model_param, settings.model_reference_path)
     online = workers.online_among(roster, settings.worker_online_window_s, models)
     if not online:
@@ -83,7 +89,6 @@ def admit(
     capable = [w for w in online if not missing_declarations(w, need) and not breaks_limits(w, need)]
     if not capable:
         raise _declaration_gap(online, need, models)
-    trust = workers.owners_trust(session, capable)
     allowed = [w for w in capable if passes_restrictions(w, need, trust.get(w.owner_id, False))]
     if not allowed:
         raise errors.NoEligibleWorker(
@@ -131,30 +136,48 @@ def admit(
         else queue.typical_job_s(session, settings.default_job_duration_s)
     )
     _check_queue(native, settings, eligible, queued, job_s)
-    request = ChatRequest(
-        user_id=user.id,
-        models=models,
-        max_tokens=need.max_tokens,
-        context_tokens=need.context_tokens,
-        prompt_tokens=fitted.prompt_tokens,
-        required_features=need.features,
-        required_guarantees=need.guarantees,
-        tools_temperature=need.tools_temperature,
-        trusted_only=need.trusted_only,
-        only_workers=("|" + "|".join(need.only) + "|") if need.only else None,
-        payload=_payload(native, fitted.messages, tools, need.max_tokens),
-        n_images=n_images,
-        kudos_estimate=estimate,
-        context_adjustments=adjustments or None,
-        client_agent=_storable_agent(client_agent),
-        client_address=client_address,
-        priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
-        priority=max(user.kudos, 0),
+    now = utcnow()
+    return request_rows.insert_request(
+        session,
+        {
+            "id": request_id or new_id(),
+            "user_id": user.id,
+            "state": WAITING,
+            "created_at": now,
+            "finished_at": None,
+            "priority_class": PRIORITY_CLASS_KUDOS if (not user.anonymous and kudos > 0) else PRIORITY_CLASS_OTHERS,
+            "priority": max(kudos, 0),
+            "models": models,
+            "max_tokens": need.max_tokens,
+            "context_tokens": need.context_tokens,
+            "prompt_tokens": fitted.prompt_tokens,
+            "required_features": need.features,
+            "required_guarantees": need.guarantees,
+            "tools_temperature": need.tools_temperature,
+            "only_workers": ("|" + "|".join(need.only) + "|") if need.only else None,
+            "trusted_only": need.trusted_only,
+            "payload": _payload(native, fitted.messages, tools, need.max_tokens),
+            "n_images": n_images,
+            "kudos_estimate": estimate,
+            "kudos_charged": 0,
+            "context_adjustments": adjustments or None,
+            "client_agent": _storable_agent(client_agent),
+            "client_address": client_address,
+            "body_hash": body_hash,
+            "holders": holders,
+            "delivered": False,
+            "attempts": 0,
+            "current_job_id": None,
+            "worker_id": None,
+            "worker_name": None,
+            "served_model": None,
+            "progress_content": None,
+            "progress_reasoning": None,
+            "progress_seq": 0,
+            "fault_rc": None,
+            "fault_message": None,
+        },
     )
-    session.add(request)
-    session.flush()
-    session.add_all(ChatRequestModel(request_id=request.id, model=model) for model in dict.fromkeys(models))
-    return request
 
 
 def _need(native: dict, models: list[str]) -> Need:
@@ -198,11 +221,14 @@ def _names(models: list[str]) -> str:
     return ", ".join(models)
 
 
-def _check_rate(session, settings, user: User, client_address: str | None) -> None:
-    """Per user; the anonymous user is shared by everyone, so its limit is per client address instead."""
+def _check_rate(session, settings, user: Identity, client_address: str | None) -> int:
+    """Per user; the anonymous user is shared by everyone, so its limit is per client address instead.
+
+    Returns the user's balance, read in the same statement as the count."""
     limit = settings.rate_limit_per_minute
     per_address = user.anonymous and client_address is not None
-    used = queue.created_since(session, user.id, RATE_WINDOW_S, client_address if per_address else None)
+    since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
+    kudos, used = request_rows.caller(session, user.id, since, client_address if per_address else None)
     if used >= limit:
         raise errors.TooManyRequests(
             f"Too many chat requests: at most {limit} a minute per {'client address' if per_address else 'user'}.",
@@ -213,6 +239,7 @@ def _check_rate(session, settings, user: User, client_address: str | None) -> No
                 "X-RateLimit-Reset": str(RATE_WINDOW_S),
             },
         )
+    return kudos
 
 
 def _check_known(session: Session, roster, models: list[str], model_param: str, reference_path: str | None) -> None:
@@ -242,7 +269,7 @@ def _declaration_gap(online, need: Need, models) -> errors.HordeError:
     )
 
 
-def _check_price(session: Session, native, user: User, estimate: int, need: Need, eligible, queued: int) -> None:
+def _check_price(session: Session, native, user: Identity, estimate: int, need: Need, eligible, queued: int) -> None:
     max_kudos = native.get("max_kudos")
     if max_kudos is not None and estimate > max_kudos:
         raise errors.MaxKudosExceeded(

@@ -8,8 +8,7 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.identity import Identity
-from horde.accounts.models import User
-from horde.chat import admission, images, lifecycle, queue
+from horde.chat import admission, images, lifecycle, queue, request_rows
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events import announce_jobs, request_channel
@@ -30,8 +29,11 @@ def create(
     body_hash: str | None = None,
     holders: int = 0,
     client_address: str | None = None,
+    request_id: str | None = None,
 ) -> ChatRequest:
-    """Validate, fetch images (outside any transaction), admit and queue; publish the new job."""
+    """Validate, fetch images (outside any transaction), admit and queue; publish the new job.
+
+    `request_id`: the new request's id, when the caller listens to its channel before it exists."""
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
@@ -39,24 +41,28 @@ def create(
     native["messages"] = images.copy_for_inlining(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
     with runtime.db.transaction() as session:
-        account = session.get_one(User, user.id)
         request = admission.admit(
             session,
             runtime.settings,
-            account,
+            user,
             native,
             client_agent=client_agent,
             model_param=model_param,
             client_address=client_address,
             snapshots=runtime.snapshots,
+            body_hash=body_hash,
+            holders=holders,
+            request_id=request_id,
         )
-        request.body_hash, request.holders = body_hash, holders
     announce_jobs(runtime.bus, request.models)
     return request
 
 
 def load_owned(session: Session, user: Identity, request_id: str) -> ChatRequest:
-    request = session.get(ChatRequest, request_id)
+    return _owned(session.get(ChatRequest, request_id), user, request_id)
+
+
+def _owned(request: ChatRequest | None, user: Identity, request_id: str) -> ChatRequest:
     if request is None or request.user_id != user.id:
         raise errors.RequestNotFound(f"No chat request '{request_id}' of this API key.")
     return request
@@ -64,12 +70,14 @@ def load_owned(session: Session, user: Identity, request_id: str) -> ChatRequest
 
 def status(runtime: Runtime, user: Identity, request_id: str) -> dict:
     with runtime.db.read() as session:
-        return status_view(session, runtime.settings, load_owned(session, user, request_id))
+        request = _owned(request_rows.read_request(session, request_id), user, request_id)
+        return status_view(session, runtime.settings, request)
 
 
 def read(runtime: Runtime, request_id: str) -> ChatRequest | None:
+    """The request as committed now, transient: read it, never add it to a session."""
     with runtime.db.read() as session:
-        return session.get(ChatRequest, request_id)
+        return request_rows.read_request(session, request_id)
 
 
 def cancel(

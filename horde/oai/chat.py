@@ -15,14 +15,15 @@ from werkzeug.datastructures import Headers
 from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import admission, service
-from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest
+from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest, new_id
 from horde.client_address import client_address
 from horde.contract import DEFAULT_AVAILABILITY_MODE
+from horde.events import request_channel
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
 from horde.oai.observed import observed
 from horde.oai.screening import ScreenedRequest, screen_chat_request
-from horde.oai.waiter import Failed, Finished, FirstRead, watch
+from horde.oai.waiter import Created, Failed, Finished, FirstRead, watch
 from horde.settle import settle
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class ChatCall:
         elif _retry_count(headers) > 0:
             request_id = idempotency.retried_request(self.runtime, user.id, self.digest)
         holding = False
+        created = None
         try:
             if request_id is not None:
                 idempotency.hold(self.runtime, request_id, +1)
@@ -70,9 +72,10 @@ class ChatCall:
                 stored = service.read(self.runtime, request_id) if key is not None else None
                 replayed = stored is not None and stored.state in FINAL_STATES
             else:
-                request_id = self._create(user, headers, key, address)
+                created = self._create(user, headers, key, address)
+                request_id = created.request.id
                 holding = True
-            return self._respond(request_id, environ, replayed)
+            return self._respond(request_id, environ, replayed, created)
         except errors.ServiceUnavailable as error:
             raise self._outage(error, request_id, holding) from None
 
@@ -91,7 +94,10 @@ class ChatCall:
                 settle(f"releasing the request {request_id}", lambda: idempotency.abandon(self.runtime, request_id))
         return error
 
-    def _create(self, user, headers, key, address: str) -> str:
+    def _create(self, user, headers, key, address: str) -> Created:
+        """Create the request, listening to its channel from before the commit (so the waiter skips a read)."""
+        request_id = new_id()
+        subscription = self.runtime.bus.subscribe(request_channel(request_id))
         try:
             request = service.create(
                 self.runtime,
@@ -102,26 +108,31 @@ class ChatCall:
                 body_hash=self.digest,
                 holders=1,
                 client_address=address,
+                request_id=request_id,
             )
         except Exception as exc:
+            subscription.close()
             stored = isinstance(exc, errors.ServiceUnavailable) and exc.maybe_committed
             if key is not None and not stored:
                 settle("releasing an Idempotency-Key", lambda: idempotency.release(self.runtime, user.id, key))
             raise
         if key is not None:
-            idempotency.bind(self.runtime, user.id, key, request.id)
-        return request.id
+            try:
+                idempotency.bind(self.runtime, user.id, key, request.id)
+            except BaseException:
+                subscription.close()
+                raise
+        return Created(request, subscription)
 
-    def _respond(self, request_id: str, environ, replayed: bool) -> Response:
+    def _respond(self, request_id: str, environ, replayed: bool, created: Created | None = None) -> Response:
         mode = self.screened.native.get("availability_mode", DEFAULT_AVAILABILITY_MODE)
         tick_s = None if self.screened.stream else JSON_WAIT_TICK_S
-        watcher = observed(
-            watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s), ENDPOINT, environ, request_id
-        )
+        watching = watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s, created=created)
+        watcher = observed(watching, ENDPOINT, environ, request_id)
         first = next(watcher)
         headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
         if self.screened.stream:
-            return self._stream(request_id, first, watcher, headers)
+            return self._stream(request_id, first, watcher, headers, created)
         return self._json(request_id, first, watcher, environ, headers)
 
     def _json(self, request_id, first, watcher, environ, headers) -> Response:
@@ -194,14 +205,14 @@ class ChatCall:
     def stream_chunks(self, state: Any, events: Iterable[object]) -> Iterator[bytes]:
         return stream.events(state, events)
 
-    def _stream(self, request_id, first, watcher, headers) -> Response:
+    def _stream(self, request_id, first, watcher, headers, created: Created | None = None) -> Response:
         if isinstance(first, Failed):
             idempotency.hold(self.runtime, request_id, -1)
             return self.error_response(first.error, request_id, headers)
         if isinstance(first, Finished) and first.request.state != DONE:
             idempotency.hold(self.runtime, request_id, -1)
             return self._final_json(first.request, headers)
-        request = service.read(self.runtime, request_id)
+        request = created.request if created is not None else service.read(self.runtime, request_id)
         assert request is not None, "the stream holds its request"
         state = self.stream_state(request)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)

@@ -12,17 +12,17 @@ docs/decisions/0002-idempotency-and-safe-retries.md.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import CursorResult, Table, case, delete, select, update
+from sqlalchemy import CursorResult, Integer, Table, Update, bindparam, case, delete, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.elements import ColumnElement
 
 from horde import errors
 from horde.chat import service
@@ -42,7 +42,6 @@ RETRY_ATTACH_WINDOW_S = 600
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 STREAM_ONLY_KEYS = ("stream", "stream_options")
-REQUESTS = cast(Table, ChatRequest.__table__)
 #: Tables whose rows keep body_hash, holders and delivered: chat requests, and text requests (/v1/completions).
 RequestTable = type[ChatRequest] | type["TextRequest"]
 
@@ -163,10 +162,9 @@ def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestT
 
 def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
     """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
-    rows = _table(table)
     with runtime.db.transaction() as session:
-        session.execute(
-            update(rows).where(rows.c.id == request_id).values(holders=_holders_plus(-1, rows), delivered=True)
+        session.connection().execute(
+            _holders_statement(_table(table), delivered=True), {"id_": request_id, "delta": -1}
         )
 
 
@@ -177,15 +175,22 @@ def purge_expired(runtime: Runtime) -> int:
         return cast(CursorResult, deleted).rowcount or 0
 
 
-def _holders_plus(delta: int, rows: Table = REQUESTS) -> ColumnElement[int]:
-    """holders + delta, never below 0, computed by the database (no read-modify-write)."""
-    return case((rows.c.holders + delta < 0, 0), else_=rows.c.holders + delta)
+@functools.cache
+def _holders_statement(rows: Table, *, delivered: bool) -> Update:
+    """UPDATE of one request (`id_`): holders + `delta`, never below 0, computed by the database (no
+    read-modify-write); with `delivered`, the request also counts as delivered. Built once per table."""
+    delta = bindparam("delta", type_=Integer)
+    changes: dict[str, Any] = {"holders": case((rows.c.holders + delta < 0, 0), else_=rows.c.holders + delta)}
+    if delivered:
+        changes["delivered"] = True
+    return update(rows).where(rows.c.id == bindparam("id_")).values(changes)
 
 
 def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = ChatRequest) -> None:
-    rows = _table(table)
     with runtime.db.transaction() as session:
-        session.execute(update(rows).where(rows.c.id == request_id).values(holders=_holders_plus(delta, rows)))
+        session.connection().execute(
+            _holders_statement(_table(table), delivered=False), {"id_": request_id, "delta": delta}
+        )
 
 
 def abandon(

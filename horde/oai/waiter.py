@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from horde import errors
-from horde.chat import service
+from horde.chat import request_rows, service
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.contract import DEFAULT_AVAILABILITY_MODE
-from horde.events import request_channel
+from horde.events import Subscription, request_channel
 from horde.ops.drain import DRAIN
 from horde.timeutil import seconds_since
 
@@ -29,6 +29,15 @@ GAP_CHECKS_PER_GRACE = 4
 #: The longest a lost event can delay a waiter.
 FULL_READ_S = 10.0
 MIN_GAP_CHECK_S = 0.25
+
+
+@dataclass
+class Created:
+    """A request as this call created it, and the subscription to its channel opened before the commit:
+    no event of it can have been missed, so the waiter needs no first read."""
+
+    request: ChatRequest
+    subscription: Subscription
 
 
 @dataclass
@@ -78,12 +87,14 @@ def watch(
     availability_mode: str = DEFAULT_AVAILABILITY_MODE,
     keepalive_s: float | None = None,
     tick_s: float | None = None,
+    created: Created | None = None,
 ) -> Iterator[object]:
     """Events of one request.
 
     The request row is read when an event arrives (every change publishes one) and, as a safety net
     for a lost event, every FULL_READ_S. Keepalives and gap checks use the last row read and the
-    per-process snapshots; between them each `tick_s` yields a Tick that costs nothing.
+    per-process snapshots; between them each `tick_s` yields a Tick that costs nothing. With `created`
+    (a request this call has just created, listened to since before its commit) the first read is skipped.
     """
     settings = runtime.settings
     keepalive_s = keepalive_s or settings.oai_keepalive_s
@@ -94,8 +105,11 @@ def watch(
     next_keepalive, next_gap_check, next_full_read = now + keepalive_s, now + gap_check_s, now
     no_worker_since = None
     seen_seq, seen_job = -1, None
-    first, read, pool, request = True, True, None, None
-    with runtime.bus.subscribe(request_channel(request_id)) as subscription, DRAIN.waiter():
+    first, read, pool, request = True, created is None, None, None if created is None else created.request
+    if created is not None:
+        next_full_read = now + max(FULL_READ_S, keepalive_s)
+    listening = created.subscription if created is not None else runtime.bus.subscribe(request_channel(request_id))
+    with listening as subscription, DRAIN.waiter():
         while True:
             if DRAIN.ending:
                 yield Failed(shutting_down(request_id))
@@ -110,7 +124,7 @@ def watch(
                 # Never yield inside the session: the consumer's own transactions would wait on it.
                 with runtime.db.read() as session:
                     if must_read:
-                        request = session.get(service.ChatRequest, request_id)
+                        request = request_rows.follow_request(session, request_id)
                         next_full_read = now + max(FULL_READ_S, keepalive_s)
                     waiting = request is not None and request.state == WAITING
                     if waiting and request is not None and (gap_check_due or keepalive_due):
@@ -126,7 +140,7 @@ def watch(
                     elif not waiting:
                         pool = None
                 del session  # a waiting stream holds no closed Session (and its identity map) between reads
-            if must_read:
+            if must_read or first:
                 if request is None:
                     yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
                     return
@@ -197,8 +211,7 @@ def _limit_gap(request, param: str | None):
 def _still_waiting(runtime, request_id: str) -> bool:
     """A gap found on the last row read is acted on only if the row still says waiting."""
     with runtime.db.read() as session:
-        request = session.get(service.ChatRequest, request_id)
-        return request is not None and request.state == WAITING
+        return request_rows.read_state(session, request_id) == WAITING
 
 
 def _gap(settings, request, no_worker_since, availability_mode, wait_s: int):

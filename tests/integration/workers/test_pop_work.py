@@ -1,10 +1,9 @@
 """A pop does only the work that can change something: no write for an unchanged check-in, no expiry
 sweep (the sweeper's job), and no user lookup for a key it authenticated seconds ago."""
 
-import contextlib
 import datetime as dt
 
-from sqlalchemy import event, update
+from sqlalchemy import update
 
 from horde.accounts import auth
 from horde.accounts.identity import IdentityCache
@@ -13,24 +12,7 @@ from horde.chat.models import ChatJob
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
 from tests.support.native import pop, queued_id
-
-
-@contextlib.contextmanager
-def statements(runtime):
-    """Every SQL statement the app sends while the block runs, lower-cased."""
-    seen = []
-
-    def record(_conn, _cursor, statement, *_):
-        seen.append(" ".join(statement.lower().split()))
-
-    engines = {runtime.db.engine, runtime.db.read_engine}
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        for engine in engines:
-            event.remove(engine, "before_cursor_execute", record)
+from tests.support.statements import statements
 
 
 def writes(seen):
