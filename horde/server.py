@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 SOCKET_ENVIRON_KEY = "horde.socket"
 KEY_PURGE_EVERY_SWEEPS = 60
+#: A connection's read buffer (gevent's default is 8 KiB). Every held stream keeps its connection's buffer for
+#: as long as it waits; a request line and usual headers fit in one read, and a large body is read past the
+#: buffer, straight into its destination.
+READ_BUFFER_BYTES = 2048
 
 
 class ConnectionTimedOut(socket.timeout):
@@ -52,6 +56,8 @@ class HordeHandler(WSGIHandler):
     header_timeout_s: float = 10.0
 
     def __init__(self, sock: socket.socket, address: tuple, server: WSGIServer, rfile: Any = None) -> None:
+        if rfile is None:
+            rfile = sock.makefile("rb", READ_BUFFER_BYTES)
         super().__init__(sock, address, server, rfile)
         self._requests_read = 0
         self._header_timer: gevent.Timeout | None = None

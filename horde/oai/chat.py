@@ -218,21 +218,23 @@ class ChatCall:
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime = self.runtime
         opening = self.stream_opening(request, state)
-        chunks = self.stream_chunks
+        # Made now (it runs only when iterated): the waiting stream then holds no reference to this call and its body.
+        chunks = self.stream_chunks(state, events)
 
         def generate():
             finished = False
             try:
                 yield opening  # sends the headers now, right after the first status read
-                yield from chunks(state, events)
+                yield from chunks
                 finished = True
             finally:
                 watcher.close()
                 _end_stream(runtime, request_id, state, finished)
 
         # No stream_with_context: the stream uses no request globals, and holding the request context for the
-        # whole wait would cost every waiting stream its copy.
-        response = Response(generate(), mimetype="text/event-stream")
+        # whole wait would cost every waiting stream its copy. direct_passthrough: the server iterates the
+        # generator itself (it yields bytes), without werkzeug's two wrapping iterators on every stream's stack.
+        response = Response(generate(), mimetype="text/event-stream", direct_passthrough=True)
         response.headers.update(headers)
         response.headers["x-should-retry"] = "false"
         response.headers["Cache-Control"] = "no-cache"

@@ -242,13 +242,11 @@ def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
 
 
 def events(state: StreamState, watcher: Iterable[object]) -> Iterator[bytes]:
-    """Translate waiter events into SSE bytes until the request ends, or the database goes away."""
-    try:
-        yield from drive(ChatWriter(state), watcher)
-    except errors.ServiceUnavailable as error:
-        state.outage = True
-        error.should_retry = False
-        yield from error_event(error, state.request_id)
+    """Translate waiter events into SSE bytes until the request ends, or the database goes away.
+
+    drive() itself, not a generator around it: each generator level is stack that a waiting stream keeps.
+    """
+    return drive(ChatWriter(state), watcher)
 
 
 class ChatWriter:
@@ -279,6 +277,12 @@ class ChatWriter:
         self.state.diverged = True
         return error_event(diverged(self.state.request_id, why), self.state.request_id)
 
+    def outage(self, error: errors.ServiceUnavailable) -> list[bytes]:
+        """The database went away: the stream ends on service_unavailable, and the caller abandons the request."""
+        self.state.outage = True
+        error.should_retry = False
+        return error_event(error, self.state.request_id)
+
 
 RESTART_AFTER_TEXT = "the worker stopped and the Horde would start the reply over with another worker."
 CHANGED_TEXT = "the worker's text changed after it was sent."
@@ -288,29 +292,36 @@ def drive(writer: StreamWriter, watcher: Iterable[object]) -> Iterator[bytes]:
     """The loop every dialect's stream shares: waiter events in, the writer's SSE bytes out, until the end.
 
     writer.progress returns (events now, events paced PACE_INTERVAL_S apart), or None when the
-    worker's text no longer continues what was sent.
+    worker's text no longer continues what was sent. A writer with an `outage` method ends its stream with
+    those bytes when the database goes away; without one, ServiceUnavailable goes to the caller.
     """
-    for event in watcher:
-        if isinstance(event, Keepalive):
-            yield from writer.keepalive(event)
-        elif isinstance(event, Progress):
-            out = writer.progress(event)
-            if out is None:
-                yield from writer.diverge(CHANGED_TEXT)
+    try:
+        for event in watcher:
+            if isinstance(event, Keepalive):
+                yield from writer.keepalive(event)
+            elif isinstance(event, Progress):
+                out = writer.progress(event)
+                if out is None:
+                    yield from writer.diverge(CHANGED_TEXT)
+                    return
+                immediate, paced_events = out
+                yield from immediate
+                for index, chunk in enumerate(paced_events):
+                    if index:
+                        time.sleep(PACE_INTERVAL_S)
+                    yield chunk
+            elif isinstance(event, Restarted):
+                if writer.streamed_chars:
+                    yield from writer.diverge(RESTART_AFTER_TEXT)
+                    return
+            elif isinstance(event, Finished):
+                yield from writer.finish(event.request)
                 return
-            immediate, paced_events = out
-            yield from immediate
-            for index, chunk in enumerate(paced_events):
-                if index:
-                    time.sleep(PACE_INTERVAL_S)
-                yield chunk
-        elif isinstance(event, Restarted):
-            if writer.streamed_chars:
-                yield from writer.diverge(RESTART_AFTER_TEXT)
+            elif isinstance(event, Failed):
+                yield from writer.failure(event.error)
                 return
-        elif isinstance(event, Finished):
-            yield from writer.finish(event.request)
-            return
-        elif isinstance(event, Failed):
-            yield from writer.failure(event.error)
-            return
+    except errors.ServiceUnavailable as error:
+        outage = getattr(writer, "outage", None)
+        if outage is None:
+            raise
+        yield from outage(error)

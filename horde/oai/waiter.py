@@ -139,6 +139,7 @@ def watch(
                             gap = _limit_gap(request, blocker) or gap
                     elif not waiting:
                         pool = None
+                del session  # a waiting stream holds no closed Session (and its identity map) between reads
             if must_read or first:
                 if request is None:
                     yield Failed(errors.RequestNotFound(f"The request {request_id} is gone."))
@@ -170,7 +171,10 @@ def watch(
                 yield Failed(gap)
                 return
             if keepalive_due:
-                next_keepalive = now + keepalive_s
+                # On the stream's own cadence: a wake-up late by less than a period does not delay the next one.
+                next_keepalive += keepalive_s
+                if next_keepalive <= now:
+                    next_keepalive = now + keepalive_s
                 yield Keepalive(pool["queue_position"] if pool else 0, pool["wait_time"] if pool else 0)
             elif not read:
                 yield Tick()
