@@ -39,20 +39,6 @@ def _accepts_any(models):
     )
 
 
-def any_waiting_for(session: Session, models: Iterable[str]) -> bool:
-    """Cheap (index on the model) and decisive for a worker whose models have no queue at all."""
-    waiting = select(literal(1)).where(ChatRequest.id == ChatRequestModel.request_id, ChatRequest.state == WAITING)
-    return bool(
-        session.scalar(
-            select(literal(True)).where(
-                select(ChatRequestModel.request_id)
-                .where(ChatRequestModel.model.in_(list(models)), waiting.exists())
-                .exists()
-            )
-        )
-    )
-
-
 def waiting_for_models(session: Session, models: Iterable[str]) -> int:
     return (
         session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING, _accepts_any(models)))

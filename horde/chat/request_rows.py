@@ -13,19 +13,20 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import String, Table, bindparam, case, func, insert, select, type_coerce
+from sqlalchemy import String, bindparam, case, func, insert, select, type_coerce
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
 from horde.accounts.models import User
 from horde.chat.models import FINAL_STATES, ChatRequest, ChatRequestModel
+from horde.database import table_of
 from horde.workers.models import Worker
 
-REQUESTS = cast(Table, ChatRequest.__table__)
-REQUEST_MODELS = cast(Table, ChatRequestModel.__table__)
-USERS = cast(Table, User.__table__)
-WORKERS = cast(Table, Worker.__table__)
+REQUESTS = table_of(ChatRequest)
+REQUEST_MODELS = table_of(ChatRequestModel)
+USERS = table_of(User)
+WORKERS = table_of(Worker)
 
 _READ_REQUEST = select(REQUESTS).where(REQUESTS.c.id == bindparam("request_id"))
 #: The row as a waiter follows it: the payload (the prompt, possibly large) only once the request is final.

@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from horde import errors
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, ChatRequest
+from horde.database import table_of
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.settle import settle
 from horde.timeutil import utcnow
@@ -47,7 +48,7 @@ RequestTable = type[ChatRequest] | type["TextRequest"]
 
 
 def _table(table: RequestTable) -> Table:
-    return cast(Table, table.__table__)
+    return table_of(table)
 
 
 def check_key(value: str | None) -> str | None:

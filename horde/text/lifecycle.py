@@ -135,11 +135,9 @@ def _request_of(session: Session, job: TextJob) -> TextRequest:
 
 
 def _settle(session: Session, request: TextRequest, worker: Worker, kudos: int) -> None:
-    """Charge the requester and reward the worker's owner by SQL arithmetic (accounts.move_kudos), in user-id
-    order as chat's settlement does, so two settlements never wait on each other crosswise."""
-    moves = sorted([(request.user_id, -kudos, "charge"), (worker.owner_id, kudos, "reward")])
-    for user_id, amount, kind in moves:
-        accounts.move_kudos(session, session.get_one(User, user_id), amount, kind=kind, request_id=request.id)
+    """Charge the requester and reward the worker's owner, as chat's settlement does (accounts.transfer)."""
+    moves = [(request.user_id, -kudos, "charge"), (worker.owner_id, kudos, "reward")]
+    accounts.transfer(session, moves, request_id=request.id)
 
 
 def _refuse_ended(session: Session, job: TextJob) -> None:

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 
 LONG_POLL_RECHECK_S = 5.0
 #: Chat and text jobs share a worker's threads: one statement counts both.
-_BUSY_THREADS = select(chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT)
+_BUSY = chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT
+_BUSY_THREADS = select(_BUSY)
 #: A pop's first look, in one round trip: its busy threads and whether its models have a queue at all.
-_BUSY_THREADS_AND_QUEUE = select(chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT, chat_claim.ANY_WAITING_FOR)
+_BUSY_THREADS_AND_QUEUE = select(_BUSY, chat_claim.ANY_WAITING_FOR)
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
 
 
