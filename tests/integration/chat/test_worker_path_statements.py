@@ -1,0 +1,45 @@
+"""The worker's calls run once or more per completed request, so each does its work in few statements:
+a claiming pop looks once (busy threads and queue probe together) and takes the request with a
+compare-and-set; a submit reads its job, owner and locked request at once and loads no user row."""
+
+from tests.support.native import pop, queued_id, submit
+from tests.support.statements import statements
+
+
+def _work(seen):
+    """The statements that do the work: SQLite's explicit BEGIN IMMEDIATE left out."""
+    return [statement for statement in seen if not statement.startswith("begin")]
+
+
+def _claimed_job(client, runtime, make_user):
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w1")  # the first pop checks the worker in
+    request_id = queued_id(client, key)
+    with statements(runtime) as seen:
+        job = pop(client, key, "w1")
+    assert job["id"]
+    return key, job["id"], request_id, _work(seen)
+
+
+def test_a_claiming_pop_takes_four_statements(client, make_user, runtime):
+    _, _, _, seen = _claimed_job(client, runtime, make_user)
+    if runtime.db.is_postgresql:
+        assert [statement.split(" ")[0] for statement in seen] == ["select", "set", "select", "with"]
+        assert seen[3].startswith("with taken as (update chat_requests") and "insert into chat_jobs" in seen[3]
+    else:
+        assert [statement.split(" ")[0] for statement in seen] == ["select", "select", "update", "insert"]
+    assert "chat_jobs" in seen[0] and "chat_request_models" in seen[0]  # busy threads and probe: one look
+
+
+def test_a_submit_reads_once_and_loads_no_user(client, make_user, runtime):
+    key, job_id, _, _ = _claimed_job(client, runtime, make_user)
+    with statements(runtime) as seen:
+        assert submit(client, key, job_id).status_code == 200
+    seen = _work(seen)
+    reads = [statement for statement in seen if statement.startswith("select")]
+    assert len(reads) == 1 and "join chat_requests" in reads[0]
+    assert not [statement for statement in seen if statement.startswith("select users")]
+    if runtime.db.is_postgresql:  # the request locked; each balance moves with its ledger entry in one statement
+        assert reads[0].endswith("for update of chat_requests")
+        assert sum(statement.startswith("with entry as (insert into kudos_ledger") for statement in seen) == 2
+        assert len(seen) == 5
