@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.accounts import rate_limit
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.chat import context, pricing, queue, request_rows, requirements
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "frequency_penalty": 0, "presence_penalty": 0}
 FORWARDED_KEYS = ("tool_choice", "parallel_tool_calls", "response_format", "seed", "stop", "reasoning_effort")
-RATE_WINDOW_S = 60
+RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 MAX_CLIENT_AGENT_CHARS = 300
 
 
@@ -224,14 +225,17 @@ def _names(models: list[str]) -> str:
 def _check_rate(session, settings, user: Identity, client_address: str | None) -> int:
     """Per user; the anonymous user is shared by everyone, so its limit is per client address instead.
 
-    Returns the user's balance, read in the same statement as the count."""
+    Returns the user's balance, read in the same statement as the count. Exact under concurrency: on
+    PostgreSQL the caller's admissions take turns from here to their commit (horde/accounts/rate_limit.py)."""
     limit = settings.rate_limit_per_minute
-    per_address = user.anonymous and client_address is not None
+    address = client_address if user.anonymous else None
+    if is_postgresql(session):
+        rate_limit.take_turn(session, user.id, address)
     since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
-    kudos, used = request_rows.caller(session, user.id, since, client_address if per_address else None)
+    kudos, used = request_rows.caller(session, user.id, since, address)
     if used >= limit:
         raise errors.TooManyRequests(
-            f"Too many chat requests: at most {limit} a minute per {'client address' if per_address else 'user'}.",
+            f"Too many chat requests: at most {limit} a minute per {'client address' if address else 'user'}.",
             headers={
                 "Retry-After": str(RATE_WINDOW_S),
                 "X-RateLimit-Limit": str(limit),

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.accounts import rate_limit
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
 from horde.chat import queue as chat_queue
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS
+from horde.database import is_postgresql
 from horde.payload import load
 from horde.text import checkin, pricing, queue
 from horde.text.models import TextRequest, TextRequestModel
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from horde.config import Settings
 
 
-RATE_WINDOW_S = 60
+RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -197,9 +199,12 @@ def unservable_reason(request: TextRequest, online: list[Worker], loaded: dict) 
 
 
 def _check_rate(session: Session, settings: Settings, user: User, client_address: str | None) -> None:
-    """One budget for chat and text requests together; the anonymous user's is per client address."""
+    """One budget for chat and text requests together; the anonymous user's is per client address. Exact under
+    concurrency: on PostgreSQL the caller's admissions take turns from here to their commit."""
     limit = settings.rate_limit_per_minute
     address = client_address if user.anonymous else None
+    if is_postgresql(session):
+        rate_limit.take_turn(session, user.id, address)
     used = chat_queue.created_since(session, user.id, RATE_WINDOW_S, address) + queue.created_since(
         session, user.id, RATE_WINDOW_S, address
     )

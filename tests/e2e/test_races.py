@@ -19,10 +19,9 @@ from sqlalchemy import select
 from horde.accounts.models import KudosEntry
 from horde.chat import pricing, service
 from horde.chat.models import ChatRequest
-from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
 from horde_testing.ledger import assert_balances_match_ledger
 from horde_testing.races import fire_together
-from tests.support.harness import Harness, unique_model
+from tests.support.harness import Harness, postgres_servers, unique_model
 from tests.support.native import declaration
 
 ROUNDS = 30
@@ -33,19 +32,8 @@ LONG_REPLY = {"content": "y" * 4000, "usage": {"completion_tokens": 1000}}
 
 @pytest.fixture(scope="module")
 def horde():
-    admin_url = postgres_admin_url()
-    if not admin_url:
-        pytest.skip("races run on PostgreSQL with two server processes: they need HORDE_TEST_DATABASE_URL")
-    database = PostgresDatabase(admin_url)
-    settings = (
-        {"HORDE_REDIS_URL": redis_url(), "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"}
-        if redis_url()
-        else {}
-    )
-    harness = Harness(database.url, settings, servers=2)
-    yield harness
-    harness.close()
-    database.drop()
+    with postgres_servers() as harness:
+        yield harness
 
 
 def native(server, method: str, path: str, key: str, body: dict | None = None) -> requests.Response:

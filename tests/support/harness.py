@@ -6,16 +6,20 @@ build one from here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import openai
+import pytest
 
 from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
+from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
 from horde_testing.ledger import assert_balances_match_ledger
 from horde_testing.processes import Server, Worker, base_env
 
@@ -78,6 +82,26 @@ class Harness:
             assert_balances_match_ledger(self.runtime.db)  # the standing invariant over the servers' database
         finally:
             self.runtime.close()
+
+
+@contextlib.contextmanager
+def postgres_servers(settings: dict | None = None, servers: int = 2) -> Iterator[Harness]:
+    """Several server processes on a fresh PostgreSQL database (with Redis between them when configured), for
+    races run for real; skips without HORDE_TEST_DATABASE_URL."""
+    admin_url = postgres_admin_url()
+    if not admin_url:
+        pytest.skip("races run on PostgreSQL with two server processes: they need HORDE_TEST_DATABASE_URL")
+    database = PostgresDatabase(admin_url)
+    if redis_url():
+        settings = {"HORDE_REDIS_URL": redis_url(), "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"} | (
+            settings or {}
+        )
+    harness = Harness(database.url, settings, servers=servers)
+    try:
+        yield harness
+    finally:
+        harness.close()
+        database.drop()
 
 
 def unique_model(prefix: str = "e2e") -> str:

@@ -1,0 +1,104 @@
+"""The rate limit is exact under concurrency: one caller's admissions fired at once over two server processes
+on one PostgreSQL database are admitted up to the limit, never beyond (horde/accounts/rate_limit.py).
+
+SQLite's single writer would hide the race, so this runs on PostgreSQL only, with the two-process pattern of
+tests/e2e/test_races.py. Each round uses a caller with an empty window: a new user, or for the anonymous user
+a new client address (the one trusted proxy hop names it in X-Forwarded-For).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import uuid
+
+import pytest
+import requests
+
+from horde.accounts.keys import ANONYMOUS_API_KEY
+from horde_testing.races import fire_together
+from tests.support.harness import Harness, postgres_servers, unique_model
+from tests.support.native import declaration
+
+ROUNDS = 20
+LIMIT = 4
+EXTRA = 4
+HTTP_TIMEOUT_S = 30
+
+
+@pytest.fixture(scope="module")
+def horde():
+    with postgres_servers({"HORDE_RATE_LIMIT_PER_MINUTE": LIMIT, "HORDE_TRUSTED_PROXY_HOPS": 1}) as harness:
+        yield harness
+
+
+@pytest.fixture(scope="module")
+def model(horde):
+    """A model of its own, served by one online worker with threads to spare."""
+    name = unique_model("rate")
+    body = declaration(f"rate-{uuid.uuid4().hex[:8]}", models=[name], threads=50)
+    response = requests.post(
+        f"{horde.url}/api/v2/generate/chat/pop", json=body, headers={"apikey": horde.user()}, timeout=HTTP_TIMEOUT_S
+    )
+    assert response.status_code == 200, response.text
+    return name
+
+
+def body_of(kind: str, model: str) -> dict:
+    if kind == "text":  # queued even with no text worker online
+        return {"models": [model], "prompt": "Once", "params": {"max_length": 16}}
+    return {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}
+
+
+def queue(server, kind: str, key: str, model: str, address: str) -> requests.Response:
+    headers = {"apikey": key, "X-Forwarded-For": address}
+    url = f"{server.url}/api/v2/generate/{kind}/async"
+    return requests.post(url, json=body_of(kind, model), headers=headers, timeout=HTTP_TIMEOUT_S)
+
+
+def outcome(response) -> str:
+    if isinstance(response, Exception):
+        return type(response).__name__
+    return "202" if response.status_code == 202 else response.json().get("rc", str(response.status_code))
+
+
+def race(horde: Harness, model: str, key_of_round, kind: str = "chat") -> collections.Counter:
+    """LIMIT + EXTRA admissions of one caller at once, alternating between the servers, every round."""
+    tally: collections.Counter = collections.Counter()
+    for round_index in range(ROUNDS):
+        key, address = key_of_round(round_index)
+        calls = [
+            functools.partial(queue, horde.servers[index % 2], kind, key, model, address)
+            for index in range(LIMIT + EXTRA)
+        ]
+        answers = fire_together(calls)
+        outcomes = sorted(outcome(answer) for answer in answers)
+        tally[", ".join(outcomes)] += 1
+        assert outcomes == ["202"] * LIMIT + ["rate_limit_exceeded"] * EXTRA
+        for answer in answers:
+            if answer.status_code == 429:
+                assert answer.headers["Retry-After"] == "60" and answer.headers["X-RateLimit-Limit"] == str(LIMIT)
+            else:  # out of the queue, so that the next rounds' estimates stay short
+                request_id = answer.json()["id"]
+                requests.delete(
+                    f"{horde.url}/api/v2/generate/{kind}/status/{request_id}",
+                    headers={"apikey": key, "X-Forwarded-For": address},
+                    timeout=HTTP_TIMEOUT_S,
+                )
+    return tally
+
+
+def test_one_users_simultaneous_admissions_stop_at_the_limit(horde, model):
+    tally = race(horde, model, lambda _: (horde.user(), "198.51.100.1"))
+    print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous admissions of one user, limit {LIMIT}: {dict(tally)}")
+
+
+def test_one_anonymous_address_simultaneous_admissions_stop_at_the_limit(horde, model):
+    run = uuid.uuid4().int % 250
+    tally = race(horde, model, lambda index: (ANONYMOUS_API_KEY, f"10.{run}.{index}.7"))
+    print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous anonymous admissions from one address: {dict(tally)}")
+
+
+def test_one_users_simultaneous_text_admissions_stop_at_the_limit(horde, model):
+    tally = race(horde, model, lambda _: (horde.user(), "198.51.100.1"), kind="text")
+    print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous text admissions of one user: {dict(tally)}")
