@@ -1,6 +1,7 @@
 """SQLAlchemy engine and sessions: SQLite (WAL) by default, PostgreSQL when configured.
 
-`Database.transaction()` is the one place that commits.
+`Database.transaction()` is the one place that commits a transaction of several statements;
+`Database.autocommit()` runs statements that are atomic on their own.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
+from gevent.monkey import get_original
 from sqlalchemy import CursorResult, Engine, Executable, Table, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -22,11 +24,18 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from horde import errors
 
 log = logging.getLogger(__name__)
+#: The operating system's select even under gevent's patching: a zero-timeout look never yields.
+_select_without_waiting = get_original("select", "select")
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
-#: Per process; transactions are short, so a few connections serve many greenlets.
-POSTGRES_POOL_SIZE = 10
-POSTGRES_POOL_OVERFLOW = 10
+#: Per process and per engine; transactions are short, so a few connections serve many greenlets. Kept
+#: open under load: an overflow connection is closed when it is returned, and opening one costs far more
+#: than a statement.
+POSTGRES_POOL_SIZE = 16
+POSTGRES_POOL_OVERFLOW = 8
+#: The autocommit engine's pool: its sessions hold a connection for one statement at a time.
+POSTGRES_AUTOCOMMIT_POOL_SIZE = 8
+POSTGRES_AUTOCOMMIT_POOL_OVERFLOW = 8
 #: A pooled PostgreSQL connection idle this long is pinged before use (see _ping_idle_connections).
 PING_IF_IDLE_S = 1.0
 _CHECKED_IN_AT = "horde_checked_in_at"
@@ -105,17 +114,18 @@ class Database:
             self.engine = _sqlite_engine(url, "BEGIN IMMEDIATE")
             # Readers take no write lock: under WAL they never wait for (nor block) a writer.
             self.read_engine = _sqlite_engine(url, "BEGIN")
+            self.autocommit_engine = self.engine
         else:
-            self.engine = create_engine(
-                url,
-                pool_size=POSTGRES_POOL_SIZE,
-                max_overflow=POSTGRES_POOL_OVERFLOW,
-                connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+            self.engine = _postgresql_engine(url, POSTGRES_POOL_SIZE, POSTGRES_POOL_OVERFLOW)
+            # Each statement commits by itself: no BEGIN, COMMIT or ROLLBACK round trips. Reads lose
+            # nothing: at READ COMMITTED every statement takes its own snapshot anyway.
+            self.autocommit_engine = _postgresql_engine(
+                url, POSTGRES_AUTOCOMMIT_POOL_SIZE, POSTGRES_AUTOCOMMIT_POOL_OVERFLOW, isolation_level="AUTOCOMMIT"
             )
-            _ping_idle_connections(self.engine)
-            self.read_engine = self.engine
+            self.read_engine = self.autocommit_engine
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
+        self._autocommit_sessions = sessionmaker(self.autocommit_engine, expire_on_commit=False)
         #: Called once when the database becomes unreachable (the runtime wakes every waiter to notice).
         self.on_unreachable: Callable[[], None] | None = None
         self.reachable = True
@@ -150,14 +160,34 @@ class Database:
         self._reached()
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Session]:
-        """Yield a session for reading only; nothing it does is committed."""
-        session: Session = self._read_sessions()
+    def autocommit(self) -> Iterator[Session]:
+        """Yield a session for statements that are each atomic on their own: one read, or one write
+        that needs no other statement's result (a compare-and-set UPDATE, an INSERT with its CTEs).
+
+        On PostgreSQL each statement commits as it runs, saving the BEGIN and COMMIT round trips; a
+        lost connection raises errors.ServiceUnavailable whose write may have happened. On SQLite it is
+        a write transaction.
+        """
+        if self.is_sqlite:
+            with self.transaction() as session:
+                yield session
+        else:
+            with self._untransacted(self._autocommit_sessions, maybe_committed=True) as session:
+                yield session
+
+    def read(self) -> contextlib.AbstractContextManager[Session]:
+        """A session for reading only; nothing it does is committed (on PostgreSQL it runs in autocommit)."""
+        return self._untransacted(self._read_sessions, maybe_committed=False)
+
+    @contextlib.contextmanager
+    def _untransacted(self, sessions: sessionmaker[Session], *, maybe_committed: bool) -> Iterator[Session]:
+        """A session that is never committed here: a lost connection becomes errors.ServiceUnavailable."""
+        session = sessions()
         try:
             yield session
         except BaseException as exc:
             if is_unavailable(exc):
-                raise self._unavailable(exc, maybe_committed=False) from exc
+                raise self._unavailable(exc, maybe_committed=maybe_committed) from exc
             raise
         finally:
             _close(session)  # the pool rolls the connection back; loaded objects stay readable, detached
@@ -183,9 +213,17 @@ class Database:
         if self.reachable:
             self.reachable = False
             log.warning("the database is unreachable; answering 503 service_unavailable until it returns")
+            self._drop_pooled_connections()
             if self.on_unreachable is not None:
                 self.on_unreachable()
         return error
+
+    def _drop_pooled_connections(self) -> None:
+        """Forget every pooled connection of every engine: an outage seen on one engine's connection killed
+        the others' too, and a connection used again within PING_IF_IDLE_S is not pinged. Connections in
+        use are left to their sessions; each pool opens new ones as needed."""
+        for engine in {self.engine, self.read_engine, self.autocommit_engine}:
+            engine.dispose(close=False)
 
     def _reached(self) -> None:
         if not self.reachable:
@@ -193,9 +231,8 @@ class Database:
             log.warning("the database is reachable again")
 
     def dispose(self) -> None:
-        self.engine.dispose()
-        if self.read_engine is not self.engine:
-            self.read_engine.dispose()
+        for engine in {self.engine, self.read_engine, self.autocommit_engine}:
+            engine.dispose()
 
 
 def rows_changed(session: Session, statement: Executable) -> int:
@@ -226,7 +263,8 @@ def _ping_idle_connections(engine: Engine) -> None:
     @event.listens_for(engine, "checkout")
     def _ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         checked_in_at = record.info.get(_CHECKED_IN_AT)
-        if checked_in_at is not None and time.monotonic() - checked_in_at < PING_IF_IDLE_S:
+        recent = checked_in_at is not None and time.monotonic() - checked_in_at < PING_IF_IDLE_S
+        if recent and not _has_unread_input(dbapi_connection):
             return
         try:
             alive = engine.dialect.do_ping(dbapi_connection)
@@ -234,6 +272,28 @@ def _ping_idle_connections(engine: Engine) -> None:
             raise DisconnectionError("a pooled connection died while idle") from exc
         if not alive:
             raise DisconnectionError("a pooled connection died while idle")
+
+
+def _has_unread_input(dbapi_connection: Any) -> bool:
+    """Whether an idle connection's socket has something to read: the server's goodbye, or the end of a
+    connection cut on the way. A healthy idle connection has nothing. One system call, no round trip."""
+    try:
+        readable, _, _ = _select_without_waiting([dbapi_connection.fileno()], [], [], 0)
+    except (OSError, ValueError):  # the connection is closed already
+        return True
+    return bool(readable)
+
+
+def _postgresql_engine(url: str, pool_size: int, overflow: int, **options: Any) -> Engine:
+    engine = create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=overflow,
+        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+        **options,
+    )
+    _ping_idle_connections(engine)
+    return engine
 
 
 def _sqlite_pragmas(dbapi_connection, _record):

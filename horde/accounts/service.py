@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, insert, select, update
+from typing import Any
+
+from sqlalchemy import CTE, ColumnElement, DateTime, Integer, String, bindparam, func, insert, select, union_all, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -128,6 +130,51 @@ def transfer(session: Session, moves: list[tuple[int, int, str]], *, request_id:
             for user_id, amount, kind in moves
         ],
     )
+
+
+def paired_transfer_ctes(condition: ColumnElement[bool]) -> list[CTE]:
+    """PostgreSQL: a charge and its reward (two moves) as data-modifying WITH clauses that run only when
+    `condition` holds, for a caller that settles in the same statement as its own compare-and-set. Bind
+    them with paired_transfer_params. Like transfer: each balance changes by addition in SQL, with its
+    entries, users in id order (the clauses run in the order listed), zero amounts skipped."""
+    entries = [
+        select(
+            bindparam(f"entry{n}_user", type_=Integer),
+            bindparam(f"entry{n}_amount", type_=Integer),
+            bindparam(f"entry{n}_kind", type_=String),
+            bindparam("request", type_=String),
+            bindparam("at", type_=DateTime),
+        ).where(bindparam(f"entry{n}_amount", type_=Integer) != 0, condition)
+        for n in (1, 2)
+    ]
+    columns = ["user_id", "amount", "kind", "request_id", "created_at"]
+    ctes = [insert(_LEDGER).from_select(columns, union_all(*entries)).cte("paired_entries")]
+    for n in (1, 2):
+        moved = bindparam(f"balance{n}_moved", type_=Integer)
+        add = (
+            update(_USERS)
+            .where(_USERS.c.id == bindparam(f"balance{n}_user", type_=Integer), moved != 0, condition)
+            .values(kudos=_USERS.c.kudos + moved)
+        )
+        ctes.append(add.cte(f"paired_balance{n}"))
+    return ctes
+
+
+def paired_transfer_params(moves: list[tuple[int, int, str]], *, request_id: str) -> dict[str, Any]:
+    """The bind parameters of paired_transfer_ctes for two (user id, amount, kind) moves; a user on both sides
+    gets both entries and one change of the net amount (a row changes once per statement)."""
+    if len(moves) != 2:
+        raise ValueError("a paired transfer moves kudos twice: a charge and its reward")
+    params: dict[str, Any] = {"request": request_id, "at": utcnow()}
+    for n, (user_id, amount, kind) in enumerate(moves, start=1):
+        params |= {f"entry{n}_user": user_id, f"entry{n}_amount": amount, f"entry{n}_kind": kind}
+    net: dict[int, int] = {}
+    for user_id, amount, _ in moves:
+        net[user_id] = net.get(user_id, 0) + amount
+    balances = sorted(net.items()) + [(moves[0][0], 0)]  # a user on both sides: the second change is none
+    for n, (user_id, amount) in enumerate(balances[:2], start=1):
+        params |= {f"balance{n}_user": user_id, f"balance{n}_moved": amount}
+    return params
 
 
 def locked_balance(session: Session, user_id: int, *, lock: bool) -> int:

@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, insert, literal, select, text, update
+from sqlalchemy import bindparam, exists, func, insert, literal, select, true, update
 from sqlalchemy.orm import Session
 
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
@@ -48,9 +48,10 @@ _BEST = (
 )
 #: PostgreSQL: rows another claim holds are skipped, so concurrent pops take different requests.
 _BEST_UNLOCKED = _BEST.with_for_update(skip_locked=True)
-#: The planner cannot estimate the bit-mask filters and would sort the whole queue; walking
-#: ix_chat_requests_queue in order stops at the first eligible request instead. Local to the transaction.
-_WALK_THE_INDEX = text("SET LOCAL enable_sort = off")
+#: PostgreSQL: the planner cannot estimate the bit-mask filters and would sort the whole queue; walking
+#: ix_chat_requests_queue in order stops at the first eligible request instead. Local to the transaction,
+#: and a column, so the pop sets it in the statement that looks at its queue (no round trip of its own).
+WALK_THE_INDEX = func.set_config("enable_sort", "off", true())
 _TAKE = (
     update(_REQUESTS)
     .where(_REQUESTS.c.id == bindparam("request"), _REQUESTS.c.state == WAITING)
@@ -109,10 +110,9 @@ def claim(
 
     The request is taken by a compare-and-set from `waiting`, under its row lock on PostgreSQL (SQLite runs
     one writer at a time). The claim walks the queue in order: call it when any_waiting_for says the
-    worker's models have a queue at all, or it walks every waiting request of other models."""
+    worker's models have a queue at all, or it walks every waiting request of other models. On PostgreSQL
+    the transaction must have selected WALK_THE_INDEX first."""
     connection = session.connection()
-    if skip_locked:  # PostgreSQL
-        connection.execute(_WALK_THE_INDEX)
     row = connection.execute(_BEST_UNLOCKED if skip_locked else _BEST, worker_params(worker, trusted)).first()
     if row is None:
         return None

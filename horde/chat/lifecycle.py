@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -120,6 +120,21 @@ _FAULT = (
         finished_at=bindparam("at"),
     )
 )
+#: PostgreSQL: an accepted reply in one statement, after the request's row lock: the job ends (compare-and-set
+#: from processing), and only then the request finishes, and only then kudos move with their entries.
+#: It answers how many jobs ended and requests finished; the caller refuses (and rolls back) unless both are 1.
+_SUBMITTED = (
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("job"), _JOBS.c.state == JOB_PROCESSING)
+    .values(state=JOB_SUBMITTED, reason=None, ended_at=bindparam("at"))
+    .returning(_JOBS.c.id)
+    .cte("submitted")
+)
+_FINISHED = _FINISH.where(exists(select(_SUBMITTED.c.id))).returning(_REQUESTS.c.id).cte("finished")
+_SUBMIT_AND_SETTLE = select(
+    select(func.count()).select_from(_SUBMITTED).scalar_subquery().label("ended"),
+    select(func.count()).select_from(_FINISHED).scalar_subquery().label("finished"),
+).add_cte(_SUBMITTED, _FINISHED, *accounts.paired_transfer_ctes(exists(select(_FINISHED.c.id))))
 _DUE_JOBS = select(_JOBS.c.id, _JOBS.c.request_id).where(
     _JOBS.c.state == JOB_PROCESSING, _JOBS.c.deadline_at < bindparam("now")
 )
@@ -206,26 +221,60 @@ def submit(
             session, settings, request, request.job_id, errors.ChatSubmitNonconformant.rc, problem
         )
         return None, problem, Changed(request.id, state or request.state, request.models)
+    if is_postgresql(session):
+        return _accept_in_one_statement(session, settings, request, reply)
     _end_job(session, request.job_id, JOB_SUBMITTED, None)
     if request.kudos_charged:
         raise errors.DuplicateGen("This request was already charged.")
-    usage = reply["usage"] = _billable_usage(reply, request)
-    reply["finish_reason"] = reply.get("finish_reason") or "stop"
-    kudos = pricing.price(
-        request.job_model,
-        completion_tokens=usage["completion_tokens"],
-        prompt_tokens=request.prompt_tokens,
-        n_images=request.n_images,
-        reference_path=settings.model_reference_path,
-    )
-    moves = [(request.user_id, -kudos, "charge"), (request.owner_id, kudos, "reward")]
-    accounts.transfer(session, moves, request_id=request.id)
+    kudos = _price_reply(settings, request, reply)
+    accounts.transfer(session, _moves(request, kudos), request_id=request.id)
     finished = session.connection().execute(
         _FINISH, {"request": request.id, "job": request.job_id, "reply": reply, "at": utcnow(), "kudos": kudos}
     )
     if finished.rowcount != 1:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
     return kudos, None, Changed(request.id, DONE, request.models)
+
+
+def _accept_in_one_statement(
+    session: Session, settings: Settings, request: Any, reply: dict
+) -> tuple[int, None, Changed]:
+    """PostgreSQL: the job's end, the request's finish and the settlement in one round trip (_SUBMIT_AND_SETTLE).
+    The same refusals as the step-by-step path, in the same order; any of them rolls the whole statement back."""
+    if request.kudos_charged:  # the step-by-step path's refusals, in its order: the job's own first
+        if session.connection().scalar(_JOB_STATE, {"job": request.job_id}) != JOB_PROCESSING:
+            _refuse_ended_job(session, request.job_id)
+        raise errors.DuplicateGen("This request was already charged.")
+    kudos = _price_reply(settings, request, reply)
+    params = accounts.paired_transfer_params(_moves(request, kudos), request_id=request.id) | {
+        "job": request.job_id,
+        "reply": reply,
+        "kudos": kudos,
+    }
+    ended, finished = session.connection().execute(_SUBMIT_AND_SETTLE, params).one()
+    if not ended:
+        _refuse_ended_job(session, request.job_id)
+    if not finished:  # cannot happen under the lock; refuse (and roll back the job's end) if it does
+        raise errors.AbortedGen("This job is no longer assigned to the worker.")
+    return kudos, None, Changed(request.id, DONE, request.models)
+
+
+def _price_reply(settings: Settings, request: Any, reply: dict) -> int:
+    """Bill the reply (its usage and finish reason completed in place) and price it."""
+    usage = reply["usage"] = _billable_usage(reply, request)
+    reply["finish_reason"] = reply.get("finish_reason") or "stop"
+    return pricing.price(
+        request.job_model,
+        completion_tokens=usage["completion_tokens"],
+        prompt_tokens=request.prompt_tokens,
+        n_images=request.n_images,
+        reference_path=settings.model_reference_path,
+    )
+
+
+def _moves(request: Any, kudos: int) -> list[tuple[int, int, str]]:
+    """The client pays what the worker's owner earns."""
+    return [(request.user_id, -kudos, "charge"), (request.owner_id, kudos, "reward")]
 
 
 def _billable_usage(reply: dict, request: Any) -> dict:
@@ -324,8 +373,12 @@ def _try_end_job(session: Session, job_id: str, state: str, reason: str | None) 
 
 def _end_job(session: Session, job_id: str, state: str, reason: str | None) -> None:
     """As _try_end_job, raising the refusal that matches the state another call left."""
-    if _try_end_job(session, job_id, state, reason):
-        return
+    if not _try_end_job(session, job_id, state, reason):
+        _refuse_ended_job(session, job_id)
+
+
+def _refuse_ended_job(session: Session, job_id: str) -> None:
+    """The refusal for a job that another call ended first."""
     if session.connection().scalar(_JOB_STATE, {"job": job_id}) == JOB_SUBMITTED:
         raise errors.DuplicateGen("This job was already submitted.")
     raise errors.AbortedGen("This job is no longer assigned to the worker.")

@@ -34,6 +34,8 @@ _BUSY = chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT
 _BUSY_THREADS = select(_BUSY)
 #: A pop's first look, in one round trip: its busy threads and whether its models have a queue at all.
 _BUSY_THREADS_AND_QUEUE = select(_BUSY, chat_claim.ANY_WAITING_FOR)
+#: PostgreSQL: the same look also prepares the claim's plan for the rest of the transaction.
+_BUSY_THREADS_AND_QUEUE_WALKING = select(_BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX)
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
 
 
@@ -94,10 +96,9 @@ def _claim_or_explain(
 ) -> tuple[dict[str, Any], chat_claim.Claimed | None]:
     """The pop's answer and the job it claimed, if any."""
     # Text jobs share the worker's threads.
-    busy, queued = (
-        session.connection()
-        .execute(_BUSY_THREADS_AND_QUEUE, {"worker": worker.id, "models": list(worker.models)})
-        .one()
+    first_look = _BUSY_THREADS_AND_QUEUE_WALKING if runtime.db.is_postgresql else _BUSY_THREADS_AND_QUEUE
+    busy, queued, *_ = (
+        session.connection().execute(first_look, {"worker": worker.id, "models": list(worker.models)}).one()
     )
     if busy >= worker.threads:
         return {"id": None, "skipped": {"threads": busy}}, None

@@ -15,7 +15,7 @@ def statements(runtime):
     def record(_conn, _cursor, statement, *_):
         seen.append(" ".join(statement.lower().split()))
 
-    engines = {runtime.db.engine, runtime.db.read_engine}
+    engines = {runtime.db.engine, runtime.db.read_engine, runtime.db.autocommit_engine}
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
     try:
