@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from horde_testing.processes import wait_until
 from tests.support.native import pop, submit
 from tests.support.statements import statements
@@ -15,6 +17,8 @@ PROGRESS_POSTS = 3
 JOIN_S = 30
 #: The waiter's read of its request (request_rows.follow_request): the payload only once the request is final.
 FOLLOW_READ = "then chat_requests.payload end as payload"
+#: The release of a delivered answer (idempotency.release_delivered).
+RELEASE = "update chat_requests set holders="
 
 
 def follow_reads(seen: list[str]) -> int:
@@ -75,3 +79,20 @@ def test_a_stream_hears_its_job_start_and_progress(runtime, client, make_user):
 
     assert status == 200 and body.rstrip().endswith("data: [DONE]")
     assert follow_reads(seen) >= 2  # at least one for the start or a progress, one for the end
+
+
+def test_a_json_answer_is_released_without_a_transaction_block(runtime, client, make_user):
+    """On PostgreSQL the release (one holder less, delivered) is one statement in autocommit: no BEGIN, no
+    COMMIT."""
+    if not runtime.db.is_postgresql:
+        pytest.skip("SQLite has no autocommit: its single statements are write transactions")
+    _, owner = make_user("owner")
+    pop(client, owner)
+    _, key = make_user("client", kudos=100)
+
+    with statements(runtime) as seen, statements(runtime, transactional_only=True) as in_transactions:
+        status, _ = answer_with_progress(client, owner, key, BODY)
+
+    assert status == 200
+    released = [s for s in seen if s.startswith(RELEASE)]
+    assert len(released) == 1 and not [s for s in in_transactions if s.startswith(RELEASE)]
