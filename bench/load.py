@@ -7,6 +7,10 @@ reply at once; C clients sending /v1/chat/completions in a loop, a chosen share 
 them streamed. After a warm-up, D seconds are measured; then the clients stop, the
 requests in flight finish, and the workers stop.
 
+Each server is measured twice, on a fresh database each time: with slots that pop and then submit (two
+calls per job), then with slots whose submit carries the next pop (one call per job while the queue is
+not empty; `--no-submit-pop` skips that row).
+
 Printed: completed requests/s; latency p50 and p99 for JSON and for streamed
 requests; the server's CPU ms per completed request (/proc, every server process);
 the count of 5xx answers; requests not in a final state after the run; and whether
@@ -57,6 +61,8 @@ SERVER_SETTINGS = {
 }
 REPLY = "The bench worker's short answer."
 REQUEST_TIMEOUT_S = 120.0
+#: How the worker slots take their jobs, by whether a submit carries the next pop: the two rows per server.
+MODES = {False: "pop, then submit", True: "submit with pop"}
 DRAIN_TIMEOUT_S = 60.0
 
 
@@ -109,7 +115,9 @@ def cpu_of(pids) -> dict[int, float]:
 # -- load ---------------------------------------------------------------------------------
 
 
-def worker_slot(port: int, key: str, name: str, slots: int, args, record: Record, stopping) -> None:
+def worker_slot(port: int, key: str, name: str, slots: int, submit_pop: bool, args, record: Record, stopping) -> None:
+    """Pop (long-poll), submit, again. With `submit_pop` each submit carries the next pop, and the slot
+    pops on its own only when a submit brought no job. A job in hand is always submitted, even when stopping."""
     conn = Connection("127.0.0.1", port, REQUEST_TIMEOUT_S)
     headers = {"apikey": key}
     pop = {
@@ -121,27 +129,30 @@ def worker_slot(port: int, key: str, name: str, slots: int, args, record: Record
         "bridge_agent": "bench:1:load",
         "wait": args.pop_wait,
     }
-    while not stopping.is_set():
+    job_id = None
+    while job_id is not None or not stopping.is_set():
         try:
-            status, body = conn.request("POST", "/api/v2/generate/chat/pop", headers, pop)
-            record.status(status)
-            if status != 200:
-                record.errors.append(f"pop: HTTP {status} {body[:200]!r}")
-                gevent.sleep(0.5)
-                continue
-            job_id = json.loads(body).get("id")
             if job_id is None:
-                continue
-            status, body = conn.request(
-                "POST",
-                "/api/v2/generate/chat/submit",
-                headers,
-                {"id": job_id, "content": REPLY, "finish_reason": "stop"},
-            )
+                status, body = conn.request("POST", "/api/v2/generate/chat/pop", headers, pop)
+                record.status(status)
+                if status != 200:
+                    record.errors.append(f"pop: HTTP {status} {body[:200]!r}")
+                    gevent.sleep(0.5)
+                    continue
+                job_id = json.loads(body).get("id")
+                if job_id is None:
+                    continue
+            reply = {"id": job_id, "content": REPLY, "finish_reason": "stop"}
+            if submit_pop and not stopping.is_set():
+                reply["pop"] = pop
+            job_id = None
+            status, body = conn.request("POST", "/api/v2/generate/chat/submit", headers, reply)
             record.status(status)
             record.jobs += 1
             if status != 200:
                 record.errors.append(f"submit: HTTP {status} {body[:200]!r}")
+                continue
+            job_id = (json.loads(body).get("next") or {}).get("id")
         except Exception as exc:  # counted and shown; the slot goes on
             record.errors.append(f"worker: {type(exc).__name__}: {exc}")
             conn.close()
@@ -268,23 +279,33 @@ class Setup:
         self.database.drop()
 
 
-def run(backend: str, args) -> tuple[list, bool]:
-    """One load run; (table row, whether every count is right)."""
+def run(backend: str, submit_pop: bool, args) -> tuple[list, bool]:
+    """One load run on a fresh database and server; (table row, whether every count is right)."""
     setup = Setup(backend, args)
     row, ok = None, False
     try:
-        row, ok = measure(setup, args)
+        row, ok = measure(setup, submit_pop, args)
         return row, ok
     finally:
         setup.close(keep_log=args.keep_log or not ok)
 
 
-def measure(setup: Setup, args) -> tuple[list, bool]:
+def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
     port = setup.server.port
     stop_workers, stop_clients = gevent.event.Event(), gevent.event.Event()
     workers, clients, window = Record(), Record(), Window()
     slots = [
-        gevent.spawn(worker_slot, port, setup.owner_key, f"bench-load-{index}", args.slots, args, workers, stop_workers)
+        gevent.spawn(
+            worker_slot,
+            port,
+            setup.owner_key,
+            f"bench-load-{index}",
+            args.slots,
+            submit_pop,
+            args,
+            workers,
+            stop_workers,
+        )
         for index in range(args.workers)
         for _ in range(args.slots)
     ]
@@ -331,7 +352,8 @@ def measure(setup: Setup, args) -> tuple[list, bool]:
     fivexx = clients.server_errors + workers.server_errors
     errors = clients.errors + workers.errors
     S.log(
-        f"{setup.backend}: {completed} completed in {elapsed:.1f} s; jobs {workers.jobs}; client statuses "
+        f"{setup.backend}, {MODES[submit_pop]}: {completed} completed in {elapsed:.1f} s; jobs {workers.jobs}; "
+        f"client statuses "
         f"{dict(sorted(clients.statuses.items()))}; worker statuses {dict(sorted(workers.statuses.items()))}; "
         f"requests by state {counts['by_state']}"
     )
@@ -345,7 +367,7 @@ def measure(setup: Setup, args) -> tuple[list, bool]:
         and clients.completed > 0  # a count over the whole run: a slow machine may finish none inside the window
     )
     row = [
-        setup.describe(args),
+        f"{setup.describe(args)}; {MODES[submit_pop]}",
         completed,
         f"{completed / elapsed:.1f}",
         S.ms(S.median(clients.json_s)),
@@ -408,6 +430,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--keep-log", action="store_true", help="keep the server's log (kept anyway when a count fails)"
     )
+    parser.add_argument(
+        "--no-submit-pop",
+        action="store_true",
+        help="only the slots that pop and submit in two calls (default: that row, then the row of slots "
+        "whose submit carries the next pop)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if not 0 <= args.stream_share <= 1:
@@ -425,14 +453,16 @@ def main(argv=None) -> int:
             backends.remove("postgresql")
     started = time.perf_counter()
     rows, all_ok = [], True
+    modes = [False] if args.no_submit_pop else [False, True]
     for backend in backends:
-        S.log(
-            f"{backend}: {args.clients} clients ({args.stream_share:.0%} streamed), {args.workers} workers × "
-            f"{args.slots} slots, {args.warmup:g} s warm-up + {args.duration:g} s"
-        )
-        row, ok = run(backend, args)
-        rows.append(row)
-        all_ok = all_ok and ok
+        for submit_pop in modes:
+            S.log(
+                f"{backend}, {MODES[submit_pop]}: {args.clients} clients ({args.stream_share:.0%} streamed), "
+                f"{args.workers} workers × {args.slots} slots, {args.warmup:g} s warm-up + {args.duration:g} s"
+            )
+            row, ok = run(backend, submit_pop, args)
+            rows.append(row)
+            all_ok = all_ok and ok
     print(
         f"load: {args.clients} clients through /v1 ({args.stream_share:.0%} streamed, max_tokens {args.max_tokens}), "
         f"{args.workers} workers × {args.slots} slots over the native protocol, {args.duration:g} s measured"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from marshmallow import Schema, ValidationError
+from marshmallow.schema import SCHEMA
 
 from horde import errors
 
@@ -26,6 +27,8 @@ def load(schema: Schema, data: Any) -> dict:
 def _first_error(messages, prefix=""):
     if isinstance(messages, dict):
         key = sorted(messages, key=str)[0]
+        if key == SCHEMA and prefix:  # a nested object's own error (not an object, a cross-field check): its path
+            return _first_error(messages[key], prefix)
         path = (
             f"{prefix}.{key}"
             if prefix and not isinstance(key, int)

@@ -33,9 +33,9 @@ JOB_GONE_RCS = ("AbortedGen", "DuplicateGen", "JobNotFound")
 class HordeError(Exception):
     """A non-2xx answer from the Horde, with its `{"message", "rc"}` body."""
 
-    def __init__(self, status: int, rc: str, message: str):
+    def __init__(self, status: int, rc: str, message: str, param: str | None = None):
         super().__init__(f"HTTP {status} {rc}: {message}")
-        self.status, self.rc, self.message = status, rc, message
+        self.status, self.rc, self.message, self.param = status, rc, message, param
 
     @property
     def transient(self) -> bool:
@@ -44,6 +44,11 @@ class HordeError(Exception):
 
 class FatalHordeError(HordeError):
     """The Horde refuses this worker itself (key, name, declarations): popping again won't help."""
+
+
+def _refuses_the_pop(exc: HordeError) -> bool:
+    """A 400 about the submit's `pop` field: unknown to an older Horde, or declarations it refuses."""
+    return exc.status == 400 and exc.param is not None and (exc.param == "pop" or exc.param.startswith("pop."))
 
 
 def backoff_s(attempt: int, cap_s: float) -> float:
@@ -63,6 +68,8 @@ class HordeClient:
         self.stop_event = stop_event or threading.Event()
         self._local = threading.local()
         self._last_skipped: dict | None = None
+        #: Whether submits may carry the next pop; a Horde from before that extension refuses the field.
+        self.submit_pops = True
 
     # -- transport ---------------------------------------------------------------
 
@@ -89,7 +96,8 @@ class HordeClient:
             error = {}
         rc = str(error.get("rc") or "HTTPError")
         message = str(error.get("message") or response.text[:200] or response.reason)
-        raise HordeError(response.status_code, rc, message)
+        param = error.get("param")
+        raise HordeError(response.status_code, rc, message, param if isinstance(param, str) else None)
 
     def post(self, path: str, body: dict, timeout_s: float) -> dict:
         """One POST under /api/v2 (no retries): for loops that own their retry rules, like the text loop."""
@@ -147,33 +155,56 @@ class HordeClient:
             return False
         return bool(answer.get("cancel"))
 
-    def submit(self, body: dict) -> bool:
-        """Submit a reply; True when the Horde accepted it. Refusals are logged, not retried."""
+    def submit(self, body: dict, next_pop: dict | None = None) -> dict | None:
+        """Submit a reply, with `next_pop` asking for the next job in the same call; the Horde's answer
+        (`reward`, and `next` when asked) when it accepted the reply, else None. Refusals are logged, not
+        retried; a refusal of the `pop` field itself is answered by submitting again without it."""
         job_id = body.get("id")
+        if next_pop is not None and self.submit_pops:
+            body = dict(body, pop=next_pop)
+        timeout_s = REQUEST_TIMEOUT_S + float((next_pop or {}).get("wait") or 0)
         for attempt in range(SUBMIT_MAX_ATTEMPTS):
             try:
-                answer = self._post("/generate/chat/submit", body, REQUEST_TIMEOUT_S)
+                answer = self._post("/generate/chat/submit", body, timeout_s)
             except requests.RequestException as exc:
                 log.warning("submit of %s failed (%s); retrying", job_id, exc.__class__.__name__)
             except HordeError as exc:
+                if "pop" in body and _refuses_the_pop(exc):
+                    body = {key: value for key, value in body.items() if key != "pop"}
+                    self.submit_pops = self.submit_pops and exc.param != "pop"
+                    log.warning(
+                        "the Horde refused the pop carried by the submit of %s (%s); submitting alone", job_id, exc
+                    )
+                    continue
                 if exc.transient:
                     log.warning("submit of %s failed: %s; retrying", job_id, exc)
                 elif exc.rc == "ChatSubmitNonconformant":
                     log.warning("the Horde refused the reply to %s as nonconformant: %s", job_id, exc.message)
-                    return False
+                    return None
                 elif exc.status == 404 or exc.rc in JOB_GONE_RCS:
                     log.info("job %s dropped at submit: %s", job_id, exc)
-                    return False
+                    return None
                 else:
                     log.error("submit of %s refused: %s", job_id, exc)
-                    return False
+                    return None
             else:
                 log.info("submitted %s; reward %s", job_id, answer.get("reward"))
-                return True
+                return answer
             # Submits are retried even while stopping: the reply is already paid for.
             time.sleep(backoff_s(attempt, SUBMIT_BACKOFF_MAX_S))
         log.error("gave up submitting %s after %d attempts", job_id, SUBMIT_MAX_ATTEMPTS)
-        return False
+        return None
+
+    @staticmethod
+    def next_job(answer: dict | None) -> dict | None:
+        """The job a submit's `next` holds, if any; a pop refused after the submit is logged (the popper's
+        own pop meets the refusal again and handles it)."""
+        following = (answer or {}).get("next")
+        if not isinstance(following, dict):
+            return None
+        if following.get("rc"):
+            log.warning("the pop carried by a submit was refused: %s %s", following.get("rc"), following.get("message"))
+        return following if following.get("id") else None
 
     def fault(self, job_id: str, reason: str) -> bool:
         """Tell the Horde the job cannot be done, so it restarts it now rather than at its ttl."""

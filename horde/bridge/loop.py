@@ -1,7 +1,9 @@
 """The worker loop: pop a job when a thread is free, run it on its own thread, settle it.
 
 A popper thread long-polls the Horde and never holds more jobs than `threads`. Each
-job runs on a plain thread of its own and ends in exactly one submit or fault. The
+job runs on a plain thread and ends in exactly one submit or fault. A submit asks for
+the next job in the same call (`pop`, without waiting); the thread runs that job in
+turn, and frees its slot for the popper only when the submit brought none. The
 main thread only watches for a stop: `request_stop()` sets a flag (safe to call from a
 signal handler), after which no more jobs are popped, in-flight jobs get
 `shutdown_grace_s` to finish, and the ones still running are faulted with
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 from horde.bridge.client import FatalHordeError, HordeClient
 from horde.bridge.context import PROGRESS_INTERVAL_S, JobContext
 from horde.bridge.declarations import Declarations
-from horde.bridge.job import Job, JobCancelled, JobFault
+from horde.bridge.job import Job, JobCancelled, JobFault, Reply
 
 if TYPE_CHECKING:
     from horde.bridge.backends import Backend
@@ -60,6 +62,7 @@ class WorkerLoop:
         self._immediate = False
         self._slots = threading.BoundedSemaphore(declarations.threads)
         self._lock = threading.Lock()
+        self._pops_in_flight = 0
         self._inflight: dict[str, tuple[threading.Thread, JobContext]] = {}
         self._popper_done = threading.Event()
 
@@ -134,31 +137,61 @@ class WorkerLoop:
 
     def _pop_one(self) -> bool:
         """Pop once; True when a job thread took the slot."""
-        started = time.monotonic()
-        answer = self.client.pop(self.declarations.pop_body(self.wait_s))
-        if answer is None:
-            idle_s = IDLE_POP_INTERVAL_S - (time.monotonic() - started)
-            if idle_s > 0:
-                self._stop.wait(idle_s)
+        if not self._claim_pop():
+            self._stop.wait(MAIN_POLL_S)
             return False
+        started = time.monotonic()
+        accepted = None
+        try:
+            answer = self.client.pop(self.declarations.pop_body(self.wait_s))
+            if answer is None:
+                idle_s = IDLE_POP_INTERVAL_S - (time.monotonic() - started)
+                if idle_s > 0:
+                    self._stop.wait(idle_s)
+                return False
+            accepted = self._accept(answer)
+        finally:
+            self._end_pop(took_job=accepted is not None)
+        if accepted is None:
+            return False
+        job, ctx = accepted
+        thread = threading.Thread(target=self._run_jobs, args=(job, ctx), name=f"job-{job.id}", daemon=True)
+        with self._lock:
+            self._inflight[job.id] = (thread, ctx)
+        thread.start()
+        return True
+
+    def _claim_pop(self) -> bool:
+        """Whether one more pop may be sent: not while stopping, nor past `max_jobs` counting the pops in flight."""
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            if self.max_jobs is not None and self.jobs_started + self._pops_in_flight >= self.max_jobs:
+                return False
+            self._pops_in_flight += 1
+            return True
+
+    def _end_pop(self, *, took_job: bool) -> None:
+        with self._lock:
+            self._pops_in_flight -= 1
+            self.jobs_started += took_job
+
+    def _accept(self, answer: dict) -> tuple[Job, JobContext] | None:
+        """A popped job, ready to run; None when it went back to the Horde (stopping, malformed)."""
         if self._stop.is_set():
             self.client.fault(str(answer["id"]), SHUTDOWN_REASON)
-            return False
+            return None
         try:
             job = Job.from_pop(answer)
         except JobFault as exc:
             self.client.fault(str(answer["id"]), exc.reason)
-            return False
+            return None
         ctx = JobContext(
             job,
             self.client,
             progress_enabled="progress" in self.declarations.features,
             progress_interval_s=self.progress_interval_s,
         )
-        thread = threading.Thread(target=self._run_job, args=(job, ctx), name=f"job-{job.id}", daemon=True)
-        with self._lock:
-            self._inflight[job.id] = (thread, ctx)
-        self.jobs_started += 1
         log.info(
             "job %s: model %s, %d message(s), %d tool(s), format %s, ttl %ss",
             job.id,
@@ -168,12 +201,25 @@ class WorkerLoop:
             job.response_format_type,
             job.ttl_s,
         )
-        thread.start()
-        return True
+        return job, ctx
 
     # -- running -------------------------------------------------------------------
 
-    def _run_job(self, job: Job, ctx: JobContext) -> None:
+    def _run_jobs(self, job: Job, ctx: JobContext) -> None:
+        """Run the job, then each job its submit brought, on this thread and slot."""
+        try:
+            while (following := self._run_job(job, ctx)) is not None:
+                with self._lock:  # one swap, so the drain never sees this slot empty while it still works
+                    self._inflight.pop(job.id, None)
+                    job, ctx = following
+                    self._inflight[job.id] = (threading.current_thread(), ctx)
+        finally:
+            with self._lock:
+                self._inflight.pop(job.id, None)
+            self._slots.release()
+
+    def _run_job(self, job: Job, ctx: JobContext) -> tuple[Job, JobContext] | None:
+        """Run one job and settle it; the next job when its submit brought one."""
         try:
             reply = self.backend.generate(job, ctx)
         except JobCancelled:
@@ -186,11 +232,22 @@ class WorkerLoop:
             self._fault(ctx, f"backend error: {exc}")
         else:
             if ctx.claim_settlement():
-                self.client.submit(reply.submit_body(job.id))
+                return self._submit(job, reply)
+        return None
+
+    def _submit(self, job: Job, reply: Reply) -> tuple[Job, JobContext] | None:
+        """Submit the reply, asking in the same call for the next job (no long-poll: the popper does that)."""
+        asking = self._claim_pop()
+        accepted = None
+        try:
+            answer = self.client.submit(reply.submit_body(job.id), self.declarations.pop_body(0) if asking else None)
+            following = self.client.next_job(answer) if asking else None
+            if following is not None:
+                accepted = self._accept(following)
         finally:
-            with self._lock:
-                self._inflight.pop(job.id, None)
-            self._slots.release()
+            if asking:
+                self._end_pop(took_job=accepted is not None)
+        return accepted
 
     def _fault(self, ctx: JobContext, reason: str) -> None:
         if ctx.claim_settlement():

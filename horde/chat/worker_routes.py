@@ -74,9 +74,9 @@ class Progress(Resource):
 class Submit(Resource):
     @namespace.doc(params=APIKEY_HEADER)
     @namespace.expect(submit_model)
-    @namespace.response(200, "Accepted", submit_answer_model)
+    @namespace.response(200, "Accepted, with the next job when `pop` was sent", submit_answer_model)
     def post(self) -> dict:
-        """Submit the reply; a reply that breaks the request's contract is refused."""
+        """Submit the reply; a reply that breaks the request's contract is refused. With `pop`, also pop."""
         body = load(SUBMIT_SCHEMA, json_body())
         hub = runtime()
         owner = pop_service.worker_owner(hub, api_key())
@@ -85,23 +85,34 @@ class Submit(Resource):
         _announce(hub, request)
         if problem:
             raise errors.ChatSubmitNonconformant(problem)
-        return {"reward": reward}
+        return _with_next_job(hub, owner, body, {"reward": reward})
 
 
 @namespace.route("/fault")
 class Fault(Resource):
     @namespace.doc(params=APIKEY_HEADER)
     @namespace.expect(fault_model)
-    @namespace.response(200, "Noted", fault_answer_model)
+    @namespace.response(200, "Noted, with the next job when `pop` was sent", fault_answer_model)
     def post(self) -> dict:
-        """Report that the job cannot be done; it restarts elsewhere while attempts remain."""
+        """Report that the job cannot be done; it restarts elsewhere while attempts remain. With `pop`, also pop."""
         body = load(FAULT_SCHEMA, json_body())
         hub = runtime()
         owner = pop_service.worker_owner(hub, api_key())
         with hub.db.transaction() as session:
             request = lifecycle.fault(session, hub.settings, owner, body)
         _announce(hub, request)
-        return {"message": "OK"}
+        return _with_next_job(hub, owner, body, {"message": "OK"})
+
+
+def _with_next_job(hub, owner, body: dict, answer: dict) -> dict:
+    """`answer`, plus `next` when the call carried a pop. The pop runs after the call committed and its events
+    went out: nothing the pop meets can undo the call, and a fault's restarted request is already queued."""
+    next_pop = body.get("pop")
+    if next_pop is not None:
+        note(worker=next_pop["name"])
+        with long_poll():
+            answer["next"] = pop_service.next_job(hub, owner, next_pop)
+    return answer
 
 
 def _announce(hub, request) -> None:

@@ -40,10 +40,24 @@ _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
 
 
 def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
-    """Claim a job, long-polling up to `wait` s. An announced job wakes one poller; one that finds
-    nothing it may take while requests wait for its models passes the announcement on."""
+    """POST /pop: validate, authenticate, then `serve`."""
     request = load(POP_SCHEMA, body)
-    owner = worker_owner(runtime, api_key)
+    return serve(runtime, worker_owner(runtime, api_key), request)
+
+
+def next_job(runtime: Runtime, owner: Identity, request: dict) -> dict:
+    """The pop a submit or fault carried (validated with it), run once that call has committed: what /pop
+    would answer, or no job and the pop's refusal (a name another owner holds, the database lost meanwhile),
+    since the call it rode on succeeded and must not be answered as failed."""
+    try:
+        return serve(runtime, owner, request)
+    except errors.HordeError as refusal:
+        return {"id": None, **refusal.to_native()}
+
+
+def serve(runtime: Runtime, owner: Identity, request: dict) -> dict:
+    """Claim a job for a loaded pop body, long-polling up to `wait` s. An announced job wakes one poller;
+    one that finds nothing it may take while requests wait for its models passes the announcement on."""
     deadline = time.monotonic() + request["wait"]
     channels = [jobs_channel(model) for model in request["models"]]
     woken = False

@@ -77,6 +77,12 @@ class UsageSchema(Schema):
     reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
 
 
+#: Submit and fault may carry the next pop: the same body /pop takes, validated before anything changes.
+_NEXT_POP_DESCRIPTION = (
+    "Optional: a /pop body; after the call succeeds the server pops for this worker and answers the job in `next`"
+)
+
+
 class SubmitSchema(Schema):
     class Meta:
         unknown = RAISE
@@ -87,6 +93,7 @@ class SubmitSchema(Schema):
     tool_calls = fields.List(fields.Nested(ToolCallSchema), allow_none=True, load_default=None)
     finish_reason = fields.String(load_default="stop", validate=validate.OneOf(FINISH_REASONS))
     usage = fields.Nested(UsageSchema, load_default=dict)
+    pop = fields.Nested(PopSchema, metadata={"description": _NEXT_POP_DESCRIPTION})
 
 
 class FaultSchema(Schema):
@@ -97,6 +104,7 @@ class FaultSchema(Schema):
     reason = fields.String(
         load_default="The worker reported a fault without a reason.", validate=validate.Length(max=2000)
     )
+    pop = fields.Nested(PopSchema, metadata={"description": _NEXT_POP_DESCRIPTION})
 
 
 POP_SCHEMA = PopSchema()
@@ -128,11 +136,25 @@ class ProgressAnswerSchema(Schema):
     cancel = fields.Boolean(required=True)
 
 
+class NextJobSchema(PopAnswerSchema):
+    """The pop a submit or fault carried: what /pop would have answered, or no job and the pop's refusal."""
+
+    rc = fields.String(metadata={"description": "The pop's refusal, when it was refused after the call succeeded"})
+    message = fields.String(metadata={"description": "The refusal's message, with rc"})
+
+
+_NEXT_DESCRIPTION = "Present when the call carried `pop`: the job it popped, or none and why"
+
+
 class SubmitAnswerSchema(Schema):
-    """POST /generate/chat/submit: the kudos the worker's owner earned."""
+    """POST /generate/chat/submit: the kudos the worker's owner earned, and the next job when it asked."""
 
     reward = fields.Integer(required=True)
+    next = fields.Nested(NextJobSchema, metadata={"description": _NEXT_DESCRIPTION})
 
 
 class FaultAnswerSchema(Schema):
+    """POST /generate/chat/fault: noted, and the next job when it asked."""
+
     message = fields.String(required=True)
+    next = fields.Nested(NextJobSchema, metadata={"description": _NEXT_DESCRIPTION})

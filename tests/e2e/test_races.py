@@ -255,3 +255,39 @@ def test_many_simultaneous_submits_keep_every_balance_equal_to_its_entries(horde
         assert all(outcome(answer) == "200" for answer in answers)
         assert_balances_match_ledger(horde.runtime.db)
     print(f"\n{SUBMIT_STORM_ROUNDS} rounds of 20 simultaneous submits of one requester's jobs: {dict(tally)}")
+
+
+def test_submits_that_pop_and_plain_pops_at_once_give_each_job_once(horde):
+    """Six slots submit their job and pop the next in one call while six others pop plainly, over two servers,
+    with six requests waiting: no job (and no request) is given twice, and every request is settled once."""
+    bench = Bench(horde)
+    racers = 6
+    tally = collections.Counter()
+    for _ in range(ROUNDS):
+        requests_ = [bench.queue(index) for index in range(2 * racers)]
+        held = [bench.pop(index) for index in range(racers)]
+        submits = [
+            bench.submit(job_id, index, {"content": "Hi there", "pop": bench.declaration})
+            for index, job_id in enumerate(held)
+        ]
+        pops = [
+            functools.partial(native, bench.server(index), "POST", "/generate/chat/pop", bench.owner, bench.declaration)
+            for index in range(racers)
+        ]
+        answers = fire_together(submits + pops)
+        assert [outcome(answer) for answer in answers] == ["200"] * len(answers)
+        given = [answer.json()["next"]["id"] for answer in answers[:racers]]
+        given += [answer.json()["id"] for answer in answers[racers:]]
+        handed = [job_id for job_id in given if job_id is not None]
+        assert len(handed) == len(set(handed))
+        tally[f"{sum(job is not None for job in given[:racers])} by submit, {len(handed)} in all"] += 1
+        for index, job_id in enumerate(handed):
+            assert outcome(bench.submit(job_id, index)()) == "200"
+        while (left := bench.pop()) is not None:
+            assert outcome(bench.submit(left, 0)()) == "200"
+        for request_id in requests_:
+            row = request_row(horde, request_id)
+            assert (row.state, row.attempts) == ("done", 1)
+            assert entries(horde, request_id) == {"charge": [-row.kudos_charged], "reward": [row.kudos_charged]}
+    assert_balances_match_ledger(horde.runtime.db)
+    print(f"\n{ROUNDS} rounds of {racers} submits with pop against {racers} pops: {dict(tally)}")

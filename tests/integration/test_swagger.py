@@ -58,6 +58,7 @@ def test_the_request_bodies_are_the_marshmallow_schemas_with_their_required_fiel
     assert definitions["ChatRequest"]["required"] == ["messages"]
     assert definitions["ChatRequest"]["additionalProperties"] is False
     assert set(definitions["ChatPop"]["required"]) == {"name", "models", "max_length", "max_context_length"}
+    assert definitions["ChatSubmit"]["properties"]["pop"]["properties"] == definitions["ChatPop"]["properties"]
     assert definitions["ChatPop"]["properties"]["wait"] == {"type": "number", "minimum": 0, "maximum": 30, "default": 0}
     assert definitions["TextRequest"]["required"] == ["prompt"]
     assert "additionalProperties" not in definitions["TextRequest"]  # unknown keys are warned about, not refused
@@ -128,6 +129,18 @@ def test_real_answers_match_the_documented_bodies(client, spec, make_user):
     job = call("post", "/generate/chat/pop", owner, json=worker)
     call("post", "/generate/chat/fault", owner, json={"id": job["id"], "reason": "out of memory"})
     assert call("get", "/generate/chat/status/{request_id}", key, request_id=faulted)["faulted"] is not None
+
+    # A fault and submits carrying the next pop: a job, no job, and a pop refused after the call succeeded.
+    job = call("post", "/generate/chat/pop", owner, json=worker)
+    job = call("post", "/generate/chat/fault", owner, json={"id": job["id"], "pop": worker})["next"]
+    assert job["id"] is not None
+    assert call("post", "/generate/chat/submit", owner, json={"id": job["id"], "pop": worker})["next"]["id"] is None
+    _, other_owner = make_user()
+    call("post", "/generate/chat/pop", other_owner, json=declaration("taken-name"))
+    call("post", "/generate/chat/async", key, json={"model": "m1", "messages": [_hello()]})
+    job = call("post", "/generate/chat/pop", owner, json=worker)
+    refused = call("post", "/generate/chat/submit", owner, json={"id": job["id"], "pop": declaration("taken-name")})
+    assert refused["next"]["rc"] == "WorkerNameTaken"
 
     text = call("post", "/generate/text/async", key, json={"prompt": "Once", "models": ["m1"], "extra": 1})["id"]
     text_job = call("post", "/generate/text/pop", owner, json={"name": WORKER_NAME, "models": ["m1"]})

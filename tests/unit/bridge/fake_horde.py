@@ -1,6 +1,7 @@
 """A tiny Horde speaking the native worker protocol on a real port, for the bridge's tests.
 
-It hands out queued jobs on pop (long-polling like the real one), records every
+It hands out queued jobs on pop (long-polling like the real one) and on a submit that
+carries `pop` (or refuses that field, as a Horde from before it), records every
 progress, submit and fault, answers cancel for chosen jobs, and can be told to fail
 pops or submits, so the worker's loop runs over real HTTP without the real server.
 """
@@ -30,6 +31,8 @@ class FakeHorde:
         self.pop_errors: list[tuple[int, dict]] = []
         self.submit_errors: dict[str, list[tuple[int, dict]]] = {}
         self.active: set[str] = set()
+        self.refuse_submit_pop = False
+        self.handed_by_submit: list[str] = []
         self.max_active = 0
         self._ids = itertools.count(1)
         self._changed = threading.Condition()
@@ -76,6 +79,17 @@ class FakeHorde:
                 self.active.discard(body.get("id"))
             self._changed.notify_all()
 
+    def _hand_out(self, wait_s: float) -> dict | None:
+        try:
+            job = self.jobs.get(timeout=min(wait_s, 5.0) or 0.01)
+        except queue.Empty:
+            return None
+        with self._changed:
+            self.active.add(job["id"])
+            self.max_active = max(self.max_active, len(self.active))
+            self._changed.notify_all()
+        return job
+
     def _build_app(self) -> Flask:
         app = Flask("fake_horde")
 
@@ -92,15 +106,8 @@ class FakeHorde:
             if self.pop_errors:
                 status, error = self.pop_errors.pop(0)
                 return jsonify(error), status
-            try:
-                job = self.jobs.get(timeout=min(float(body.get("wait") or 0), 5.0) or 0.01)
-            except queue.Empty:
-                return jsonify(id=None, skipped={"models": 1})
-            with self._changed:
-                self.active.add(job["id"])
-                self.max_active = max(self.max_active, len(self.active))
-                self._changed.notify_all()
-            return jsonify(job)
+            job = self._hand_out(float(body.get("wait") or 0))
+            return jsonify(job or {"id": None, "skipped": {"models": 1}})
 
         @app.post("/api/v2/generate/chat/progress")
         def progress():
@@ -116,8 +123,15 @@ class FakeHorde:
             if errors:
                 status, error = errors.pop(0)
                 return jsonify(error), status
+            if "pop" in body and self.refuse_submit_pop:
+                return jsonify(message="Invalid 'pop': Unknown field.", rc="BadRequest", param="pop"), 400
             self._record(self.submits, body, finished=True)
-            return jsonify(reward=10)
+            if "pop" not in body:
+                return jsonify(reward=10)
+            job = self._hand_out(float(body["pop"].get("wait") or 0))
+            if job is not None:
+                self.handed_by_submit.append(job["id"])
+            return jsonify(reward=10, next=job or {"id": None, "skipped": {}})
 
         @app.post("/api/v2/generate/chat/fault")
         def fault():

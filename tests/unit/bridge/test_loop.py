@@ -224,3 +224,33 @@ def test_stop_faults_a_job_that_outlives_the_grace(horde):
     assert running.stop() == 0
     assert time.monotonic() - started < 3
     assert horde.faults == [{"id": job_id, "reason": SHUTDOWN_REASON}] and horde.submits == []
+
+
+def test_a_submit_asks_for_the_next_job_and_the_same_slot_runs_it(horde):
+    ids = [horde.add_job(user(f"job {i}")) for i in range(3)]
+    running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "done"}}))
+    assert horde.wait_for(lambda: all(horde.settled(i) for i in ids))
+    running.stop()
+    assert horde.handed_by_submit == ids[1:]
+    assert [s["id"] for s in horde.submits] == ids
+    assert all(s["pop"]["name"] == "test-worker" and s["pop"]["wait"] == 0 for s in horde.submits)
+    assert horde.max_active == 1
+
+
+def test_an_older_horde_refusing_pop_gets_each_reply_alone(horde):
+    horde.refuse_submit_pop = True
+    ids = [horde.add_job(user(f"job {i}")) for i in range(2)]
+    running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "done"}}))
+    assert horde.wait_for(lambda: all(horde.settled(i) for i in ids))
+    running.stop()
+    assert [("pop" in a, a["id"]) for a in horde.submit_attempts] == [(True, ids[0]), (False, ids[0]), (False, ids[1])]
+    assert horde.handed_by_submit == [] and len(horde.submits) == 2
+
+
+def test_max_jobs_counts_the_jobs_a_submit_brought(horde):
+    ids = [horde.add_job(user(str(i))) for i in range(3)]
+    running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "ok"}}), max_jobs=2)
+    running.thread.join(10)
+    assert running.exit_code == 0
+    assert [s["id"] for s in horde.submits] == ids[:2] and horde.jobs.qsize() == 1
+    assert ["pop" in s for s in horde.submits] == [True, False]
