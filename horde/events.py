@@ -21,7 +21,14 @@ POLL_WITHOUT_EVENTS_S = 1.0
 
 
 def request_channel(request_id: str) -> str:
+    """A request changed state: it ended, went back to the queue, or was cancelled."""
     return f"request:{request_id}"
+
+
+def progress_channel(request_id: str) -> str:
+    """A request's job was taken or posted progress. Only streams listen: a JSON answer waits for the end,
+    and reading the row on every progress would cost it a database read for nothing."""
+    return f"progress:{request_id}"
 
 
 def jobs_channel(model: str) -> str:

@@ -8,6 +8,7 @@ worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
@@ -71,15 +72,49 @@ def admit(
     body_hash: str | None = None,
     holders: int = 0,
     request_id: str | None = None,
+    roster_generation: int | None = None,
 ) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
-    With `snapshots` the queue length and typical job time behind the estimates may be a second old.
-    `body_hash` and `holders` are stored with the request (see horde/oai/idempotency.py)."""
-    models = models_of(native)
+    With `snapshots` the queue length and typical job time behind the estimates may be a second old, and
+    with `roster_generation` too (CheckIns.generation) the workers: a refusal is decided on the workers as
+    they are now, read again. `body_hash` and `holders` are stored with the request (see
+    horde/oai/idempotency.py)."""
     model_param = model_param or ("model" if "model" in native else "models")
     kudos = _check_rate(session, settings, user, client_address)
-    roster, trust = request_rows.roster(session)
+    row = {
+        "id": request_id or new_id(),
+        "user_id": user.id,
+        "priority_class": PRIORITY_CLASS_KUDOS if (not user.anonymous and kudos > 0) else PRIORITY_CLASS_OTHERS,
+        "priority": max(kudos, 0),
+        "client_agent": _storable_agent(client_agent),
+        "client_address": client_address,
+        "body_hash": body_hash,
+        "holders": holders,
+    }
+    queue_on = functools.partial(_queue_on, session, settings, user, native, model_param, row, snapshots=snapshots)
+    if snapshots is not None and roster_generation is not None:
+        try:
+            return queue_on(snapshots.roster(session, roster_generation))
+        except errors.HordeError:
+            pass  # a worker may have checked in on another process within the second: the fresh roster decides
+    return queue_on(request_rows.roster(session))
+
+
+def _queue_on(
+    session: Session,
+    settings: Settings,
+    user: Identity,
+    native: dict,
+    model_param: str,
+    row: dict[str, Any],
+    workers_and_trust: tuple[list, dict[int, bool]],
+    *,
+    snapshots: Snapshots | None,
+) -> ChatRequest:
+    """Admission's checks of the workers, the fitting and the price, then the INSERT of `row` completed."""
+    models = models_of(native)
+    roster, trust = workers_and_trust
     _check_known(session, roster, models, model_param, settings.model_reference_path)
     online = workers.online_among(roster, settings.worker_online_window_s, models)
     if not online:
@@ -137,17 +172,13 @@ def admit(
         else queue.typical_job_s(session, settings.default_job_duration_s)
     )
     _check_queue(native, settings, eligible, queued, job_s)
-    now = utcnow()
     return request_rows.insert_request(
         session,
         {
-            "id": request_id or new_id(),
-            "user_id": user.id,
+            **row,
             "state": WAITING,
-            "created_at": now,
+            "created_at": utcnow(),
             "finished_at": None,
-            "priority_class": PRIORITY_CLASS_KUDOS if (not user.anonymous and kudos > 0) else PRIORITY_CLASS_OTHERS,
-            "priority": max(kudos, 0),
             "models": models,
             "max_tokens": need.max_tokens,
             "context_tokens": need.context_tokens,
@@ -162,10 +193,6 @@ def admit(
             "kudos_estimate": estimate,
             "kudos_charged": 0,
             "context_adjustments": adjustments or None,
-            "client_agent": _storable_agent(client_agent),
-            "client_address": client_address,
-            "body_hash": body_hash,
-            "holders": holders,
             "delivered": False,
             "attempts": 0,
             "current_job_id": None,

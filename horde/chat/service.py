@@ -53,6 +53,7 @@ def create(
             body_hash=body_hash,
             holders=holders,
             request_id=request_id,
+            roster_generation=runtime.checkins.generation,
         )
     announce_jobs(runtime.bus, request.models)
     return request

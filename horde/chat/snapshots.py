@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from horde.chat import queue
+from horde.chat import queue, request_rows
 from horde.chat.eligibility import (
     QUEUE_ORDER,
     breaks_limits,
@@ -34,6 +34,7 @@ SNAPSHOT_MAX_AGE_S = 1.0
 class _Entry:
     taken_at: float
     value: object
+    version: object = None
 
 
 class Snapshots:
@@ -42,15 +43,23 @@ class Snapshots:
         self._entries: dict = {}
         self._lock = threading.Lock()
 
-    def _cached(self, key, compute):
+    def _cached(self, key, compute, version: object = None):
+        """compute(), or its value of less than max_age_s ago when it was taken at the same `version`."""
         entry = self._entries.get(key)
         now = time.monotonic()
-        if entry is not None and now - entry.taken_at < self.max_age_s:
+        if entry is not None and entry.version == version and now - entry.taken_at < self.max_age_s:
             return entry.value
         value = compute()
         with self._lock:
-            self._entries[key] = _Entry(now, value)
+            self._entries[key] = _Entry(now, value, version)
         return value
+
+    def roster(self, session: Session, generation: int) -> tuple[list[Worker], dict[int, bool]]:
+        """Admission's roster (request_rows.roster): every worker with its owner's trust, up to a second old,
+        and taken again once this process has checked in a worker with new declarations (`generation`,
+        CheckIns.generation). A worker that checked in on another process may be missing: admission reads
+        the roster afresh before it refuses."""
+        return self._cached("roster", lambda: request_rows.roster(session), generation)
 
     def online(self, session: Session, window_s: float) -> tuple[list[Worker], dict[int, bool]]:
         """(online workers, owner trust by owner id), detached from the session."""

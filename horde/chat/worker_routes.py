@@ -9,7 +9,7 @@ from flask_restx import Namespace, Resource
 from horde import errors
 from horde.chat import lifecycle
 from horde.chat.models import WAITING
-from horde.events import announce_jobs, request_channel
+from horde.events import announce_jobs, progress_channel, request_channel
 from horde.ops.metrics import long_poll
 from horde.ops.request_context import note
 from horde.payload import load
@@ -66,7 +66,7 @@ class Progress(Resource):
         with hub.db.transaction() as session:
             stop, request_id = lifecycle.progress(session, owner, body)
         if not stop:
-            hub.bus.publish(request_channel(request_id))
+            hub.bus.publish(progress_channel(request_id))
         return {"cancel": stop}
 
 

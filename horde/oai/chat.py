@@ -18,12 +18,11 @@ from horde.chat import admission, service
 from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest, new_id
 from horde.client_address import client_address
 from horde.contract import DEFAULT_AVAILABILITY_MODE
-from horde.events import request_channel
 from horde.oai import auth, completion, idempotency, stream
 from horde.oai import errors as oai_errors
 from horde.oai.observed import observed
 from horde.oai.screening import ScreenedRequest, screen_chat_request
-from horde.oai.waiter import Created, Failed, Finished, FirstRead, watch
+from horde.oai.waiter import Created, Failed, Finished, FirstRead, channels, watch
 from horde.settle import settle
 
 if TYPE_CHECKING:
@@ -97,7 +96,7 @@ class ChatCall:
     def _create(self, user, headers, key, address: str) -> Created:
         """Create the request, listening to its channel from before the commit (so the waiter skips a read)."""
         request_id = new_id()
-        subscription = self.runtime.bus.subscribe(request_channel(request_id))
+        subscription = self.runtime.bus.subscribe(*channels(request_id, progress=self.screened.stream))
         try:
             request = service.create(
                 self.runtime,
@@ -127,7 +126,14 @@ class ChatCall:
     def _respond(self, request_id: str, environ, replayed: bool, created: Created | None = None) -> Response:
         mode = self.screened.native.get("availability_mode", DEFAULT_AVAILABILITY_MODE)
         tick_s = None if self.screened.stream else JSON_WAIT_TICK_S
-        watching = watch(self.runtime, request_id, availability_mode=mode, tick_s=tick_s, created=created)
+        watching = watch(
+            self.runtime,
+            request_id,
+            availability_mode=mode,
+            tick_s=tick_s,
+            created=created,
+            progress=self.screened.stream,
+        )
         watcher = observed(watching, ENDPOINT, environ, request_id)
         first = next(watcher)
         headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}

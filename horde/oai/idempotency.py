@@ -127,15 +127,19 @@ def claim(runtime: Runtime, user_id: int, key: str, digest: str) -> Claim:
 
 
 def bind(runtime: Runtime, user_id: int, key: str, request_id: str) -> None:
-    with runtime.db.transaction() as session:
-        row = session.scalar(select(IdempotencyKey).where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key))
-        if row is not None:
-            row.request_id = request_id
+    """The key names the request it created (one statement)."""
+    with runtime.db.autocommit() as session:
+        session.execute(
+            update(IdempotencyKey)
+            .where(IdempotencyKey.user_id == user_id, IdempotencyKey.key == key)
+            .values(request_id=request_id),
+            execution_options={"synchronize_session": False},
+        )
 
 
 def release(runtime: Runtime, user_id: int, key: str) -> None:
-    """A refusal before queueing stores nothing: the corrected request may reuse the key."""
-    with runtime.db.transaction() as session:
+    """A refusal before queueing stores nothing: the corrected request may reuse the key (one statement)."""
+    with runtime.db.autocommit() as session:
         session.execute(
             delete(IdempotencyKey).where(
                 IdempotencyKey.user_id == user_id, IdempotencyKey.key == key, IdempotencyKey.request_id.is_(None)
@@ -163,7 +167,7 @@ def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestT
 
 def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
     """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
-    with runtime.db.transaction() as session:
+    with runtime.db.autocommit() as session:
         session.connection().execute(
             _holders_statement(_table(table), delivered=True), {"id_": request_id, "delta": -1}
         )
@@ -188,7 +192,8 @@ def _holders_statement(rows: Table, *, delivered: bool) -> Update:
 
 
 def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = ChatRequest) -> None:
-    with runtime.db.transaction() as session:
+    """Holders + `delta`, never below 0 (one statement)."""
+    with runtime.db.autocommit() as session:
         session.connection().execute(
             _holders_statement(_table(table), delivered=False), {"id_": request_id, "delta": delta}
         )

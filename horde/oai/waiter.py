@@ -18,7 +18,7 @@ from horde import errors
 from horde.chat import request_rows, service
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.contract import DEFAULT_AVAILABILITY_MODE
-from horde.events import Subscription, request_channel
+from horde.events import Subscription, progress_channel, request_channel
 from horde.ops.drain import DRAIN
 from horde.timeutil import seconds_since
 
@@ -80,6 +80,12 @@ class Failed:
     error: errors.HordeError
 
 
+def channels(request_id: str, *, progress: bool) -> tuple[str, ...]:
+    """What a waiter listens to: the request's changes of state, and with `progress` (a stream) its job's
+    start and progress too."""
+    return (request_channel(request_id), progress_channel(request_id)) if progress else (request_channel(request_id),)
+
+
 def watch(
     runtime: Runtime,
     request_id: str,
@@ -88,6 +94,7 @@ def watch(
     keepalive_s: float | None = None,
     tick_s: float | None = None,
     created: Created | None = None,
+    progress: bool = True,
 ) -> Iterator[object]:
     """Events of one request.
 
@@ -95,6 +102,8 @@ def watch(
     for a lost event, every FULL_READ_S. Keepalives and gap checks use the last row read and the
     per-process snapshots; between them each `tick_s` yields a Tick that costs nothing. With `created`
     (a request this call has just created, listened to since before its commit) the first read is skipped.
+    Without `progress` (a JSON answer) the job's start and progress wake nothing: the row may say waiting
+    while a worker generates, which a gap check finds out before it acts (_still_waiting).
     """
     settings = runtime.settings
     keepalive_s = keepalive_s or settings.oai_keepalive_s
@@ -108,7 +117,9 @@ def watch(
     first, read, pool, request = True, created is None, None, None if created is None else created.request
     if created is not None:
         next_full_read = now + max(FULL_READ_S, keepalive_s)
-    listening = created.subscription if created is not None else runtime.bus.subscribe(request_channel(request_id))
+    listening = (
+        created.subscription if created is not None else runtime.bus.subscribe(*channels(request_id, progress=progress))
+    )
     with listening as subscription, DRAIN.waiter():
         while True:
             if DRAIN.ending:
@@ -166,10 +177,12 @@ def watch(
                         request.worker_id,
                         request.served_model,
                     )
-            if gap is not None and _still_waiting(runtime, request_id):
-                service.cancel(runtime, None, request_id, reason=gap)
-                yield Failed(gap)
-                return
+            if gap is not None:
+                if _still_waiting(runtime, request_id):
+                    service.cancel(runtime, None, request_id, reason=gap)
+                    yield Failed(gap)
+                    return
+                next_full_read = now  # the row moved on unheard (taken by a worker): read it before another check
             if keepalive_due:
                 # On the stream's own cadence: a wake-up late by less than a period does not delay the next one.
                 next_keepalive += keepalive_s

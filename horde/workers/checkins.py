@@ -75,6 +75,9 @@ class CheckIns:
         self.refresh_s = refresh_s
         self._entries: dict[str, tuple[int, tuple, float, WorkerView]] = {}
         self._lock = threading.Lock()
+        #: Counts the check-ins of this process that wrote a worker new to it or new declarations: a view of
+        #: the workers taken before the count moved may lack them (admission's roster, chat/snapshots.py).
+        self.generation = 0
 
     def current(self, owner_id: int, pop: dict, window_s: float) -> WorkerView | None:
         """The worker as last checked in, when nothing would change by checking in again now."""
@@ -89,7 +92,11 @@ class CheckIns:
 
     def remember(self, pop: dict, view: WorkerView, written_at: float) -> None:
         """Call after the check-in committed; `written_at` is time.monotonic() from before it began."""
+        declarations = declared(pop)
         with self._lock:
             if len(self._entries) >= CHECK_IN_CACHE_MAX_ENTRIES:
                 self._entries.clear()
-            self._entries[view.name] = (view.owner_id, declared(pop), written_at, view)
+            previous = self._entries.get(view.name)
+            if previous is None or previous[:2] != (view.owner_id, declarations):
+                self.generation += 1
+            self._entries[view.name] = (view.owner_id, declarations, written_at, view)

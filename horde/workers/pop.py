@@ -15,7 +15,7 @@ from horde.chat import claim as chat_claim
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.database import table_of
-from horde.events import jobs_channel, request_channel
+from horde.events import jobs_channel, progress_channel
 from horde.ops.drain import DRAIN
 from horde.payload import load
 from horde.text import lifecycle as text_lifecycle
@@ -101,7 +101,7 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     if checked_in:
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
-        runtime.bus.publish(request_channel(claimed.request_id))
+        runtime.bus.publish(progress_channel(claimed.request_id))
     return result
 
 

@@ -8,14 +8,17 @@ from sqlalchemy import event
 
 
 @contextlib.contextmanager
-def statements(runtime):
-    """Every SQL statement the app sends while the block runs, lower-cased, whitespace collapsed."""
+def statements(runtime, *, transactional_only: bool = False):
+    """Every SQL statement the app sends while the block runs, lower-cased, whitespace collapsed. With
+    `transactional_only`, those sent inside a transaction block (on PostgreSQL, not in autocommit)."""
     seen = []
 
     def record(_conn, _cursor, statement, *_):
         seen.append(" ".join(statement.lower().split()))
 
-    engines = {runtime.db.engine, runtime.db.read_engine, runtime.db.autocommit_engine}
+    engines = {runtime.db.engine}
+    if not transactional_only:
+        engines |= {runtime.db.read_engine, runtime.db.autocommit_engine}
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
     try:

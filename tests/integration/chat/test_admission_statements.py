@@ -3,36 +3,81 @@
 from __future__ import annotations
 
 from horde.accounts.identity import Identity
+from horde.app import create_app
 from horde.chat import service
+from horde.chat.snapshots import Snapshots
+from horde.runtime import Runtime
 from tests.support.native import pop
 from tests.support.statements import statements
 
+#: The per-process snapshots (a second in production) last the whole test: what is cached stays cached.
+CACHED_S = 3600
+#: Admission's roster: every worker with its owners' trust, cached with the snapshots.
+ROSTER = (
+    "select workers.id, workers.name, workers.owner_id, workers.models, workers.max_length,"
+    " workers.max_context_length, workers.threads, workers.features_mask, workers.guarantees_mask,"
+    " workers.max_temperature_with_tools, workers.last_pop_at, users.trusted as owner_trusted from workers"
+    " join users on workers.owner_id = users.id"
+)
 
-def test_a_request_is_admitted_in_four_statements_and_never_read_back(runtime, client, make_user):
+
+def test_a_request_is_admitted_in_three_statements_and_never_read_back(runtime, client, make_user):
     _, worker_key = make_user("owner")
     pop(client, worker_key)
     user, _ = make_user("client", kudos=100)
     native = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}
+    runtime.snapshots = Snapshots(max_age_s=CACHED_S)
     service.create(runtime, Identity.of(user), dict(native))  # the per-process snapshots are warm from here
 
     with statements(runtime) as seen:
         request = service.create(runtime, Identity.of(user), dict(native), body_hash="ab" * 32, holders=1)
 
     admission = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
-    snapshots = [s for s in admission if "order by" in s]  # the queue and typical job time, once a second
-    assert [s.split(" (")[0] for s in admission if s not in snapshots] == [
+    assert [s.split(" (")[0] for s in admission] == [
         *_rate_turn(runtime),
         "select users.kudos,",  # the caller's balance and its rate count, in one statement
-        "select workers.id, workers.name, workers.owner_id, workers.models, workers.max_length,"
-        " workers.max_context_length, workers.threads, workers.features_mask, workers.guarantees_mask,"
-        " workers.max_temperature_with_tools, workers.last_pop_at, users.trusted as owner_trusted from workers"
-        " join users on workers.owner_id = users.id",  # the roster with its owners' trust
         *_inserts(runtime),
     ]
     stored = service.read(runtime, request.id)
     assert stored is not None
     assert (stored.body_hash, stored.holders, stored.state, stored.models) == ("ab" * 32, 1, "waiting", ["m1"])
     assert stored.context_adjustments is None and stored.reply is None
+
+
+def test_a_worker_checked_in_by_another_process_serves_the_very_next_request(runtime, client, make_user, settings):
+    """The roster is cached for a second per process; a refusal reads it afresh, so a worker that another
+    process checked in a moment ago is not missed."""
+    _, owner_key = make_user("owner")
+    pop(client, owner_key)
+    user, _ = make_user("client", kudos=100)
+    native = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}
+    runtime.snapshots = Snapshots(max_age_s=CACHED_S)
+    service.create(runtime, Identity.of(user), dict(native))  # this process's roster: one worker, of m1
+    other_process = Runtime.build(settings)
+    try:
+        pop(create_app(runtime=other_process).test_client(), owner_key, name="w2", models=["m2"])
+    finally:
+        other_process.close()
+
+    with statements(runtime) as seen:
+        request = service.create(runtime, Identity.of(user), dict(native, model="m2"))
+
+    assert request.models == ["m2"] and ROSTER in seen
+
+
+def test_a_declaration_changed_in_this_process_applies_to_the_very_next_request(runtime, client, make_user):
+    _, owner_key = make_user("owner")
+    pop(client, owner_key, max_length=1024)
+    user, _ = make_user("client", kudos=100)
+    native = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 512}
+    runtime.snapshots = Snapshots(max_age_s=CACHED_S)
+    assert service.create(runtime, Identity.of(user), dict(native)).max_tokens == 512
+    pop(client, owner_key, max_length=256)
+
+    request = service.create(runtime, Identity.of(user), dict(native))
+
+    assert request.max_tokens == 256
+    assert request.context_adjustments == [{"from": 512, "to": 256, "reason": "worker_max_length"}]
 
 
 def _rate_turn(runtime) -> list[str]:
