@@ -8,6 +8,10 @@ database every POLL_WITHOUT_EVENTS_S instead.
 
 A subscriber subscribes *before* it reads the state, then waits: a publish that
 lands between the read and the wait is not lost.
+
+A request has two channels: its changes of state (request_channel) and its job's
+start and progress (progress_channel), which only streams listen to; a JSON answer
+needs the end alone (docs/decisions/0012-client-path-round-trips.md).
 """
 
 from __future__ import annotations
