@@ -47,10 +47,6 @@ STREAM_ONLY_KEYS = ("stream", "stream_options")
 RequestTable = type[ChatRequest] | type["TextRequest"]
 
 
-def _table(table: RequestTable) -> Table:
-    return table_of(table)
-
-
 def check_key(value: str | None) -> str | None:
     if value is None:
         return None
@@ -169,7 +165,7 @@ def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = C
     """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
     with runtime.db.autocommit() as session:
         session.connection().execute(
-            _holders_statement(_table(table), delivered=True), {"id_": request_id, "delta": -1}
+            _holders_statement(table_of(table), delivered=True), {"id_": request_id, "delta": -1}
         )
 
 
@@ -195,7 +191,7 @@ def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = Ch
     """Holders + `delta`, never below 0 (one statement)."""
     with runtime.db.autocommit() as session:
         session.connection().execute(
-            _holders_statement(_table(table), delivered=False), {"id_": request_id, "delta": delta}
+            _holders_statement(table_of(table), delivered=False), {"id_": request_id, "delta": delta}
         )
 
 
