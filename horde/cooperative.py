@@ -1,4 +1,5 @@
-"""Long loops over a request's items that let the other greenlets of the process run.
+"""Long loops over a request's items that let the other greenlets of the process run; a turn passed to
+the greenlets an event just woke.
 
 Under gevent one CPU-bound handler holds the whole process: a body of 10,000
 messages screened, validated and fitted in one go would stall every other
@@ -31,3 +32,13 @@ def _paused(items: Sequence[Item], every: int) -> Iterator[Item]:
         if index and index % every == 0:
             gevent.sleep(0)
         yield item
+
+
+def pass_turn() -> None:
+    """Let the greenlets woken just now run before this one goes on, when the process runs on gevent.
+
+    A handler that published a change (a new job, a submitted reply) would otherwise finish its own
+    answer first: the woken long-poll's claim, or the waiter's answer to its client, waits for it,
+    though they are what the other side is waiting for."""
+    if monkey.is_module_patched("socket"):
+        gevent.sleep(0)

@@ -20,6 +20,8 @@ import threading
 import time
 from collections.abc import Iterable
 
+from horde.cooperative import pass_turn
+
 #: While Redis is unreachable, waiters and long-polls read the database this often instead.
 POLL_WITHOUT_EVENTS_S = 1.0
 
@@ -208,6 +210,8 @@ class LocalEventBus:
                     listeners.append(chosen)
         for subscription in listeners:
             subscription.notify()
+        if listeners:
+            pass_turn()
 
     def poll_interval_s(self) -> float | None:
         """None while events reach this process; else how often waiters read the database instead."""

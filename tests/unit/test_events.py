@@ -80,3 +80,23 @@ def test_request_listeners_all_hear_every_event():
     bus.publish("request:r")
     assert [listener.wait(0) for listener in listeners] == [True, True, True]
     assert heard([poller]) == []
+
+
+def test_a_publish_lets_the_woken_long_poll_run_before_the_publisher_goes_on(monkeypatch):
+    """Under gevent, the poller's claim (or a waiter's answer) is what the other side waits for: it runs first."""
+    import gevent
+    import gevent.event
+
+    from horde import cooperative, events
+
+    monkeypatch.setattr(cooperative.monkey, "is_module_patched", lambda name: True)
+    monkeypatch.setattr(events.threading, "Event", gevent.event.Event)  # as gevent's patching makes it
+    bus = LocalEventBus()
+    order = []
+    with bus.subscribe("jobs:m", single=True) as subscription:
+        poller = gevent.spawn(lambda: subscription.wait(WAIT_S) and order.append("poller claims"))
+        gevent.sleep(0)  # the poller is waiting
+        bus.publish("jobs:m")
+        order.append("publisher answers")
+        poller.join(WAIT_S)
+    assert order == ["poller claims", "publisher answers"]
