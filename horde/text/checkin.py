@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.text.models import JOB_SUBMITTED, TextJob
 from horde.timeutil import utcnow
@@ -24,7 +25,7 @@ SLOW_TOKENS_PER_S = 2.0
 RECENT_JOBS_FOR_SPEED = 20
 
 
-def check_in(session: Session, owner: User, pop: dict) -> Worker:
+def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from horde.accounts import service as accounts
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.events import request_channel
 from horde.payload import load
 from horde.text import checkin, eligibility, lifecycle, views
 from horde.text.schemas import POP_SCHEMA
-from horde.workers.pop import busy_threads
+from horde.workers.pop import busy_threads, worker_owner
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -58,22 +58,22 @@ def pop(runtime: Runtime, api_key: str | None, body: object) -> dict:
     pop_body = {key: value for key, value in load(POP_SCHEMA, body).items() if value is not None}
     for key, default in POP_DEFAULTS:
         pop_body.setdefault(key, default)
+    owner = worker_owner(runtime, api_key)
     deadline = time.monotonic() + pop_body["wait"]
     channels = [text_jobs_channel(model) for model in pop_body["models"]] + [ANY_MODEL_CHANNEL]
     with runtime.bus.subscribe(*channels) as subscription:
         while True:
             last_try = deadline - time.monotonic() <= 0
-            answer = pop_once(runtime, api_key, pop_body, explain=last_try)
+            answer = pop_once(runtime, owner, pop_body, explain=last_try)
             if answer["id"] is not None or last_try or answer.get("busy"):
                 answer.pop("busy", None)
                 return answer
             subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
 
 
-def pop_once(runtime: Runtime, api_key: str | None, pop_body: dict, *, explain: bool) -> dict:
+def pop_once(runtime: Runtime, owner: Identity, pop_body: dict, *, explain: bool) -> dict:
     """One check-in and claim. `explain` computes the skipped counts, which scan the queue."""
     with runtime.db.transaction() as session:
-        owner = accounts.authenticate(session, api_key)
         worker = checkin.check_in(session, owner, pop_body)
         offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=checkin.is_slow(session, worker.id))
         in_flight = busy_threads(session, worker)
