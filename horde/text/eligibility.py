@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, case, exists, func, literal, not_, or_, select
+from sqlalchemy import Boolean, ColumnElement, and_, bindparam, case, exists, func, literal, not_, or_, select
 from sqlalchemy.orm import Session
 
 from horde.text.models import WAITING, TextRequest, TextRequestModel
@@ -26,49 +26,63 @@ class Offer:
     slow: bool
 
 
-def _serves_model(worker: Worker):
-    any_model = ~exists(select(literal(1)).where(TextRequestModel.request_id == TextRequest.id))
-    listed = exists(
+#: Whether a request takes any model, or one of the worker's (bind parameter `text_models`).
+_SERVES_MODEL = or_(
+    ~exists(select(literal(1)).where(TextRequestModel.request_id == TextRequest.id)),
+    exists(
         select(literal(1)).where(
-            and_(TextRequestModel.request_id == TextRequest.id, TextRequestModel.model.in_(worker.text_models or []))
+            TextRequestModel.request_id == TextRequest.id,
+            TextRequestModel.model.in_(bindparam("text_models", expanding=True)),
         )
-    )
-    return or_(any_model, listed)
-
-
-def conditions(offer: Offer) -> list[tuple[str, ColumnElement[bool]]]:
-    """(skipped reason, SQL condition a request must meet) pairs."""
-    worker = offer.worker
-    softprompts = list(worker.softprompts or [])
-    return [
-        ("models", _serves_model(worker)),
-        ("max_length", TextRequest.max_length <= worker.text_max_length),
-        ("max_context_length", TextRequest.max_context_length <= worker.text_max_context_length),
-        ("matching_softprompt", or_(TextRequest.softprompt.is_(None), TextRequest.softprompt.in_(softprompts))),
-        (
-            "worker_id",
-            and_(
-                or_(TextRequest.only_workers.is_(None), TextRequest.only_workers.like(f"%|{worker.id}|%")),
-                or_(TextRequest.blocked_workers.is_(None), not_(TextRequest.blocked_workers.like(f"%|{worker.id}|%"))),
+    ),
+)
+#: (skipped reason, SQL condition a request must meet) pairs, built once: the offer comes in the bind parameters
+#: of `offer_params`, so a pop neither builds nor hashes these statements again.
+CONDITIONS: list[tuple[str, ColumnElement[bool]]] = [
+    ("models", _SERVES_MODEL),
+    ("max_length", TextRequest.max_length <= bindparam("text_max_length")),
+    ("max_context_length", TextRequest.max_context_length <= bindparam("text_max_context_length")),
+    (
+        "matching_softprompt",
+        or_(TextRequest.softprompt.is_(None), TextRequest.softprompt.in_(bindparam("softprompts", expanding=True))),
+    ),
+    (
+        "worker_id",
+        and_(
+            or_(TextRequest.only_workers.is_(None), TextRequest.only_workers.like(bindparam("worker_pattern"))),
+            or_(
+                TextRequest.blocked_workers.is_(None),
+                not_(TextRequest.blocked_workers.like(bindparam("worker_pattern"))),
             ),
         ),
-        ("untrusted", or_(TextRequest.trusted_only.is_(False), literal(offer.trusted))),
-        ("performance", or_(TextRequest.slow_workers.is_(True), literal(not offer.slow))),
-        ("nsfw", or_(TextRequest.nsfw.is_(False), literal(bool(worker.nsfw)))),
-        ("kudos", or_(TextRequest.upfront_paid.is_(True), literal(not worker.require_upfront_kudos))),
-    ]
+    ),
+    ("untrusted", or_(TextRequest.trusted_only.is_(False), bindparam("trusted", type_=Boolean))),
+    ("performance", or_(TextRequest.slow_workers.is_(True), bindparam("fast", type_=Boolean))),
+    ("nsfw", or_(TextRequest.nsfw.is_(False), bindparam("nsfw", type_=Boolean))),
+    ("kudos", or_(TextRequest.upfront_paid.is_(True), bindparam("no_upfront_kudos", type_=Boolean))),
+]
+QUEUE_FILTER = and_(TextRequest.state == WAITING, TextRequest.waiting > 0, *[condition for _, condition in CONDITIONS])
+_FIRST_FAILURE = case(*[(not_(condition), name) for name, condition in CONDITIONS], else_="")
+_SKIPPED = select(_FIRST_FAILURE, func.count()).where(TextRequest.state == WAITING).group_by(_FIRST_FAILURE)
 
 
-def queue_filter(offer: Offer) -> ColumnElement[bool]:
-    return and_(
-        TextRequest.state == WAITING, TextRequest.waiting > 0, *[condition for _, condition in conditions(offer)]
-    )
+def offer_params(offer: Offer) -> dict:
+    """The bind parameters of CONDITIONS for this offer."""
+    worker = offer.worker
+    return {
+        "text_models": list(worker.text_models or []),
+        "text_max_length": worker.text_max_length,
+        "text_max_context_length": worker.text_max_context_length,
+        "softprompts": list(worker.softprompts or []),
+        "worker_pattern": f"%|{worker.id}|%",
+        "trusted": bool(offer.trusted),
+        "fast": not offer.slow,
+        "nsfw": bool(worker.nsfw),
+        "no_upfront_kudos": not worker.require_upfront_kudos,
+    }
 
 
 def skipped_counts(session: Session, offer: Offer) -> dict[str, int]:
     """Why the waiting requests were not given to this worker, by first failing reason."""
-    first_failure = case(*[(not_(condition), name) for name, condition in conditions(offer)], else_="")
-    rows = session.execute(
-        select(first_failure, func.count()).where(TextRequest.state == WAITING).group_by(first_failure)
-    ).all()
+    rows = session.execute(_SKIPPED, offer_params(offer)).all()
     return {reason: count for reason, count in rows if reason and count}

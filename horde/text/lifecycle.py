@@ -20,7 +20,7 @@ from horde.accounts.models import User
 from horde.chat.tokens import text_tokens
 from horde.database import table_of
 from horde.text import pricing
-from horde.text.eligibility import QUEUE_ORDER, Offer, queue_filter
+from horde.text.eligibility import QUEUE_FILTER, QUEUE_ORDER, Offer, offer_params
 from horde.text.models import (
     CANCELLED,
     DONE,
@@ -65,15 +65,17 @@ def _one_left(now) -> dict:
     }
 
 
+_NEXT = select(TextRequest).where(QUEUE_FILTER).order_by(*QUEUE_ORDER).limit(1)
+#: PostgreSQL: rows another claim holds are skipped, so concurrent pops take different requests.
+_NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=TextRequest)
+
+
 def next_request(session: Session, offer: Offer, *, skip_locked: bool, prefer_users: list[int]) -> TextRequest | None:
     """The best waiting request for the worker: its priority users first, then priority class, kudos, age."""
-    order: tuple = QUEUE_ORDER
+    query = _NEXT_UNLOCKED if skip_locked else _NEXT
     if prefer_users:
-        order = (case((TextRequest.user_id.in_(prefer_users), 0), else_=1), *QUEUE_ORDER)
-    query = select(TextRequest).where(queue_filter(offer)).order_by(*order).limit(1)
-    if skip_locked:
-        query = query.with_for_update(skip_locked=True, of=TextRequest)
-    return session.scalar(query)
+        query = query.order_by(None).order_by(case((TextRequest.user_id.in_(prefer_users), 0), else_=1), *QUEUE_ORDER)
+    return session.scalar(query, offer_params(offer))
 
 
 def claim(session: Session, settings: Settings, request: TextRequest, worker: Worker, amount: int) -> list[TextJob]:
