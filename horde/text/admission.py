@@ -73,7 +73,9 @@ def admit(
     client_address: str | None = None,
     warnings: list[dict] | None = None,
     lifetime_s: float,
+    online: list[Worker] | None = None,
 ) -> Admitted:
+    """`online`: the online text workers serving the request's models, when the caller read them already."""
     params = dict(loaded["params"])
     n = params.get("n", 1)
     params["n"] = n
@@ -81,7 +83,8 @@ def admit(
     params.setdefault("max_context_length", DEFAULT_CONTEXT_TOKENS)
     models = list(dict.fromkeys(loaded.get("models") or []))
     prompt_tokens = pricing.prompt_tokens(loaded["prompt"], params["max_context_length"])
-    online = checkin.online_text_workers(session, settings.worker_online_window_s, models)
+    if online is None:
+        online = checkin.online_text_workers(session, settings.worker_online_window_s, models)
     warnings = list(warnings or [])
     _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, warnings)
     estimate = pricing.estimate(

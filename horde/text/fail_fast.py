@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -20,9 +21,13 @@ from horde.chat.admission import refuse_long_queue
 from horde.text import checkin, pricing, queue
 from horde.text.schemas import MAX_CONTEXT_TOKENS
 from horde.workers import service as workers
+from horde.workers.models import Worker
 
 if TYPE_CHECKING:
     from horde.config import Settings
+
+#: Every worker's text models: the models the Horde has heard of, beside the reference (no Worker objects loaded).
+_TEXT_MODELS = select(Worker.text_models)
 
 
 @dataclass
@@ -33,13 +38,13 @@ class FrontOptions:
     penalties: dict = field(default_factory=dict)
 
 
-def check(session: Session, settings: Settings, loaded: dict, options: FrontOptions) -> None:
-    """Raise the first gap; on success set params.max_context_length for the request."""
+def check(session: Session, settings: Settings, loaded: dict, options: FrontOptions) -> list[Worker]:
+    """Raise the first gap; on success set params.max_context_length for the request and return the online
+    text workers serving its models (admission reads them too, in the same transaction)."""
     models, params = loaded["models"], loaded["params"]
-    roster = workers.all_workers(session)
     known = set(chat_pricing.model_sizes(settings.model_reference_path))
-    for worker in roster:
-        known.update(worker.text_models or ())
+    for text_models in session.scalars(_TEXT_MODELS):
+        known.update(text_models or ())
     for index, model in enumerate(models):
         if model not in known:
             param = "model" if options.model_param == "model" else f"models[{index}]"
@@ -104,6 +109,7 @@ def check(session: Session, settings: Settings, loaded: dict, options: FrontOpti
         )
     if options.availability_mode == "fail_fast":
         _check_queue(session, settings, models, long_enough)
+    return online
 
 
 def _check_queue(session: Session, settings, models: list[str], eligible) -> None:

@@ -41,9 +41,10 @@ def create(
         webhook.check(loaded["webhook"], runtime.settings)
     with runtime.db.transaction() as session:
         user = session.get_one(User, user.id)
+        online = None
         if front is not None:
             loaded.setdefault("models", [])
-            fail_fast.check(session, runtime.settings, loaded, front)
+            online = fail_fast.check(session, runtime.settings, loaded, front)
         admitted = admission.admit(
             session,
             runtime.settings,
@@ -53,6 +54,7 @@ def create(
             client_address=client_address,
             warnings=warnings,
             lifetime_s=REQUEST_LIFETIME_S,
+            online=online,
         )
         if admitted.request is not None:
             admitted.request.body_hash, admitted.request.holders = body_hash, holders

@@ -83,10 +83,6 @@ def online_among(workers: Iterable[Worker], window_s: float, models: Iterable[st
     ]
 
 
-def all_workers(session: Session) -> list[Worker]:
-    return list(session.scalars(select(Worker)))
-
-
 def known_models(workers: Iterable[Worker]) -> set[str]:
     """Every model any of `workers` ever declared: the models the Horde has heard of."""
     names: set[str] = set()
