@@ -112,7 +112,7 @@ def _claim_or_explain(
     # Text jobs share the worker's threads.
     first_look = _BUSY_THREADS_AND_QUEUE_WALKING if runtime.db.is_postgresql else _BUSY_THREADS_AND_QUEUE
     busy, queued, *_ = (
-        session.connection().execute(first_look, {"worker": worker.id, "models": list(worker.models)}).one()
+        session.connection().execute(first_look, {"worker": worker.id, "worker_models": list(worker.models)}).one()
     )
     if busy >= worker.threads:
         return {"id": None, "skipped": {"threads": busy}}, None
