@@ -2,9 +2,13 @@
 a claiming pop looks once (busy threads and queue probe together) and takes the request with a
 compare-and-set (on PostgreSQL the choice, the take and the job's start are one statement); a submit
 reads its job, owner and locked request at once and loads no user row; on PostgreSQL it then writes
-everything in one statement."""
+everything in one statement; a submit that carries a pop claims in the submit's own transaction."""
 
-from tests.support.native import pop, queued_id, submit
+import contextlib
+
+from sqlalchemy import event
+
+from tests.support.native import declaration, pop, queued_id, submit
 from tests.support.statements import statements
 
 
@@ -58,3 +62,35 @@ def test_the_claim_serves_the_first_of_the_requests_models_that_the_worker_serve
     job = pop(client, key, "w1", models=["m3", "m1", "m2"])
     assert job["model"] == "m2"
 
+
+@contextlib.contextmanager
+def transactions(runtime):
+    """How many transactions (BEGIN ... COMMIT) the app opens while the block runs."""
+    begun = []
+
+    def count(_connection):
+        begun.append(1)
+
+    event.listen(runtime.db.engine, "begin", count)
+    try:
+        yield begun
+    finally:
+        event.remove(runtime.db.engine, "begin", count)
+
+
+def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_user, runtime):
+    """The pop's check-in is remembered, so its first claim rides in the submit's transaction: one BEGIN and
+    COMMIT for both, where the submit and the pop had one each."""
+    key, job_id, _, _ = _claimed_job(client, runtime, make_user)
+    queued_id(client, key)
+    with transactions(runtime) as begun, statements(runtime) as seen:
+        answer = client.post(
+            "/api/v2/generate/chat/submit",
+            json={"id": job_id, "content": "Hi there", "pop": declaration("w1")},
+            headers={"apikey": key},
+        )
+    assert answer.status_code == 200 and answer.json["next"]["id"]
+    assert len(begun) == 1
+    if runtime.db.is_postgresql:  # read under the lock, settle, first look, claim: six round trips in all
+        assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "with", "select", "with"]
+        assert seen[1].startswith("with submitted as") and seen[3].startswith("with best as")
