@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -39,15 +39,40 @@ class _FoldedClaimFailed(Exception):
     """The first claim attempt inside the call's transaction met a database error (the cause)."""
 
 
+class _Fold:
+    """The carried pop's first claim attempt, made by the call inside its own transaction once accepted."""
+
+    def __init__(self, runtime: Runtime, owner: Identity, worker: WorkerView, *, explain: bool):
+        self.runtime, self.owner, self.worker, self.explain = runtime, owner, worker, explain
+        self.attempted = False
+        self.first: tuple[dict, Claimed | None] | None = None
+
+    def claim(self, session: Session, *, ending_jobs: int = 0) -> None:
+        """Its statements wait for no lock (the claim skips locked rows), so the call's lock order is kept."""
+        self.attempted = True
+        try:
+            self.first = pop_service.claim_or_explain(
+                self.runtime, session, self.worker, self.owner.trusted, explain=self.explain, ending_jobs=ending_jobs
+            )
+        except SQLAlchemyError as exc:
+            if is_unavailable(exc):
+                raise  # the transaction answers it (503, nothing committed); _call_then_claim runs the call again
+            raise _FoldedClaimFailed() from exc
+
+    def claim_before_settling(self, session: Session) -> Callable[[Any], None]:
+        """For lifecycle.submit: the claim once the reply is accepted, before the kudos move, when the
+        submitted job (of the locked request row) still counts among its worker's running jobs."""
+        return lambda request: self.claim(session, ending_jobs=int(request.job_worker_id == self.worker.id))
+
+
 def submit(runtime: Runtime, owner: Identity, body: dict) -> dict:
     """Submit the reply; with `pop`, also answer the next job in `next`."""
-    (reward, problem, request), first = _call_then_claim(
-        runtime,
-        owner,
-        body,
-        lambda session: lifecycle.submit(session, runtime.settings, owner, body),
-        accepted=lambda outcome: outcome[1] is None,
-    )
+
+    def call(session: Session, fold: _Fold | None) -> tuple[int | None, str | None, lifecycle.Changed]:
+        before_settling = None if fold is None else fold.claim_before_settling(session)
+        return lifecycle.submit(session, runtime.settings, owner, body, before_settling=before_settling)
+
+    (reward, problem, request), first = _call_then_claim(runtime, owner, body, call)
     _announce(runtime, request, first)
     if problem:
         raise errors.ChatSubmitNonconformant(problem)
@@ -56,24 +81,20 @@ def submit(runtime: Runtime, owner: Identity, body: dict) -> dict:
 
 def fault(runtime: Runtime, owner: Identity, body: dict) -> dict:
     """Report the job as failed; with `pop`, also answer the next job in `next` (it may be this request again)."""
-    request, first = _call_then_claim(
-        runtime,
-        owner,
-        body,
-        lambda session: lifecycle.fault(session, runtime.settings, owner, body),
-        accepted=lambda _outcome: True,
-    )
+
+    def call(session: Session, fold: _Fold | None) -> lifecycle.Changed:
+        changed = lifecycle.fault(session, runtime.settings, owner, body)
+        if fold is not None:  # after the restart, so the worker may take the request back
+            fold.claim(session)
+        return changed
+
+    request, first = _call_then_claim(runtime, owner, body, call)
     _announce(runtime, request, first)
     return _with_next_job(runtime, owner, body, {"message": "OK"}, first)
 
 
 def _call_then_claim(
-    runtime: Runtime,
-    owner: Identity,
-    body: dict,
-    call: Callable[[Session], Outcome],
-    *,
-    accepted: Callable[[Outcome], bool],
+    runtime: Runtime, owner: Identity, body: dict, call: Callable[[Session, _Fold | None], Outcome]
 ) -> tuple[Outcome, tuple[dict, Claimed | None] | None]:
     """The call's outcome, and the pop's first answer with its claim when it was folded into the call's
     transaction (None when it was not: no pop, a check-in to write, a refused call, a failed attempt)."""
@@ -81,36 +102,20 @@ def _call_then_claim(
     worker = None if next_pop is None else pop_service.remembered_worker(runtime, owner, next_pop)
     if next_pop is None or worker is None:
         with runtime.db.transaction() as session:
-            return call(session), None
-    claiming = False
+            return call(session, None), None
+    fold = _Fold(runtime, owner, worker, explain=next_pop["wait"] == 0)
     try:
         with runtime.db.transaction() as session:
-            outcome = call(session)
-            if not accepted(outcome):
-                return outcome, None
-            claiming = True
-            return outcome, _first_claim(runtime, session, worker, owner, explain=next_pop["wait"] == 0)
+            outcome = call(session, fold)
+        return outcome, fold.first
     except _FoldedClaimFailed as failed:
         log.warning("a claim inside a worker's call failed (%s); the call runs again alone", failed.__cause__)
     except errors.ServiceUnavailable as lost:
-        if not claiming or lost.maybe_committed:
+        if not fold.attempted or lost.maybe_committed:
             raise
-        log.warning("the connection was lost in a claim inside a worker's call; the call runs again alone")
+        log.warning("the connection was lost in a worker's call with a claim; the call runs again alone")
     with runtime.db.transaction() as session:  # nothing was stored: the call alone, as without the fold
-        return call(session), None
-
-
-def _first_claim(
-    runtime: Runtime, session: Session, worker: WorkerView, owner: Identity, *, explain: bool
-) -> tuple[dict, Claimed | None]:
-    """The pop's first attempt in the call's transaction. Its statements take no lock they wait for (the
-    claim skips locked rows), so it adds no lock order to the call's: request row, then users."""
-    try:
-        return pop_service.claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
-    except SQLAlchemyError as exc:
-        if is_unavailable(exc):
-            raise  # the transaction answers it (503, nothing committed); the caller runs the call again
-        raise _FoldedClaimFailed() from exc
+        return call(session, None), None
 
 
 def _announce(runtime: Runtime, request: lifecycle.Changed, first: tuple[dict, Claimed | None] | None) -> None:

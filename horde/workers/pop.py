@@ -117,15 +117,18 @@ def remembered_worker(runtime: Runtime, owner: Identity, request: dict) -> Worke
 
 
 def claim_or_explain(
-    runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, *, explain: bool
+    runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, *, explain: bool, ending_jobs: int = 0
 ) -> tuple[dict[str, Any], chat_claim.Claimed | None]:
     """The pop's answer and the job it claimed, if any, in the caller's transaction (a pop's, or a submit's
-    that carried the pop: horde/chat/worker_calls.py). The caller publishes the claim after its commit."""
+    that carried the pop: horde/chat/worker_calls.py). The caller publishes the claim after its commit.
+    `ending_jobs`: the worker's running jobs that the caller's transaction ends before it commits (a submit
+    claims before it settles), which no longer hold a thread."""
     # Text jobs share the worker's threads.
     first_look = _BUSY_THREADS_AND_QUEUE_WALKING if runtime.db.is_postgresql else _BUSY_THREADS_AND_QUEUE
     busy, queued, *_ = (
         session.connection().execute(first_look, {"worker": worker.id, "worker_models": list(worker.models)}).one()
     )
+    busy -= ending_jobs
     if busy >= worker.threads:
         return {"id": None, "skipped": {"threads": busy}}, None
     if not queued:  # the common empty pop

@@ -87,3 +87,17 @@ def test_a_claim_that_keeps_failing_keeps_the_call_and_answers_no_job(client, ma
     assert view["attempts"] == 1
     assert status(client, owner, waiting_id).json["state"] == "waiting"
     assert_balances_match_ledger(postgresql_runtime.db)
+
+
+def test_a_submit_refused_after_its_folded_claim_takes_no_job(client, make_user):
+    """The claim runs before the kudos move; a refusal after it (a second submit of a settled job) rolls it back."""
+    owner, job_id, done_id, waiting_id = _worker_with_a_job_and_a_queue(client, make_user)
+    assert _call(client, owner, "submit", job_id).json["next"]["id"]  # takes waiting_id
+    another = queued_id(client, owner)
+    refused = _call(client, owner, "submit", job_id)
+    assert (refused.status_code, refused.json["rc"]) == (400, "DuplicateGen")
+    assert [status(client, owner, id_).json["state"] for id_ in (done_id, waiting_id, another)] == [
+        "done",
+        "processing",
+        "waiting",
+    ]
