@@ -1,9 +1,10 @@
 """A worker's submit or fault with the pop it may carry (decisions 0011 and 0013).
 
 When the carried pop's check-in is remembered (nothing to write for it), its first claim attempt runs in
-the call's own transaction, after the call's own statements: one BEGIN and COMMIT for both. A database
-error in that attempt rolls the transaction back and the call runs again alone, then pops after its
-commit as without the fold: the claim can never undo or fail the call. Events go out after the commit.
+the call's own transaction (a submit's before its settlement, a fault's after its restart): one BEGIN and
+COMMIT for both. An error in that attempt rolls the transaction back and the call runs again alone, then
+pops after its commit as without the fold: the claim can never undo or fail the call. Events go out after
+the commit.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ Outcome = TypeVar("Outcome")
 
 
 class _FoldedClaimFailed(Exception):
-    """The first claim attempt inside the call's transaction met a database error (the cause)."""
+    """The first claim attempt inside the call's transaction failed (the cause): nothing is committed."""
 
 
 class _Fold:
@@ -54,8 +55,8 @@ class _Fold:
             self.first = pop_service.claim_or_explain(
                 self.runtime, session, self.worker, self.owner.trusted, explain=self.explain, ending_jobs=ending_jobs
             )
-        except SQLAlchemyError as exc:
-            if is_unavailable(exc):
+        except Exception as exc:
+            if isinstance(exc, SQLAlchemyError) and is_unavailable(exc):
                 raise  # the transaction answers it (503, nothing committed); _call_then_claim runs the call again
             raise _FoldedClaimFailed() from exc
 
@@ -109,7 +110,7 @@ def _call_then_claim(
             outcome = call(session, fold)
         return outcome, fold.first
     except _FoldedClaimFailed as failed:
-        log.warning("a claim inside a worker's call failed (%s); the call runs again alone", failed.__cause__)
+        log.warning("a claim inside a worker's call failed; the call runs again alone", exc_info=failed.__cause__)
     except errors.ServiceUnavailable as lost:
         if not fold.attempted or lost.maybe_committed:
             raise
