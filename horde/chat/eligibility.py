@@ -77,7 +77,7 @@ def _eligible_for_worker() -> ColumnElement[bool]:
     # Cast: PostgreSQL cannot tell the type of a parameter that is only compared with NULL.
     max_temperature = cast(bindparam("max_temperature_with_tools", type_=Float), Float)
     serves = select(literal(1)).where(
-        request_models.request_id == requests.id, request_models.model.in_(bindparam("models", expanding=True))
+        request_models.request_id == requests.id, request_models.model.in_(bindparam("worker_models", expanding=True))
     )
     return and_(
         requests.state == WAITING,
@@ -103,7 +103,7 @@ ELIGIBLE_FOR_WORKER = _eligible_for_worker()
 def worker_params(worker: Worker | WorkerView, trusted: bool) -> dict[str, Any]:
     """The bind parameters of ELIGIBLE_FOR_WORKER for `worker`."""
     return {
-        "models": list(worker.models),
+        "worker_models": list(worker.models),
         "max_length": worker.max_length,
         "max_context_length": worker.max_context_length,
         "missing_features": ALL_FEATURES_MASK & ~worker.features_mask,

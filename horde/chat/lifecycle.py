@@ -9,6 +9,7 @@ statements built once and load no ORM objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +66,13 @@ _READ_REQUEST = select(*_REQUEST_COLUMNS).where(_REQUESTS.c.id == bindparam("req
 #: A worker's call in one round trip: its job, the job's worker's owner, and the request under its row lock.
 #: Only the request is locked; what is read of the job and worker never changes after the claim.
 _JOB_AND_REQUEST = (
-    select(*_REQUEST_COLUMNS, _JOBS.c.id.label("job_id"), _JOBS.c.model.label("job_model"), _WORKERS.c.owner_id)
+    select(
+        *_REQUEST_COLUMNS,
+        _JOBS.c.id.label("job_id"),
+        _JOBS.c.model.label("job_model"),
+        _JOBS.c.worker_id.label("job_worker_id"),
+        _WORKERS.c.owner_id,
+    )
     .join_from(_JOBS, _WORKERS, _JOBS.c.worker_id == _WORKERS.c.id)
     .join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id)
     .where(_JOBS.c.id == bindparam("job"))
@@ -168,7 +175,7 @@ def owned_job(session: Session, owner: User | Identity, job_id: str) -> OwnedJob
 
 def _owned_job_and_locked_request(session: Session, owner: User | Identity, job_id: str) -> Any:
     """The job's request, read under its row lock (PostgreSQL) held until the transaction ends, when the job's
-    worker belongs to `owner`; the row has the request's columns and job_id, job_model and owner_id.
+    worker belongs to `owner`; the row has the request's columns and job_id, job_model, job_worker_id and owner_id.
 
     Every transition of a request or of its jobs takes this lock first, so they happen one after the
     other whichever process runs them, and always in the same order (request, then job, then users),
@@ -209,9 +216,18 @@ def progress(session: Session, owner: User | Identity, body: dict) -> tuple[bool
 
 
 def submit(
-    session: Session, settings: Settings, owner: User | Identity, body: dict
+    session: Session,
+    settings: Settings,
+    owner: User | Identity,
+    body: dict,
+    *,
+    before_settling: Callable[[Any], None] | None = None,
 ) -> tuple[int | None, str | None, Changed]:
-    """(reward, None, change) when accepted; (None, violation, change) when refused."""
+    """(reward, None, change) when accepted; (None, violation, change) when refused.
+
+    `before_settling` runs, with the locked request row, when the reply is accepted and before the kudos
+    move: the users' rows are locked last, so a submit holds them the shortest (the owner's row is shared
+    by every submit of the owner's workers). A refusal raised after it rolls back what it did too."""
     request = _owned_job_and_locked_request(session, owner, body["id"])
     reply = {key: body.get(key) for key in ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")}
     problem = conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
@@ -221,6 +237,8 @@ def submit(
             session, settings, request, request.job_id, errors.ChatSubmitNonconformant.rc, problem
         )
         return None, problem, Changed(request.id, state or request.state, request.models)
+    if before_settling is not None:
+        before_settling(request)
     if is_postgresql(session):
         return _accept_in_one_statement(session, settings, request, reply)
     _end_job(session, request.job_id, JOB_SUBMITTED, None)

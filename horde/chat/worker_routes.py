@@ -6,10 +6,8 @@ the worker's side, so only horde/workers/pop.py of the workers package reaches u
 
 from flask_restx import Namespace, Resource
 
-from horde import errors
-from horde.chat import lifecycle
-from horde.chat.models import WAITING
-from horde.events import announce_jobs, progress_channel, request_channel
+from horde.chat import lifecycle, worker_calls
+from horde.events import progress_channel
 from horde.ops.metrics import long_poll
 from horde.ops.request_context import note
 from horde.payload import load
@@ -79,13 +77,7 @@ class Submit(Resource):
         """Submit the reply; a reply that breaks the request's contract is refused. With `pop`, also pop."""
         body = load(SUBMIT_SCHEMA, json_body())
         hub = runtime()
-        owner = pop_service.worker_owner(hub, api_key())
-        with hub.db.transaction() as session:
-            reward, problem, request = lifecycle.submit(session, hub.settings, owner, body)
-        _announce(hub, request)
-        if problem:
-            raise errors.ChatSubmitNonconformant(problem)
-        return _with_next_job(hub, owner, body, {"reward": reward})
+        return worker_calls.submit(hub, pop_service.worker_owner(hub, api_key()), body)
 
 
 @namespace.route("/fault")
@@ -97,25 +89,4 @@ class Fault(Resource):
         """Report that the job cannot be done; it restarts elsewhere while attempts remain. With `pop`, also pop."""
         body = load(FAULT_SCHEMA, json_body())
         hub = runtime()
-        owner = pop_service.worker_owner(hub, api_key())
-        with hub.db.transaction() as session:
-            request = lifecycle.fault(session, hub.settings, owner, body)
-        _announce(hub, request)
-        return _with_next_job(hub, owner, body, {"message": "OK"})
-
-
-def _with_next_job(hub, owner, body: dict, answer: dict) -> dict:
-    """`answer`, plus `next` when the call carried a pop. The pop runs after the call committed and its events
-    went out: nothing the pop meets can undo the call, and a fault's restarted request is already queued."""
-    next_pop = body.get("pop")
-    if next_pop is not None:
-        note(worker=next_pop["name"])
-        with long_poll():
-            answer["next"] = pop_service.next_job(hub, owner, next_pop)
-    return answer
-
-
-def _announce(hub, request) -> None:
-    hub.bus.publish(request_channel(request.id))
-    if request.state == WAITING:
-        announce_jobs(hub.bus, request.models)
+        return worker_calls.fault(hub, pop_service.worker_owner(hub, api_key()), body)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, literal, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 LONG_POLL_RECHECK_S = 5.0
+NEXT_JOB_FAILED_MESSAGE = "The next job could not be claimed; the call itself succeeded. Pop again."
+log = logging.getLogger(__name__)
 #: Chat and text jobs share a worker's threads: one statement counts both.
 _BUSY = chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT
 _BUSY_THREADS = select(_BUSY)
@@ -47,12 +51,15 @@ def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
 
 def next_job(runtime: Runtime, owner: Identity, request: dict) -> dict:
     """The pop a submit or fault carried (validated with it), run once that call has committed: what /pop
-    would answer, or no job and the pop's refusal (a name another owner holds, the database lost meanwhile),
-    since the call it rode on succeeded and must not be answered as failed."""
+    would answer, or no job and the pop's refusal (a name another owner holds, the database lost or refusing
+    a statement meanwhile), since the call it rode on succeeded and must not be answered as failed."""
     try:
         return serve(runtime, owner, request)
     except errors.HordeError as refusal:
         return {"id": None, **refusal.to_native()}
+    except SQLAlchemyError:
+        log.exception("the pop carried by a worker's call failed after the call committed")
+        return {"id": None, **errors.InternalError(NEXT_JOB_FAILED_MESSAGE).to_native()}
 
 
 def serve(runtime: Runtime, owner: Identity, request: dict) -> dict:
@@ -90,14 +97,13 @@ def _others_may_serve(runtime: Runtime, models: list[str]) -> bool:
 def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, explain: bool = True) -> dict:
     """One check-in and claim. `explain` computes the skipped counts of an empty pop, which scan
     the queue; a long-poll asks for them only on its last try. Expiry is the sweeper's job."""
-    settings = runtime.settings
     if not isinstance(owner, Identity):  # an API key
         owner = worker_owner(runtime, owner)
-    remembered = runtime.checkins.current(owner.id, request, settings.worker_online_window_s)
+    remembered = remembered_worker(runtime, owner, request)
     checked_in, started = remembered is None, time.monotonic()
     with runtime.db.transaction() as session:
         worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
-        result, claimed = _claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
+        result, claimed = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
     if checked_in:
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
@@ -105,15 +111,24 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     return result
 
 
-def _claim_or_explain(
-    runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, *, explain: bool
+def remembered_worker(runtime: Runtime, owner: Identity, request: dict) -> WorkerView | None:
+    """The worker as last checked in, when checking in again now would change nothing (no write is due)."""
+    return runtime.checkins.current(owner.id, request, runtime.settings.worker_online_window_s)
+
+
+def claim_or_explain(
+    runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, *, explain: bool, ending_jobs: int = 0
 ) -> tuple[dict[str, Any], chat_claim.Claimed | None]:
-    """The pop's answer and the job it claimed, if any."""
+    """The pop's answer and the job it claimed, if any, in the caller's transaction (a pop's, or a submit's
+    that carried the pop: horde/chat/worker_calls.py). The caller publishes the claim after its commit.
+    `ending_jobs`: the worker's running jobs that the caller's transaction ends before it commits (a submit
+    claims before it settles), which no longer hold a thread."""
     # Text jobs share the worker's threads.
     first_look = _BUSY_THREADS_AND_QUEUE_WALKING if runtime.db.is_postgresql else _BUSY_THREADS_AND_QUEUE
     busy, queued, *_ = (
-        session.connection().execute(first_look, {"worker": worker.id, "models": list(worker.models)}).one()
+        session.connection().execute(first_look, {"worker": worker.id, "worker_models": list(worker.models)}).one()
     )
+    busy -= ending_jobs
     if busy >= worker.threads:
         return {"id": None, "skipped": {"threads": busy}}, None
     if not queued:  # the common empty pop

@@ -1,9 +1,14 @@
 """The worker's calls run once or more per completed request, so each does its work in few statements:
 a claiming pop looks once (busy threads and queue probe together) and takes the request with a
-compare-and-set; a submit reads its job, owner and locked request at once and loads no user row; on PostgreSQL it then
-writes everything in one statement."""
+compare-and-set (on PostgreSQL the choice, the take and the job's start are one statement); a submit
+reads its job, owner and locked request at once and loads no user row; on PostgreSQL it then writes
+everything in one statement; a submit that carries a pop claims in the submit's own transaction."""
 
-from tests.support.native import pop, queued_id, submit
+import contextlib
+
+from sqlalchemy import event
+
+from tests.support.native import declaration, pop, queued_id, submit
 from tests.support.statements import statements
 
 
@@ -22,12 +27,13 @@ def _claimed_job(client, runtime, make_user):
     return key, job["id"], request_id, _work(seen)
 
 
-def test_a_claiming_pop_takes_three_statements_on_postgresql_four_on_sqlite(client, make_user, runtime):
+def test_a_claiming_pop_takes_two_statements_on_postgresql_four_on_sqlite(client, make_user, runtime):
     _, _, _, seen = _claimed_job(client, runtime, make_user)
-    if runtime.db.is_postgresql:
-        assert [statement.split(" ")[0] for statement in seen] == ["select", "select", "with"]
+    if runtime.db.is_postgresql:  # the best row locked, taken and its job started: one statement
+        assert [statement.split(" ")[0] for statement in seen] == ["select", "with"]
         assert "set_config(" in seen[0]  # the claim's plan is set in the first look, not in a round trip of its own
-        assert seen[2].startswith("with taken as (update chat_requests") and "insert into chat_jobs" in seen[2]
+        assert seen[1].startswith("with best as (select chat_requests.id") and "for update skip locked" in seen[1]
+        assert "taken as (update chat_requests" in seen[1] and "insert into chat_jobs" in seen[1]
     else:
         assert [statement.split(" ")[0] for statement in seen] == ["select", "select", "update", "insert"]
     assert "chat_jobs" in seen[0] and "chat_request_models" in seen[0]  # busy threads and probe: one look
@@ -45,3 +51,47 @@ def test_a_submit_reads_once_and_loads_no_user(client, make_user, runtime):
         assert reads[0].endswith("for update of chat_requests")
         assert len(seen) == 2 and seen[1].startswith("with submitted as (update chat_jobs")
         assert "insert into kudos_ledger" in seen[1] and "update users" in seen[1]
+
+
+def test_the_claim_serves_the_first_of_the_requests_models_that_the_worker_serves(client, make_user, runtime):
+    """Chosen in SQL on PostgreSQL, in Python on SQLite: the request's order decides, not the worker's."""
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w1", models=["m3", "m1", "m2"])
+    body = {"models": ["m2", "m1"], "messages": [{"role": "user", "content": "Hello"}]}
+    assert client.post("/api/v2/generate/chat/async", json=body, headers={"apikey": key}).status_code == 202
+    job = pop(client, key, "w1", models=["m3", "m1", "m2"])
+    assert job["model"] == "m2"
+
+
+@contextlib.contextmanager
+def transactions(runtime):
+    """How many transactions (BEGIN ... COMMIT) the app opens while the block runs."""
+    begun = []
+
+    def count(_connection):
+        begun.append(1)
+
+    event.listen(runtime.db.engine, "begin", count)
+    try:
+        yield begun
+    finally:
+        event.remove(runtime.db.engine, "begin", count)
+
+
+def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_user, runtime):
+    """The pop's check-in is remembered, so its first claim rides in the submit's transaction: one BEGIN and
+    COMMIT for both, where the submit and the pop had one each."""
+    key, job_id, _, _ = _claimed_job(client, runtime, make_user)
+    queued_id(client, key)
+    with transactions(runtime) as begun, statements(runtime) as seen:
+        answer = client.post(
+            "/api/v2/generate/chat/submit",
+            json={"id": job_id, "content": "Hi there", "pop": declaration("w1")},
+            headers={"apikey": key},
+        )
+    assert answer.status_code == 200 and answer.json["next"]["id"]
+    assert len(begun) == 1
+    if runtime.db.is_postgresql:  # read under the lock, first look, claim, settle: six round trips in all
+        assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "select", "with", "with"]
+        assert seen[2].startswith("with best as")
+        assert seen[3].startswith("with submitted as")  # last: the users' rows are locked the shortest
