@@ -4,8 +4,12 @@ The server is `gunicorn -k gevent -w N 'horde.wsgi:app'` on PostgreSQL + Redis (
 production command), or `python -m horde serve` on SQLite. In this process, on
 gevent: W workers × T slots, each slot popping (long-poll) and submitting a short
 reply at once; C clients sending /v1/chat/completions in a loop, a chosen share of
-them streamed. After a warm-up, D seconds are measured; then the clients stop, the
-requests in flight finish, and the workers stop.
+them streamed (closed loop: the throughput it reaches, with latency that is mostly the
+queue the C clients keep full); or, with --rate R, requests arriving R per second
+whatever the answers do, on at most C connections (open loop: the latency at that
+load; an arrival that finds all C busy is counted as missed). After a warm-up, D
+seconds are measured; then the clients stop, the requests in flight finish, and the
+workers stop.
 
 Each server is measured twice, on a fresh database each time: with slots that pop and then submit (two
 calls per job), then with slots whose submit carries the next pop (one call per job while the queue is
@@ -21,6 +25,7 @@ timing): a smoke test for CI.
     .venv/bin/python bench/load.py                       # PostgreSQL + Redis (2 processes), then SQLite
     .venv/bin/python bench/load.py --backend sqlite -c 64 -w 8 -t 4 -d 20
     .venv/bin/python bench/load.py --backend postgresql -d 4 --stream-share 0.5 --check
+    .venv/bin/python bench/load.py --backend postgresql --rate 100 -c 256    # p50 at 100 requests/s offered
 
 The venv imports this checkout (scripts/setup.sh installs it with `pip install -e .`). To run the
 bench of another checkout side by side with the same venv, run it from that checkout with
@@ -41,6 +46,8 @@ import uuid
 import _support as S
 import gevent
 import gevent.event
+import gevent.pool
+import gevent.queue
 from _http import Connection
 from sqlalchemy import func, select
 
@@ -77,6 +84,7 @@ class Record:
         self.window_completed = 0
         self.completed = 0  # over the whole run, warm-up and drain included
         self.jobs = 0
+        self.missed = 0  # open loop: arrivals that found every connection busy, inside the window
 
     def status(self, code: int) -> None:
         self.statuses[code] = self.statuses.get(code, 0) + 1
@@ -160,39 +168,87 @@ def worker_slot(port: int, key: str, name: str, slots: int, submit_pop: bool, ar
 
 
 def client(port: int, key: str, index: int, streamed: bool, args, record: Record, window: Window, stopping) -> None:
+    """Closed loop: the next request leaves as soon as the last one is answered."""
     conn = Connection("127.0.0.1", port, REQUEST_TIMEOUT_S)
-    headers = {"Authorization": f"Bearer {key}", "User-Agent": "bench-load"}
+    headers = _client_headers(key)
     sent = 0
     while not stopping.is_set():
         sent += 1
-        body = {
-            "model": MODEL,
-            "max_tokens": args.max_tokens,
-            "stream": streamed,
-            "messages": [{"role": "user", "content": f"Client {index} asks question {sent}."}],
-        }
-        started = time.monotonic()
-        try:
-            status, answer = conn.request("POST", "/v1/chat/completions", headers, body)
-        except Exception as exc:
-            record.errors.append(f"client: {type(exc).__name__}: {exc}")
-            conn.close()
+        if not send_one(
+            conn, headers, f"{index} asks question {sent}", streamed, time.monotonic(), args, record, window
+        ):
             gevent.sleep(0.5)
+
+
+def arrivals(port: int, keys: list[str], args, record: Record, window: Window, stopping) -> None:
+    """Open loop: requests arrive at --rate per second whatever the answers do (exponential gaps, seeded),
+    each sent on an idle connection, at most --clients in flight. An arrival that finds every connection busy
+    is counted as missed: the server did not keep up with the rate. A latency runs from the arrival, so a
+    dispatch that falls behind its schedule is counted against the server too, never hidden."""
+    rng = random.Random(args.seed)
+    idle: gevent.queue.Queue = gevent.queue.Queue()
+    for index in range(args.clients):
+        idle.put((Connection("127.0.0.1", port, REQUEST_TIMEOUT_S), _client_headers(keys[index % len(keys)])))
+    in_flight = gevent.pool.Group()
+    arrival, sent = time.monotonic(), 0
+    while not stopping.is_set():
+        arrival += rng.expovariate(args.rate)
+        gevent.sleep(max(0.0, arrival - time.monotonic()))
+        sent += 1
+        streamed = rng.random() < args.stream_share
+        try:
+            connection = idle.get_nowait()
+        except gevent.queue.Empty:
+            if window.holds(arrival):
+                record.missed += 1
             continue
-        ended = time.monotonic()
-        record.status(status)
-        complete = status == 200 and (
-            answer.rstrip().endswith(b"data: [DONE]") and b'"error"' not in answer
-            if streamed
-            else b'"choices"' in answer
+        in_flight.spawn(
+            _send_and_give_back, connection, idle, f"arrival {sent}", streamed, arrival, args, record, window
         )
-        if not complete:
-            record.errors.append(f"client: HTTP {status} {answer[-300:]!r}")
-            continue
-        record.completed += 1
-        if window.holds(ended):
-            record.window_completed += 1
-            (record.stream_s if streamed else record.json_s).append(ended - started)
+    in_flight.join(timeout=DRAIN_TIMEOUT_S)
+
+
+def _send_and_give_back(connection, idle, question, streamed, arrival, args, record, window) -> None:
+    conn, headers = connection
+    try:
+        send_one(conn, headers, question, streamed, arrival, args, record, window)
+    finally:
+        idle.put(connection)
+
+
+def _client_headers(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}", "User-Agent": "bench-load"}
+
+
+def send_one(
+    conn, headers, question: str, streamed: bool, started: float, args, record: Record, window: Window
+) -> bool:
+    """One /v1/chat/completions, its latency from `started`; False when the connection failed."""
+    body = {
+        "model": MODEL,
+        "max_tokens": args.max_tokens,
+        "stream": streamed,
+        "messages": [{"role": "user", "content": f"Client {question}."}],
+    }
+    try:
+        status, answer = conn.request("POST", "/v1/chat/completions", headers, body)
+    except Exception as exc:
+        record.errors.append(f"client: {type(exc).__name__}: {exc}")
+        conn.close()
+        return False
+    ended = time.monotonic()
+    record.status(status)
+    complete = status == 200 and (
+        answer.rstrip().endswith(b"data: [DONE]") and b'"error"' not in answer if streamed else b'"choices"' in answer
+    )
+    if not complete:
+        record.errors.append(f"client: HTTP {status} {answer[-300:]!r}")
+        return True
+    record.completed += 1
+    if window.holds(ended):
+        record.window_completed += 1
+        (record.stream_s if streamed else record.json_s).append(ended - started)
+    return True
 
 
 # -- checks -------------------------------------------------------------------------------
@@ -314,24 +370,29 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the workers did not pop within 30 s: {workers.errors[:3]}")
         gevent.sleep(0.1)
-    rng = random.Random(args.seed)
-    streamed = [False] * args.clients
-    for index in rng.sample(range(args.clients), round(args.clients * args.stream_share)):
-        streamed[index] = True
-    callers = [
-        gevent.spawn(
-            client,
-            port,
-            setup.client_keys[index % len(setup.client_keys)],
-            index,
-            streamed[index],
-            args,
-            clients,
-            window,
-            stop_clients,
-        )
-        for index in range(args.clients)
-    ]
+    if args.rate:
+        callers = [
+            gevent.spawn(arrivals, port, setup.client_keys, args, clients, window, stop_clients),
+        ]
+    else:
+        rng = random.Random(args.seed)
+        streamed = [False] * args.clients
+        for index in rng.sample(range(args.clients), round(args.clients * args.stream_share)):
+            streamed[index] = True
+        callers = [
+            gevent.spawn(
+                client,
+                port,
+                setup.client_keys[index % len(setup.client_keys)],
+                index,
+                streamed[index],
+                args,
+                clients,
+                window,
+                stop_clients,
+            )
+            for index in range(args.clients)
+        ]
     gevent.sleep(args.warmup)
     pids = server_pids(setup.server)
     cpu_before, own_before = cpu_of(pids), S.cpu_seconds(os.getpid())
@@ -368,8 +429,10 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
     )
     row = [
         f"{setup.describe(args)}; {MODES[submit_pop]}",
+        f"{args.rate:g}" if args.rate else "closed loop",
         completed,
         f"{completed / elapsed:.1f}",
+        clients.missed if args.rate else "-",
         S.ms(S.median(clients.json_s)),
         S.ms(S.percentile(clients.json_s, 99)),
         S.ms(S.median(clients.stream_s)),
@@ -403,7 +466,20 @@ def main(argv=None) -> int:
     parser.add_argument("-p", "--processes", type=int, default=2, help="gunicorn processes (default 2)")
     parser.add_argument("-w", "--workers", type=int, default=8, help="workers (default 8)")
     parser.add_argument("-t", "--slots", type=int, default=4, help="slots (threads) per worker (default 4)")
-    parser.add_argument("-c", "--clients", type=int, default=64, help="clients through /v1 (default 64)")
+    parser.add_argument(
+        "-c",
+        "--clients",
+        type=int,
+        default=64,
+        help="clients through /v1; with --rate, the most in flight (default 64)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0,
+        help="open loop: requests arriving per second, whatever the answers do (default 0: closed loop, each "
+        "client sends again when answered)",
+    )
     parser.add_argument(
         "--stream-share", type=float, default=0.0, help="share of the clients that stream, 0..1 (default 0)"
     )
@@ -440,6 +516,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.stream_share <= 1:
         parser.error("--stream-share must be between 0 and 1")
+    if args.rate < 0:
+        parser.error("--rate must be 0 (closed loop) or more")
 
     backends = ["postgresql", "sqlite"] if args.backend == "both" else [args.backend]
     if "postgresql" in backends:
@@ -456,23 +534,35 @@ def main(argv=None) -> int:
     modes = [False] if args.no_submit_pop else [False, True]
     for backend in backends:
         for submit_pop in modes:
+            load = (
+                f"{args.rate:g} requests/s offered, at most {args.clients} in flight"
+                if args.rate
+                else f"{args.clients} clients"
+            )
             S.log(
-                f"{backend}, {MODES[submit_pop]}: {args.clients} clients ({args.stream_share:.0%} streamed), "
+                f"{backend}, {MODES[submit_pop]}: {load} ({args.stream_share:.0%} streamed), "
                 f"{args.workers} workers × {args.slots} slots, {args.warmup:g} s warm-up + {args.duration:g} s"
             )
             row, ok = run(backend, submit_pop, args)
             rows.append(row)
             all_ok = all_ok and ok
+    load = (
+        f"{args.rate:g} requests/s offered (open loop, at most {args.clients} in flight)"
+        if args.rate
+        else (f"{args.clients} clients (closed loop)")
+    )
     print(
-        f"load: {args.clients} clients through /v1 ({args.stream_share:.0%} streamed, max_tokens {args.max_tokens}), "
+        f"load: {load} through /v1 ({args.stream_share:.0%} streamed, max_tokens {args.max_tokens}), "
         f"{args.workers} workers × {args.slots} slots over the native protocol, {args.duration:g} s measured"
     )
     print(
         S.table(
             [
                 "server",
+                "offered per s",
                 "completed",
                 "per s",
+                "missed",
                 "json p50 ms",
                 "json p99 ms",
                 "stream p50 ms",

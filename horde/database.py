@@ -22,6 +22,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from horde import errors
+from horde.pg_cursor import DescribedOnceCursor
 
 log = logging.getLogger(__name__)
 #: The operating system's select even under gevent's patching: a zero-timeout look never yields.
@@ -289,7 +290,7 @@ def _postgresql_engine(url: str, pool_size: int, overflow: int, **options: Any) 
         url,
         pool_size=pool_size,
         max_overflow=overflow,
-        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S, "cursor_factory": DescribedOnceCursor},
         **options,
     )
     _ping_idle_connections(engine)

@@ -1,8 +1,9 @@
 """Admission: turn a validated native request into a queued ChatRequest, or refuse it.
 
 Every refusal here happens before anything is queued or charged. Order of the
-checks: payload, rate, known models, online workers, declarations and limits,
-worker restrictions, max_tokens, context fitting, price caps, kudos, queue.
+refusals: payload, rate, known models, online workers, declarations and limits,
+worker restrictions, max_tokens, context fitting, price caps, kudos, queue. The
+rate is counted late, right before the price (_RateTurn), and comes first anyway.
 """
 
 from __future__ import annotations
@@ -81,38 +82,73 @@ def admit(
     they are now, read again. `body_hash` and `holders` are stored with the request (see
     horde/oai/idempotency.py)."""
     model_param = model_param or ("model" if "model" in native else "models")
-    kudos = _check_rate(session, settings, user, client_address)
     row = {
         "id": request_id or new_id(),
         "user_id": user.id,
-        "priority_class": PRIORITY_CLASS_KUDOS if (not user.anonymous and kudos > 0) else PRIORITY_CLASS_OTHERS,
-        "priority": max(kudos, 0),
         "client_agent": _storable_agent(client_agent),
         "client_address": client_address,
         "body_hash": body_hash,
         "holders": holders,
     }
-    queue_on = functools.partial(_queue_on, session, settings, user, native, model_param, row, snapshots=snapshots)
-    if snapshots is not None and roster_generation is not None:
-        try:
-            return queue_on(snapshots.roster(session, roster_generation))
-        except errors.HordeError:
-            pass  # a worker may have checked in on another process within the second: the fresh roster decides
-    return queue_on(request_rows.roster(session))
+    turn = _RateTurn(session, settings, user, client_address, row)
+    queue_on = functools.partial(_queue_on, session, settings, native, model_param, row, turn, snapshots=snapshots)
+    try:
+        if snapshots is not None and roster_generation is not None:
+            try:
+                return queue_on(snapshots.roster(session, roster_generation))
+            except errors.TooManyRequests:
+                raise
+            except errors.HordeError:
+                pass  # a worker may have checked in on another process within the second: the fresh roster decides
+        return queue_on(request_rows.roster(session))
+    except errors.TooManyRequests:
+        raise
+    except errors.HordeError:
+        turn.refuse_if_over()  # the rate's refusal comes before those of the checks that ran ahead of its turn
+        raise
+
+
+class _RateTurn:
+    """The caller's rate check, taken as late as admission can: right before the price check, the last step
+    before the INSERT. On PostgreSQL the turn is a lock that the caller's other admissions wait for until this
+    transaction ends (horde/accounts/rate_limit.py), so the checks that need no count (the workers, the
+    fitting, the estimate) run before it, not while the caller's other requests wait. Its refusal still comes
+    first: a refusal of those earlier checks asks the count (without the turn: a refusal either way) first."""
+
+    def __init__(self, session: Session, settings: Settings, user: Identity, address: str | None, row: dict):
+        self.session, self.settings, self.user, self.address, self.row = session, settings, user, address, row
+        self.taken = False
+
+    def take(self) -> None:
+        """Wait for the caller's turn, count, refuse over the limit, and set the row's priority from the balance
+        read with the count. Once per admission: the count cannot move while the turn is held."""
+        if self.taken:
+            return
+        kudos = _check_rate(self.session, self.settings, self.user, self.address, take_turn=True)
+        self.taken = True
+        self.row["priority_class"] = (
+            PRIORITY_CLASS_KUDOS if (not self.user.anonymous and kudos > 0) else PRIORITY_CLASS_OTHERS
+        )
+        self.row["priority"] = max(kudos, 0)
+
+    def refuse_if_over(self) -> None:
+        if not self.taken:
+            _check_rate(self.session, self.settings, self.user, self.address, take_turn=False)
 
 
 def _queue_on(
     session: Session,
     settings: Settings,
-    user: Identity,
     native: dict,
     model_param: str,
     row: dict[str, Any],
+    turn: _RateTurn,
     workers_and_trust: tuple[list, dict[int, bool]],
     *,
     snapshots: Snapshots | None,
 ) -> ChatRequest:
-    """Admission's checks of the workers, the fitting and the price, then the INSERT of `row` completed."""
+    """Admission's checks of the workers and the fitting, the caller's rate turn, the price and the queue, then
+    the INSERT of `row` completed."""
     models = models_of(native)
     roster, trust = workers_and_trust
     _check_known(session, roster, models, model_param, settings.model_reference_path)
@@ -165,12 +201,13 @@ def _queue_on(
         reference_path=settings.model_reference_path,
     )
     queued = snapshots.waiting(session, models) if snapshots else queue.waiting_for_models(session, models)
-    _check_price(session, native, user, estimate, need, eligible, queued)
     job_s = (
         snapshots.typical_job_s(session, settings.default_job_duration_s)
         if snapshots
         else queue.typical_job_s(session, settings.default_job_duration_s)
     )
+    turn.take()
+    _check_price(session, native, turn.user, estimate, need, eligible, queued)
     _check_queue(native, settings, eligible, queued, job_s)
     return request_rows.insert_request(
         session,
@@ -249,14 +286,15 @@ def _names(models: list[str]) -> str:
     return ", ".join(models)
 
 
-def _check_rate(session, settings, user: Identity, client_address: str | None) -> int:
+def _check_rate(session, settings, user: Identity, client_address: str | None, *, take_turn: bool) -> int:
     """Per user; the anonymous user is shared by everyone, so its limit is per client address instead.
 
-    Returns the user's balance, read in the same statement as the count. Exact under concurrency: on
-    PostgreSQL the caller's admissions take turns from here to their commit (horde/accounts/rate_limit.py)."""
+    Returns the user's balance, read in the same statement as the count. Exact under concurrency with
+    `take_turn`: on PostgreSQL the caller's admissions take turns from here to their commit
+    (horde/accounts/rate_limit.py)."""
     limit = settings.rate_limit_per_minute
     address = client_address if user.anonymous else None
-    if is_postgresql(session):
+    if take_turn and is_postgresql(session):
         rate_limit.take_turn(session, user.id, address)
     since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
     kudos, used = request_rows.caller(session, user.id, since, address)

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import String, bindparam, case, func, insert, select, type_coerce
+from sqlalchemy import String, bindparam, case, func, insert, or_, select, type_coerce
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
@@ -30,11 +30,11 @@ WORKERS = table_of(Worker)
 
 _READ_REQUEST = select(REQUESTS).where(REQUESTS.c.id == bindparam("request_id"))
 #: The row as a waiter follows it: the payload (the prompt, possibly large) only once the request is final.
+#: The final states are compared one by one: an IN of a list is expanded into the SQL on every execution.
+_FINAL = or_(*(REQUESTS.c.state == state for state in FINAL_STATES))
 _FOLLOW_REQUEST = select(
     *(column for column in REQUESTS.c if column.name != "payload"),
-    type_coerce(case((REQUESTS.c.state.in_(FINAL_STATES), REQUESTS.c.payload)), REQUESTS.c.payload.type).label(
-        "payload"
-    ),
+    type_coerce(case((_FINAL, REQUESTS.c.payload)), REQUESTS.c.payload.type).label("payload"),
 ).where(REQUESTS.c.id == bindparam("request_id"))
 _READ_STATE = select(REQUESTS.c.state).where(REQUESTS.c.id == bindparam("request_id"))
 _INSERT_REQUEST = insert(REQUESTS)
