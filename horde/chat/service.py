@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.identity import Identity
-from horde.chat import admission, images, lifecycle, queue, request_rows
+from horde.chat import admission, images, lifecycle, model_rows, queue, request_rows
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events import announce_jobs, request_channel
@@ -106,9 +106,12 @@ def cancel(
 
 
 def sweep(runtime: Runtime) -> int:
-    """Expire stale jobs; the serve loop calls it every HORDE_SWEEP_INTERVAL_S."""
+    """Expire stale jobs and drop the model rows of ended requests; the serve loop calls it every
+    HORDE_SWEEP_INTERVAL_S."""
     with runtime.db.transaction() as session:
         changed = lifecycle.expire_jobs(session, runtime.settings)
+    with runtime.db.autocommit() as session:
+        model_rows.forget_ended(session)
     for request in changed:
         runtime.bus.publish(request_channel(request.id))
         if request.state == WAITING:
