@@ -123,11 +123,15 @@ class ChatRequestModel(Base):
 
 class ChatJob(Base):
     __tablename__ = "chat_jobs"
-    __table_args__ = (Index("ix_chat_jobs_state_deadline", "state", "deadline_at"),)
+    #: A pop counts its worker's running jobs: by worker and state, so the count never walks the worker's history.
+    __table_args__ = (
+        Index("ix_chat_jobs_state_deadline", "state", "deadline_at"),
+        Index("ix_chat_jobs_worker_state", "worker_id", "state"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     request_id: Mapped[str] = mapped_column(ForeignKey("chat_requests.id", ondelete="CASCADE"), index=True)
-    worker_id: Mapped[str] = mapped_column(ForeignKey("workers.id"), index=True)
+    worker_id: Mapped[str] = mapped_column(ForeignKey("workers.id"))
     model: Mapped[str] = mapped_column(String(200))
     state: Mapped[str] = mapped_column(String(16), default=JOB_PROCESSING)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

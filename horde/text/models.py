@@ -101,11 +101,15 @@ class TextJob(Base):
     """One generation handed to one worker."""
 
     __tablename__ = "text_jobs"
-    __table_args__ = (Index("ix_text_jobs_state_deadline", "state", "deadline_at"),)
+    #: A pop counts its worker's running jobs: by worker and state, so the count never walks the worker's history.
+    __table_args__ = (
+        Index("ix_text_jobs_state_deadline", "state", "deadline_at"),
+        Index("ix_text_jobs_worker_state", "worker_id", "state"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     request_id: Mapped[str] = mapped_column(ForeignKey("text_requests.id", ondelete="CASCADE"), index=True)
-    worker_id: Mapped[str] = mapped_column(ForeignKey("workers.id"), index=True)
+    worker_id: Mapped[str] = mapped_column(ForeignKey("workers.id"))
     worker_name: Mapped[str] = mapped_column(String(100))
     model: Mapped[str] = mapped_column(String(200))
     state: Mapped[str] = mapped_column(String(16), default=JOB_PROCESSING)
