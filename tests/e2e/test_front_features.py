@@ -10,6 +10,7 @@ import pytest
 
 from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
+from tests.support.requests_by_model import request_ids_for_model
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
 WEATHER_TOOL = {
@@ -230,11 +231,8 @@ def _worker_id(horde, name):
 
 
 def _latest_request(horde, model):
-    from horde.chat.models import ChatRequestModel
-
-    with horde.runtime.db.transaction() as session:
-        row = session.query(ChatRequestModel).filter_by(model=model).first()
-        return row.request_id if row else None
+    ids = request_ids_for_model(horde.runtime.db, model)
+    return ids[-1] if ids else None
 
 
 def _state(horde, request_id):

@@ -8,18 +8,17 @@ import pytest
 import requests
 
 from horde.accounts.models import KudosEntry
-from horde.chat.models import ChatRequestModel
 from tests.support.harness import Harness, unique_model
+from tests.support.requests_by_model import request_ids_for_model
 
 
 def jobs_for(horde, model):
-    with horde.runtime.db.transaction() as session:
-        return session.query(ChatRequestModel).filter_by(model=model).count()
+    return len(request_ids_for_model(horde.runtime.db, model))
 
 
 def charges_for(horde, model):
-    with horde.runtime.db.transaction() as session:
-        ids = [row.request_id for row in session.query(ChatRequestModel).filter_by(model=model)]
+    ids = request_ids_for_model(horde.runtime.db, model)
+    with horde.runtime.db.read() as session:
         return session.query(KudosEntry).filter(KudosEntry.request_id.in_(ids), KudosEntry.kind == "charge").count()
 
 

@@ -15,12 +15,13 @@ import openai
 import pytest
 import requests
 
-from horde.chat.models import ChatRequest, ChatRequestModel
+from horde.chat.models import ChatRequest
 from horde_testing import redis_server
 from horde_testing.processes import wait_until
 from horde_testing.redis_server import RedisServer
 from horde_testing.tcp_proxy import proxy_database
 from tests.support.harness import Harness, unique_model
+from tests.support.requests_by_model import request_ids_for_model
 
 OUTAGE_DEADLINE_S = 30.0
 
@@ -215,8 +216,7 @@ def _declare_worker(horde, key: str, model: str) -> None:
 
 
 def _request_ids(horde, model: str) -> set[str]:
-    with horde.runtime.db.read() as session:
-        return {row.request_id for row in session.query(ChatRequestModel).filter_by(model=model)}
+    return set(request_ids_for_model(horde.runtime.db, model))
 
 
 def _request(horde, request_id: str) -> ChatRequest:
