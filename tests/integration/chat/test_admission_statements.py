@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from horde import errors
 from horde.accounts.identity import Identity
 from horde.app import create_app
 from horde.chat import service
@@ -63,25 +62,6 @@ def test_the_callers_turn_comes_after_the_reads_of_the_workers_and_the_queue(run
     assert ROSTER in admission[:count] and len(admission[:count]) > len(_rate_turn(runtime)) + 1
     assert admission[count - len(_rate_turn(runtime)) : count] == _rate_turn(runtime)
     assert admission[count + 1 :] == _inserts(runtime)
-
-
-def test_a_caller_over_its_rate_hears_so_before_any_later_refusal(runtime, client, make_user, settings):
-    """The count runs late, yet its refusal comes first: a request for an unknown model from a caller over its
-    limit gets the 429."""
-    _, worker_key = make_user("owner")
-    pop(client, worker_key)
-    user, _ = make_user("client", kudos=100)
-    native = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}
-    for _ in range(settings.rate_limit_per_minute):
-        service.create(runtime, Identity.of(user), dict(native))
-
-    for model in ("no-such-model", "m1"):
-        try:
-            service.create(runtime, Identity.of(user), dict(native, model=model))
-        except errors.HordeError as refusal:
-            assert isinstance(refusal, errors.TooManyRequests), refusal
-        else:
-            raise AssertionError("admitted over the rate limit")
 
 
 def test_a_worker_checked_in_by_another_process_serves_the_very_next_request(runtime, client, make_user, settings):
