@@ -8,23 +8,20 @@ cancelled) never waits again, and nothing else reads its model rows (its own `mo
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, delete, or_, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
-from horde.chat.models import FINAL_STATES, ChatRequest, ChatRequestModel
-from horde.database import table_of
+from horde.chat.request_rows import ENDED, REQUEST_MODELS, REQUESTS
 
 #: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from
 #: before this sweep) clears over successive sweeps.
 FORGET_PER_SWEEP = 5000
 
-_REQUESTS, _MODELS = table_of(ChatRequest), table_of(ChatRequestModel)
-_ENDED = or_(*(_REQUESTS.c.state == state for state in FINAL_STATES))
-_FORGET_ENDED = delete(_MODELS).where(
-    _MODELS.c.request_id.in_(
-        select(_MODELS.c.request_id)
-        .join(_REQUESTS, _REQUESTS.c.id == _MODELS.c.request_id)
-        .where(_ENDED)
+_FORGET_ENDED = delete(REQUEST_MODELS).where(
+    REQUEST_MODELS.c.request_id.in_(
+        select(REQUEST_MODELS.c.request_id)
+        .join(REQUESTS, REQUESTS.c.id == REQUEST_MODELS.c.request_id)
+        .where(ENDED)
         .limit(bindparam("batch"))
         .scalar_subquery()
     )

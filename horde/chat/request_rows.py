@@ -30,11 +30,12 @@ WORKERS = table_of(Worker)
 
 _READ_REQUEST = select(REQUESTS).where(REQUESTS.c.id == bindparam("request_id"))
 #: The row as a waiter follows it: the payload (the prompt, possibly large) only once the request is final.
-#: The final states are compared one by one: an IN of a list is expanded into the SQL on every execution.
-_FINAL = or_(*(REQUESTS.c.state == state for state in FINAL_STATES))
+#: A request that has ended. The final states are compared one by one: an IN of a list is expanded into the
+#: SQL on every execution.
+ENDED = or_(*(REQUESTS.c.state == state for state in FINAL_STATES))
 _FOLLOW_REQUEST = select(
     *(column for column in REQUESTS.c if column.name != "payload"),
-    type_coerce(case((_FINAL, REQUESTS.c.payload)), REQUESTS.c.payload.type).label("payload"),
+    type_coerce(case((ENDED, REQUESTS.c.payload)), REQUESTS.c.payload.type).label("payload"),
 ).where(REQUESTS.c.id == bindparam("request_id"))
 _READ_STATE = select(REQUESTS.c.state).where(REQUESTS.c.id == bindparam("request_id"))
 _INSERT_REQUEST = insert(REQUESTS)
