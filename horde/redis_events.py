@@ -89,7 +89,7 @@ class RedisEventBus(LocalEventBus):
                 return
 
     def _send_some(self) -> None:
-        batch = []
+        batch: list[tuple[str, bool]] = []
         while self._outbox and len(batch) < PUBLISHES_PER_PIPELINE:
             batch.append(self._outbox.popleft())
         pipeline = self._redis.pipeline(transaction=False)
