@@ -142,8 +142,7 @@ class ChatCall:
         return self._json(request_id, first, watcher, environ, headers)
 
     def _json(self, request_id, first, watcher, environ, headers) -> Response:
-        release = True  # this call's holder, unless abandoned (or left to answer() on an outage)
-        delivered = False
+        release = True  # this call's holder, unless abandoned, delivered, or left to answer() on an outage
         events = itertools.chain([first], watcher)
         runtime = self.runtime
         try:
@@ -155,8 +154,10 @@ class ChatCall:
                         return self.error_response(
                             errors.ChatRequestCancelled("The client closed the connection."), request_id, {}
                         )
-                    delivered = True
-                    return self._final_json(event.request, headers)
+                    response = self._final_json(event.request, headers)
+                    release = False
+                    response.call_on_close(lambda: _release_delivered(runtime, request_id))
+                    return response
                 if isinstance(event, Failed):
                     return self.error_response(event.error, request_id, headers)
                 if _client_gone(environ):
@@ -170,12 +171,7 @@ class ChatCall:
             raise
         finally:
             watcher.close()
-            if release and delivered:
-                settle(
-                    f"releasing the delivered request {request_id}",
-                    lambda: idempotency.release_delivered(runtime, request_id),
-                )
-            elif release:
+            if release:
                 settle(f"releasing the request {request_id}", lambda: idempotency.hold(runtime, request_id, -1))
         return self.error_response(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
@@ -247,6 +243,12 @@ class ChatCall:
         response.headers["X-Accel-Buffering"] = "no"
         response.headers["x-request-id"] = request_id
         return response
+
+
+def _release_delivered(runtime: Runtime, request_id: str) -> None:
+    """Run when the server closes the response, after its last byte went out: the client no longer waits for
+    this write before it reads its answer."""
+    settle(f"releasing the delivered request {request_id}", lambda: idempotency.release_delivered(runtime, request_id))
 
 
 def _end_stream(runtime: Runtime, request_id: str, state: Any, finished: bool) -> None:

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from horde.chat.models import ChatRequest
 from horde_testing.processes import wait_until
 from tests.support.native import pop, submit
 from tests.support.statements import statements
@@ -35,6 +36,7 @@ def answer_with_progress(client, owner: str, key: str, body: dict, before_submit
             "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}
         )
         answers.append((answer.status_code, answer.get_data(as_text=True)))
+        answer.close()  # as a WSGI server does after the last byte: the delivered answer's release runs then
 
     call = threading.Thread(target=call_v1)
     call.start()
@@ -96,3 +98,38 @@ def test_a_json_answer_is_released_without_a_transaction_block(runtime, client, 
     assert status == 200
     released = [s for s in seen if s.startswith(RELEASE)]
     assert len(released) == 1 and not [s for s in in_transactions if s.startswith(RELEASE)]
+
+
+def test_a_json_answer_is_released_once_the_server_closes_it(runtime, client, make_user):
+    """The release of a delivered answer is not on the client's path: it runs when the server closes the response,
+    after the answer's last byte."""
+    _, owner = make_user("owner")
+    pop(client, owner)
+    _, key = make_user("client", kudos=100)
+    answers: list = []
+
+    def call_v1():
+        answers.append(
+            client.application.test_client().post(
+                "/v1/chat/completions", json=BODY, headers={"Authorization": f"Bearer {key}"}
+            )
+        )
+
+    call = threading.Thread(target=call_v1)
+    call.start()
+    job = wait_until(lambda: pop(client, owner)["id"], timeout_s=JOIN_S, what="the request's job")
+    assert submit(client, owner, job).status_code == 200
+    call.join(JOIN_S)
+    answer = answers[0]
+    assert answer.status_code == 200 and answer.json["choices"][0]["message"]["content"] == "Hi there"
+    request_id = answer.headers["x-request-id"]
+
+    assert holders_and_delivered(runtime, request_id) == (1, False), "not released before the response is closed"
+    answer.close()
+    assert holders_and_delivered(runtime, request_id) == (0, True)
+
+
+def holders_and_delivered(runtime, request_id: str) -> tuple[int, bool]:
+    with runtime.db.read() as session:
+        request = session.get(ChatRequest, request_id)
+        return request.holders, request.delivered
