@@ -23,6 +23,7 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from horde import errors
 from horde.pg_cursor import DescribedOnceCursor
+from horde.pg_hub_wait import HubWaitConnection, waits_on_the_hub
 
 log = logging.getLogger(__name__)
 #: The operating system's select even under gevent's patching: a zero-timeout look never yields.
@@ -294,7 +295,15 @@ def _postgresql_engine(url: str, pool_size: int, overflow: int, **options: Any) 
         **options,
     )
     _ping_idle_connections(engine)
+    event.listen(engine, "do_connect", _connect_waiting_on_the_hub)
     return engine
+
+
+def _connect_waiting_on_the_hub(_dialect: Any, _record: Any, cargs: tuple, cparams: dict) -> Any:
+    """Under gevent, a connection whose statements wait on the hub (horde/pg_hub_wait.py); else psycopg's own."""
+    if not waits_on_the_hub():
+        return None  # SQLAlchemy connects as it would
+    return HubWaitConnection.connect(*cargs, **cparams)
 
 
 def _sqlite_pragmas(dbapi_connection, _record):
