@@ -1,9 +1,9 @@
 """Load: clients through /v1 and workers over the native protocol at once, against a real server.
 
-The server is `gunicorn -k gevent -w N 'horde.wsgi:app'` on PostgreSQL + Redis (the
-production command), or `python -m horde serve` on SQLite. In this process, on
-gevent: W workers × T slots, each slot popping (long-poll) and submitting a short
-reply at once; C clients sending /v1/chat/completions in a loop, a chosen share of
+The server is `gunicorn -k horde.gunicorn_worker.HordeWorker -w N 'horde.wsgi:app'` on PostgreSQL + Redis
+(the README's production command; `--worker-class gevent` runs gunicorn's own gevent worker instead), or
+`python -m horde serve` on SQLite. In this process, on gevent: W workers × T slots, each slot popping
+(long-poll) and submitting a short reply at once; C clients sending /v1/chat/completions in a loop, a chosen share of
 them streamed (closed loop: the throughput it reaches, with latency that is mostly the
 queue the C clients keep full); or, with --rate R, requests arriving R per second
 whatever the answers do, on at most C connections (open loop: the latency at that
@@ -60,6 +60,9 @@ from horde.runtime import Runtime
 from horde_testing.processes import Gunicorn, Server, base_env
 
 MODEL = "bench/load-model"
+HORDE_WORKER_CLASS = "horde.gunicorn_worker.HordeWorker"
+#: gunicorn's -k values this bench runs, with the short name its table prints.
+WORKER_CLASS_NAMES = {HORDE_WORKER_CLASS: "HordeWorker", "gevent": "gevent"}
 REDIS_ENV = "HORDE_BENCH_REDIS_URL"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 SERVER_SETTINGS = {
@@ -311,7 +314,9 @@ class Setup:
             settings = dict(SERVER_SETTINGS)
             if backend == "postgresql":
                 settings.update(HORDE_REDIS_URL=args.redis_url, HORDE_REDIS_PREFIX=f"horde_bench_{tag}")
-                self.server = Gunicorn(base_env(self.database.url, **settings), args.processes)
+                self.server = Gunicorn(
+                    base_env(self.database.url, **settings), args.processes, worker_class=args.worker_class
+                )
             else:
                 self.server = Server(base_env(self.database.url, **settings))
         except BaseException:
@@ -320,7 +325,7 @@ class Setup:
 
     def describe(self, args) -> str:
         if self.backend == "postgresql":
-            return f"gunicorn -k gevent -w {args.processes}, PostgreSQL + Redis"
+            return f"gunicorn -k {WORKER_CLASS_NAMES[args.worker_class]} -w {args.processes}, PostgreSQL + Redis"
         return "python -m horde serve, SQLite"
 
     def close(self, keep_log: bool = False) -> None:
@@ -464,6 +469,12 @@ def main(argv=None) -> int:
         help="postgresql: gunicorn on PostgreSQL + Redis; sqlite: python -m horde serve (default both)",
     )
     parser.add_argument("-p", "--processes", type=int, default=2, help="gunicorn processes (default 2)")
+    parser.add_argument(
+        "--worker-class",
+        choices=sorted(WORKER_CLASS_NAMES),
+        default=HORDE_WORKER_CLASS,
+        help="gunicorn's worker class (default: the README's, the Horde's gevent worker)",
+    )
     parser.add_argument("-w", "--workers", type=int, default=8, help="workers (default 8)")
     parser.add_argument("-t", "--slots", type=int, default=4, help="slots (threads) per worker (default 4)")
     parser.add_argument(

@@ -139,9 +139,10 @@ class Worker(Process):
 
 
 class Gunicorn(Process):
-    """The production command: `gunicorn -k gevent -w N 'horde.wsgi:app'` on a free port."""
+    """The production command: `gunicorn -k WORKER_CLASS -w N 'horde.wsgi:app'` on a free port (gunicorn's own
+    gevent worker unless told; the README's command names the Horde's, horde/gunicorn_worker.py)."""
 
-    def __init__(self, env: dict, processes: int = 2, worker_connections: int = 2000):
+    def __init__(self, env: dict, processes: int = 2, worker_connections: int = 2000, worker_class: str = "gevent"):
         self.port = free_port()
         self.processes = processes
         super().__init__(
@@ -149,7 +150,7 @@ class Gunicorn(Process):
                 "-m",
                 "gunicorn",
                 "-k",
-                "gevent",
+                worker_class,
                 "-w",
                 str(processes),
                 "--worker-connections",
