@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from gevent.monkey import get_original
-from sqlalchemy import CursorResult, Engine, Executable, Table, create_engine, event, text
+from sqlalchemy import Connection, CursorResult, Engine, Executable, Table, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Session
 
 from horde import errors
 from horde.pg_cursor import DescribedOnceCursor
@@ -77,7 +77,7 @@ def is_unavailable(exc: BaseException) -> bool:
     return sqlstate is None or sqlstate.startswith(CONNECTION_SQLSTATES)
 
 
-def _close(session: Session) -> None:
+def _close(session: CoreFirstSession) -> None:
     """Close a session whose work is done (or failed already): a connection that dies now loses nothing."""
     try:
         session.close()
@@ -85,6 +85,62 @@ def _close(session: Session) -> None:
         if not is_unavailable(exc):
             raise
         log.info("a database connection died as its session closed; the pool replaces it")
+
+
+class CoreFirstSession:
+    """What Database's blocks yield as their Session: `connection()` is the block's own connection, checked out
+    (and, in a transaction, begun) on first use; any other Session method goes to an ORM Session on that same
+    connection, made when first asked, and flushed before the block commits.
+
+    Why: the hot paths run Core statements on `session.connection()`, and an ORM Session's own bookkeeping around
+    them (its transaction object, events, commit and close) cost more CPU than a short statement (about 150 µs a
+    block against a Connection's, measured on SQLite). Code that uses the ORM keeps a real Session, on the
+    same connection and in the same transaction.
+    """
+
+    __slots__ = ("_begin", "_connection", "_engine", "_orm")
+
+    def __init__(self, engine: Engine, *, begin: bool):
+        self._engine, self._begin = engine, begin
+        self._connection: Connection | None = None
+        self._orm: Session | None = None
+
+    def connection(self) -> Connection:
+        connection = self._connection
+        if connection is None:
+            connection = self._connection = self._engine.connect()
+            if self._begin:
+                connection.begin()
+        return connection
+
+    def get_bind(self) -> Engine:
+        return self._engine
+
+    def __getattr__(self, name: str) -> Any:
+        orm = self._orm
+        if orm is None:
+            orm = self._orm = Session(bind=self.connection(), expire_on_commit=False)
+        return getattr(orm, name)
+
+    def commit(self) -> None:
+        if self._orm is not None:
+            self._orm.flush()
+        if self._connection is not None:
+            self._connection.commit()
+
+    def rollback(self) -> None:
+        if self._connection is not None:
+            self._connection.rollback()
+
+    def close(self) -> None:
+        """Detach what the ORM loaded (it stays readable) and give the connection back to its pool."""
+        orm, connection, self._orm, self._connection = self._orm, self._connection, None, None
+        try:
+            if orm is not None:
+                orm.close()
+        finally:
+            if connection is not None:
+                connection.close()
 
 
 class Base(DeclarativeBase):
@@ -125,9 +181,6 @@ class Database:
                 url, POSTGRES_AUTOCOMMIT_POOL_SIZE, POSTGRES_AUTOCOMMIT_POOL_OVERFLOW, isolation_level="AUTOCOMMIT"
             )
             self.read_engine = self.autocommit_engine
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
-        self._autocommit_sessions = sessionmaker(self.autocommit_engine, expire_on_commit=False)
         #: Called once when the database becomes unreachable (the runtime wakes every waiter to notice).
         self.on_unreachable: Callable[[], None] | None = None
         self.reachable = True
@@ -144,10 +197,10 @@ class Database:
 
         A lost or refused connection raises errors.ServiceUnavailable.
         """
-        session: Session = self._sessions()
+        session = CoreFirstSession(self.engine, begin=True)
         committing = False
         try:
-            yield session
+            yield cast(Session, session)
             committing = True
             session.commit()
         except BaseException as exc:
@@ -174,19 +227,19 @@ class Database:
             with self.transaction() as session:
                 yield session
         else:
-            with self._untransacted(self._autocommit_sessions, maybe_committed=True) as session:
+            with self._untransacted(self.autocommit_engine, maybe_committed=True) as session:
                 yield session
 
     def read(self) -> contextlib.AbstractContextManager[Session]:
         """A session for reading only; nothing it does is committed (on PostgreSQL it runs in autocommit)."""
-        return self._untransacted(self._read_sessions, maybe_committed=False)
+        return self._untransacted(self.read_engine, maybe_committed=False)
 
     @contextlib.contextmanager
-    def _untransacted(self, sessions: sessionmaker[Session], *, maybe_committed: bool) -> Iterator[Session]:
+    def _untransacted(self, engine: Engine, *, maybe_committed: bool) -> Iterator[Session]:
         """A session that is never committed here: a lost connection becomes errors.ServiceUnavailable."""
-        session = sessions()
+        session = CoreFirstSession(engine, begin=False)
         try:
-            yield session
+            yield cast(Session, session)
         except BaseException as exc:
             if is_unavailable(exc):
                 raise self._unavailable(exc, maybe_committed=maybe_committed) from exc
