@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 
 from horde import models
 
@@ -36,8 +36,8 @@ class PostgresDatabase:
     def __init__(self, admin_url: str, prefix: str = "horde_test"):
         self.admin_url = admin_url
         self.name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-        base, _, _ = admin_url.rpartition("/")
-        self.url = f"{base}/{self.name}"
+        # The database's name is the URL's path; its query (a Unix socket's ?host=..., say) stays as it is.
+        self.url = make_url(admin_url).set(database=self.name).render_as_string(hide_password=False)
         self._admin = create_engine(_driver_url(admin_url), isolation_level="AUTOCOMMIT")
         with self._admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{self.name}"'))
