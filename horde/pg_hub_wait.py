@@ -48,9 +48,10 @@ class HubWaitConnection(psycopg.Connection):
         watchers = self._watchers
         if watchers is None:
             watchers = self._watchers = {}
+        loop = get_hub().loop
         watcher = watchers.get((fileno, events))
-        if watcher is None:
-            watcher = watchers[(fileno, events)] = get_hub().loop.io(fileno, events)
+        if watcher is None or watcher.loop is not loop:  # a hub is per OS thread: a watcher serves its own loop only
+            watcher = watchers[(fileno, events)] = loop.io(fileno, events)
         waiter = Waiter()
         watcher.start(waiter.switch, pass_events=True)
         try:

@@ -3,6 +3,8 @@ keeps one watcher per direction for its life, and a connection the server drops 
 
 from __future__ import annotations
 
+import threading
+
 import gevent
 import psycopg
 import pytest
@@ -77,3 +79,12 @@ def test_the_engines_connect_waiting_on_the_hub_under_gevents_patching(runtime, 
                 assert session.connection().exec_driver_sql("SELECT 1").scalar() == 1
     finally:
         patched.dispose()
+
+
+def test_a_connection_used_from_another_os_thread_waits_on_that_threads_hub(connection):
+    assert connection.execute("SELECT 1").fetchone() == (1,)  # watchers made on this thread's hub
+    answers = []
+    other = threading.Thread(target=lambda: answers.append(connection.execute("SELECT 2").fetchone()), daemon=True)
+    other.start()
+    other.join(timeout=10)
+    assert answers == [(2,)]  # a watcher of this thread's loop, which nobody runs there, would never wake it
