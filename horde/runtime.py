@@ -9,7 +9,9 @@ from horde.chat.snapshots import Snapshots
 from horde.config import Settings
 from horde.database import Database
 from horde.events import LocalEventBus
-from horde.workers.checkins import CheckIns
+from horde.text.checkin import TextWorkerView
+from horde.text.checkin import declared as text_declared
+from horde.workers.checkins import CheckIns, WorkerView
 
 
 @dataclass
@@ -19,7 +21,8 @@ class Runtime:
     bus: LocalEventBus
     snapshots: Snapshots = field(default_factory=Snapshots)
     identities: IdentityCache = field(default_factory=IdentityCache)
-    checkins: CheckIns = field(default_factory=CheckIns)
+    checkins: CheckIns[WorkerView] = field(default_factory=CheckIns)
+    text_checkins: CheckIns[TextWorkerView] = field(default_factory=lambda: CheckIns(declared=text_declared))
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

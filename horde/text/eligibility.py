@@ -11,17 +11,17 @@ from dataclasses import dataclass
 from sqlalchemy import Boolean, ColumnElement, and_, bindparam, case, exists, func, literal, not_, or_, select
 from sqlalchemy.orm import Session
 
+from horde.text.checkin import TextWorkerView
 from horde.text.models import WAITING, TextRequest, TextRequestModel
-from horde.workers.models import Worker
 
 QUEUE_ORDER = (TextRequest.priority_class, TextRequest.priority.desc(), TextRequest.created_at, TextRequest.id)
 
 
 @dataclass
 class Offer:
-    """What a popping worker offers, beyond its row."""
+    """What a popping worker offers: its text declarations, and what the Horde knows of it."""
 
-    worker: Worker
+    worker: TextWorkerView
     trusted: bool
     slow: bool
 

@@ -9,17 +9,19 @@ generation is charged once and rewarded once. Functions never commit.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
-from sqlalchemy import CursorResult, Update, bindparam, case, func, select, update
+from sqlalchemy import CursorResult, Update, bindparam, case, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import service as accounts
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat.tokens import text_tokens
 from horde.database import table_of
 from horde.text import pricing
+from horde.text.checkin import TextWorkerView
 from horde.text.eligibility import QUEUE_FILTER, QUEUE_ORDER, Offer, offer_params
 from horde.text.models import (
     CANCELLED,
@@ -34,6 +36,7 @@ from horde.text.models import (
     WAITING,
     TextJob,
     TextRequest,
+    new_id,
 )
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
@@ -65,6 +68,16 @@ def _one_left(now) -> dict:
     }
 
 
+#: One waiting generation of a request moves to processing (the caller adds the request's id).
+_TAKE_ONE = (
+    update(TextRequest)
+    .where(TextRequest.state == WAITING, TextRequest.waiting > 0)
+    .values(
+        waiting=TextRequest.waiting - 1,
+        processing=TextRequest.processing + 1,
+        state=case((TextRequest.waiting == 1, PROCESSING), else_=WAITING),
+    )
+)
 _NEXT = select(TextRequest).where(QUEUE_FILTER).order_by(*QUEUE_ORDER).limit(1)
 #: PostgreSQL: rows another claim holds are skipped, so concurrent pops take different requests.
 _NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=TextRequest)
@@ -78,37 +91,40 @@ def next_request(session: Session, offer: Offer, *, skip_locked: bool, prefer_us
     return session.scalar(query, offer_params(offer))
 
 
-def claim(session: Session, settings: Settings, request: TextRequest, worker: Worker, amount: int) -> list[TextJob]:
+class Claimed(NamedTuple):
+    """The generations a pop took: their job ids (one or more) and the model they run on."""
+
+    job_ids: list[str]
+    model: str
+
+
+def claim(session: Session, settings: Settings, request: TextRequest, worker: TextWorkerView, amount: int) -> Claimed:
     """Take up to `amount` of the request's waiting generations for `worker`, one compare-and-set each."""
-    offered = list(worker.text_models or [])
+    offered = list(worker.text_models)
     model = next((name for name in request.models or [] if name in offered), None) or offered[0]
     now = utcnow()
-    jobs = []
+    job_ids = []
     for _ in range(amount):
-        taken = _compare_and_set(
-            session,
-            update(TextRequest)
-            .where(TextRequest.id == request.id, TextRequest.state == WAITING, TextRequest.waiting > 0)
-            .values(
-                waiting=TextRequest.waiting - 1,
-                processing=TextRequest.processing + 1,
-                state=case((TextRequest.waiting == 1, PROCESSING), else_=WAITING),
-            ),
-        )
+        taken = _compare_and_set(session, _TAKE_ONE.where(TextRequest.id == request.id))
         if not taken:
             break
-        job = TextJob(
-            request_id=request.id,
-            worker_id=worker.id,
-            worker_name=worker.name,
-            model=model,
-            started_at=now,
-            deadline_at=now + dt.timedelta(seconds=settings.job_ttl_s),
-        )
-        session.add(job)
-        jobs.append(job)
-    session.flush()
-    return jobs
+        job_ids.append(new_id())
+    if job_ids:
+        deadline = now + dt.timedelta(seconds=settings.job_ttl_s)
+        rows = [
+            {
+                "id": job_id,
+                "request_id": request.id,
+                "worker_id": worker.id,
+                "worker_name": worker.name,
+                "model": model,
+                "started_at": now,
+                "deadline_at": deadline,
+            }
+            for job_id in job_ids
+        ]
+        session.connection().execute(insert(table_of(TextJob)), rows)
+    return Claimed(job_ids, model)
 
 
 #: The worker's running text jobs, as a scalar subquery (bind parameter `worker`) built once.
@@ -119,7 +135,7 @@ JOBS_IN_FLIGHT = (
 )
 
 
-def owned_job(session: Session, owner: User, job_id: str) -> tuple[TextJob, TextRequest, Worker]:
+def owned_job(session: Session, owner: User | Identity, job_id: str) -> tuple[TextJob, TextRequest, Worker]:
     job = session.get(TextJob, job_id)
     if job is None:
         raise errors.InvalidJobID(f"No text job '{job_id}'.")
@@ -149,7 +165,9 @@ def _refuse_ended(session: Session, job: TextJob) -> None:
     raise errors.AbortedGen(f"This generation is no longer assigned to the worker (it is {job.state}).")
 
 
-def submit(session: Session, settings: Settings, owner: User, body: dict) -> tuple[int, TextJob, TextRequest]:
+def submit(
+    session: Session, settings: Settings, owner: User | Identity, body: dict
+) -> tuple[int, TextJob, TextRequest]:
     """Store one generation and settle it; a state other than ok/censored is a fault (returns reward 0)."""
     job, request, worker = owned_job(session, owner, body["id"])
     if body["state"] not in ACCEPTED_STATES:
@@ -186,9 +204,8 @@ def submit(session: Session, settings: Settings, owner: User, body: dict) -> tup
         .values(finished=TextRequest.finished + 1, kudos_charged=TextRequest.kudos_charged + kudos, **_one_left(now)),
     )
     _settle(session, request, worker, kudos)
-    session.refresh(job)
     session.refresh(request)
-    return kudos, job, request
+    return kudos, job, request  # the job as claimed: the caller refreshes it when it needs the generation
 
 
 def fault(session: Session, settings: Settings, job: TextJob, reason: str, *, job_state: str = JOB_FAULTED) -> bool:

@@ -17,9 +17,11 @@ from sqlalchemy.orm import Session
 
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
+from horde.database import table_of
 from horde.events import request_channel
 from horde.payload import load
 from horde.text import checkin, eligibility, lifecycle, views
+from horde.text.models import WAITING, TextRequest
 from horde.text.schemas import POP_SCHEMA
 from horde.workers.pop import busy_threads, worker_owner
 
@@ -29,6 +31,11 @@ if TYPE_CHECKING:
 POP_DEFAULTS = (("threads", 1), ("max_length", 512), ("max_context_length", 2048), ("amount", 1), ("wait", 0))
 LONG_POLL_RECHECK_S = 5.0
 ANY_MODEL_CHANNEL = "text-jobs:*"
+_TEXT_REQUESTS = table_of(TextRequest)
+#: Whether any text request waits: a woken poller that found none it may take then wakes another.
+_ANY_WAITING = (
+    select(_TEXT_REQUESTS.c.id).where(_TEXT_REQUESTS.c.state == WAITING, _TEXT_REQUESTS.c.waiting > 0).limit(1)
+)
 
 
 def text_jobs_channel(model: str) -> str:
@@ -55,49 +62,75 @@ def empty_answer(skipped: dict) -> dict:
 
 
 def pop(runtime: Runtime, api_key: str | None, body: object) -> dict:
+    """Check in and claim, long-polling up to `wait` s. An announced job wakes one poller; one that finds
+    nothing it may take while text requests wait passes the announcement on, as on chat's pop."""
     pop_body = {key: value for key, value in load(POP_SCHEMA, body).items() if value is not None}
     for key, default in POP_DEFAULTS:
         pop_body.setdefault(key, default)
     owner = worker_owner(runtime, api_key)
     deadline = time.monotonic() + pop_body["wait"]
     channels = [text_jobs_channel(model) for model in pop_body["models"]] + [ANY_MODEL_CHANNEL]
-    with runtime.bus.subscribe(*channels) as subscription:
+    woken = False
+    with runtime.bus.subscribe(*channels, single=True) as subscription:
         while True:
             last_try = deadline - time.monotonic() <= 0
+            subscription.mark_seen()
             answer = pop_once(runtime, owner, pop_body, explain=last_try)
             if answer["id"] is not None or last_try or answer.get("busy"):
                 answer.pop("busy", None)
                 return answer
-            subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
+            if woken and _any_waiting(runtime):
+                subscription.pass_on()
+            woken = subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
 
 
 def pop_once(runtime: Runtime, owner: Identity, pop_body: dict, *, explain: bool) -> dict:
-    """One check-in and claim. `explain` computes the skipped counts, which scan the queue."""
+    """One check-in and claim. `explain` computes the skipped counts, which scan the queue. A check-in
+    that would change nothing is not written (horde/workers/checkins.py)."""
+    remembered = runtime.text_checkins.current(owner.id, pop_body, runtime.settings.worker_online_window_s)
+    started = time.monotonic()
     with runtime.db.transaction() as session:
-        worker = checkin.check_in(session, owner, pop_body)
-        offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=checkin.is_slow(session, worker.id))
-        in_flight = busy_threads(session, worker)
-        free = worker.threads - in_flight
-        if free <= 0:
-            return dict(empty_answer({}), busy=True)
-        prefer = _user_ids(session, pop_body.get("priority_usernames"))
-        request = lifecycle.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=prefer)
-        if request is None:
-            return empty_answer(eligibility.skipped_counts(session, offer) if explain else {})
-        amount = 1 if request.disable_batching else min(pop_body["amount"], free)
-        jobs = lifecycle.claim(session, runtime.settings, request, worker, amount)
-        answer = {
-            "id": jobs[0].id,
-            "ids": [job.id for job in jobs],
-            "payload": views.job_payload(request, len(jobs)),
-            "skipped": {},
-            "softprompt": request.softprompt,
-            "model": jobs[0].model,
-            "ttl": int(runtime.settings.job_ttl_s),
-            "extra_source_images": None,
-        }
-    runtime.bus.publish(request_channel(request.id))
+        worker = remembered or checkin.TextWorkerView.of(checkin.check_in(session, owner, pop_body))
+        answer, request_id = _claim_or_explain(runtime, session, owner, worker, pop_body, explain=explain)
+    if remembered is None:
+        runtime.text_checkins.remember(pop_body, worker, started)
+    if request_id is not None:
+        runtime.bus.publish(request_channel(request_id))
     return answer
+
+
+def _claim_or_explain(
+    runtime: Runtime, session: Session, owner: Identity, worker: checkin.TextWorkerView, pop_body: dict, *, explain
+) -> tuple[dict, str | None]:
+    """The pop's answer and the request it claimed generations of, if any, in the pop's transaction."""
+    free = worker.threads - busy_threads(session, worker.id)
+    if free <= 0:
+        return dict(empty_answer({}), busy=True), None
+    offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=checkin.is_slow(session, worker.id))
+    prefer = _user_ids(session, pop_body.get("priority_usernames"))
+    request = lifecycle.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=prefer)
+    if request is None:
+        return empty_answer(eligibility.skipped_counts(session, offer) if explain else {}), None
+    amount = 1 if request.disable_batching else min(pop_body["amount"], free)
+    claimed = lifecycle.claim(session, runtime.settings, request, worker, amount)
+    if not claimed.job_ids:
+        return empty_answer({}), None
+    answer = {
+        "id": claimed.job_ids[0],
+        "ids": claimed.job_ids,
+        "payload": views.job_payload(request, len(claimed.job_ids)),
+        "skipped": {},
+        "softprompt": request.softprompt,
+        "model": claimed.model,
+        "ttl": int(runtime.settings.job_ttl_s),
+        "extra_source_images": None,
+    }
+    return answer, request.id
+
+
+def _any_waiting(runtime: Runtime) -> bool:
+    with runtime.db.read() as session:
+        return session.connection().scalar(_ANY_WAITING) is not None
 
 
 def _user_ids(session: Session, names: list[str] | None) -> list[int]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from horde import errors
-from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.events import request_channel
 from horde.payload import load
 from horde.text import admission, fail_fast, lifecycle, pop, views, webhook
 from horde.text.models import WAITING, TextRequest
 from horde.text.schemas import SUBMIT_SCHEMA
+from horde.workers.pop import worker_owner
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -101,13 +101,12 @@ def cancel(
 
 def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
     submitted = load(SUBMIT_SCHEMA, body)
+    owner = worker_owner(runtime, api_key)  # the process's identity cache, as on the pop
     with runtime.db.transaction() as session:
-        owner = accounts.authenticate(session, api_key)
-        if owner.anonymous:
-            raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
         reward, job, request = lifecycle.submit(session, runtime.settings, owner, submitted)
         delivery = None
         if reward and request.webhook:
+            session.refresh(job)
             delivery = dict(views.generation(job), request=request.id, kudos=job.kudos)
         hook = request.webhook
     runtime.bus.publish(request_channel(request.id))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from horde.workers.declarations import features_mask, guarantees_mask
 
@@ -56,13 +57,15 @@ class WorkerView:
         )
 
 
+def common_declarations(pop: dict) -> tuple:
+    """What chat and text pops both declare: models, lengths and threads."""
+    return tuple(dict.fromkeys(pop["models"])), pop["max_length"], pop["max_context_length"], pop["threads"]
+
+
 def declared(pop: dict) -> tuple:
     """A pop's declarations, comparable with the ones last written."""
     return (
-        tuple(dict.fromkeys(pop["models"])),
-        pop["max_length"],
-        pop["max_context_length"],
-        pop["threads"],
+        *common_declarations(pop),
         features_mask(pop["features"]),
         guarantees_mask(pop["guarantees"]),
         (pop.get("limits") or {}).get("max_temperature_with_tools"),
@@ -70,29 +73,45 @@ def declared(pop: dict) -> tuple:
     )
 
 
-class CheckIns:
-    def __init__(self, refresh_s: float = CHECK_IN_REFRESH_S):
+class CheckedIn(Protocol):
+    """What the cache keeps of a checked-in worker: a view of its row (chat's or text's declarations)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def owner_id(self) -> int: ...
+
+
+View = TypeVar("View", bound=CheckedIn)
+
+
+class CheckIns(Generic[View]):
+    """One kind's check-ins (chat's or text's): `declared` reads a pop body's declarations of that kind."""
+
+    def __init__(self, refresh_s: float = CHECK_IN_REFRESH_S, declared: Callable[[dict], tuple] = declared):
         self.refresh_s = refresh_s
-        self._entries: dict[str, tuple[int, tuple, float, WorkerView]] = {}
+        self._declared = declared
+        self._entries: dict[str, tuple[int, tuple, float, View]] = {}
         self._lock = threading.Lock()
         #: Counts the check-ins of this process that wrote a worker new to it or new declarations: a view of
         #: the workers taken before the count moved may lack them (admission's roster, chat/snapshots.py).
         self.generation = 0
 
-    def current(self, owner_id: int, pop: dict, window_s: float) -> WorkerView | None:
+    def current(self, owner_id: int, pop: dict, window_s: float) -> View | None:
         """The worker as last checked in, when nothing would change by checking in again now."""
         entry = self._entries.get(pop["name"])
         if entry is None:
             return None
         owner, declarations, written_at, view = entry
         refresh_s = min(self.refresh_s, window_s / REFRESHES_PER_WINDOW)
-        if owner != owner_id or time.monotonic() - written_at >= refresh_s or declarations != declared(pop):
+        if owner != owner_id or time.monotonic() - written_at >= refresh_s or declarations != self._declared(pop):
             return None
         return view
 
-    def remember(self, pop: dict, view: WorkerView, written_at: float) -> None:
+    def remember(self, pop: dict, view: View, written_at: float) -> None:
         """Call after the check-in committed; `written_at` is time.monotonic() from before it began."""
-        declarations = declared(pop)
+        declarations = self._declared(pop)
         with self._lock:
             if len(self._entries) >= CHECK_IN_CACHE_MAX_ENTRIES:
                 self._entries.clear()

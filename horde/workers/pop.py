@@ -24,7 +24,6 @@ from horde.text import lifecycle as text_lifecycle
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
-from horde.workers.models import Worker
 from horde.workers.schemas import POP_SCHEMA
 
 if TYPE_CHECKING:
@@ -150,9 +149,9 @@ def _waiting_for_other_models(session: Session) -> dict[str, int]:
     return {"models": waiting} if waiting else {}
 
 
-def busy_threads(session: Session, worker: WorkerView | Worker) -> int:
+def busy_threads(session: Session, worker_id: str) -> int:
     """The worker's running jobs, chat and text together."""
-    return session.connection().scalar(_BUSY_THREADS, {"worker": worker.id}) or 0
+    return session.connection().scalar(_BUSY_THREADS, {"worker": worker_id}) or 0
 
 
 def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
