@@ -245,10 +245,13 @@ class ChatCall:
         return response
 
 
-def _release_delivered(runtime: Runtime, request_id: str) -> None:
+def _release_delivered(runtime: Runtime, request_id: str, table: idempotency.RequestTable = ChatRequest) -> None:
     """Run when the server closes the response, after its last byte went out: the client no longer waits for
     this write before it reads its answer."""
-    settle(f"releasing the delivered request {request_id}", lambda: idempotency.release_delivered(runtime, request_id))
+    settle(
+        f"releasing the delivered request {request_id}",
+        lambda: idempotency.release_delivered(runtime, request_id, table),
+    )
 
 
 def _end_stream(runtime: Runtime, request_id: str, state: Any, finished: bool) -> None:

@@ -9,6 +9,7 @@ charged, running ones end uncharged.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import TYPE_CHECKING, cast
 
@@ -18,7 +19,7 @@ from horde import errors
 from horde.client_address import client_address
 from horde.oai import auth, idempotency, stream, text_completion
 from horde.oai import errors as oai_errors
-from horde.oai.chat import _client_gone, _retry_count
+from horde.oai.chat import _client_gone, _release_delivered, _retry_count
 from horde.oai.screening import screen_completion_request
 from horde.oai.text_waiter import Failed, Finished, FirstRead, Generated, Keepalive, watch
 from horde.text import fail_fast, service, views
@@ -114,7 +115,7 @@ class CompletionCall:
             idempotency.hold(self.runtime, request_id, -1, TextRequest)
 
     def _json(self, request_id, watcher, environ, headers) -> Response:
-        gone = delivered = False
+        gone = released_on_close = False
         try:
             for event in watcher:
                 if isinstance(event, Failed):
@@ -123,11 +124,14 @@ class CompletionCall:
                     gone = True
                     return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
                 if isinstance(event, Finished):
-                    delivered = True
-                    return self._final_json(event.request, headers)
+                    response = self._final_json(event.request, headers)
+                    response.call_on_close(functools.partial(_release_delivered, self.runtime, request_id, TextRequest))
+                    released_on_close = True
+                    return response
         finally:
             watcher.close()
-            self._release(request_id, gone=gone, delivered=delivered)
+            if not released_on_close:
+                self._release(request_id, gone=gone)
         return _error(errors.RequestNotFound("The request ended without an answer."), request_id, headers)
 
     def _final_json(self, request, headers) -> Response:

@@ -1,0 +1,46 @@
+"""A /v1/completions JSON answer, like a chat one, is released (one holder less, delivered) when the server closes
+the response after its last byte: the release's write is not on the client's path."""
+
+from __future__ import annotations
+
+import threading
+
+from horde.text.models import TextRequest
+from horde_testing.processes import wait_until
+from tests.integration.text.helpers import text_pop, text_submit
+
+BODY = {"model": "m1", "prompt": "Once upon", "max_tokens": 16}
+JOIN_S = 30
+
+
+def holders_and_delivered(runtime, request_id: str) -> tuple[int, bool]:
+    with runtime.db.read() as session:
+        request = session.get(TextRequest, request_id)
+        return request.holders, request.delivered
+
+
+def test_a_completions_json_answer_is_released_once_the_server_closes_it(runtime, client, make_user):
+    _, owner = make_user("owner")
+    text_pop(client, owner)  # online, so the front admits the request
+    _, key = make_user("client", kudos=100)
+    answers: list = []
+
+    def call_v1():
+        answers.append(
+            client.application.test_client().post(
+                "/v1/completions", json=BODY, headers={"Authorization": f"Bearer {key}"}
+            )
+        )
+
+    call = threading.Thread(target=call_v1)
+    call.start()
+    job = wait_until(lambda: text_pop(client, owner)["id"], timeout_s=JOIN_S, what="the request's job")
+    assert text_submit(client, owner, job, generation=" a time").status_code == 200
+    call.join(JOIN_S)
+    answer = answers[0]
+    assert answer.status_code == 200 and answer.json["choices"][0]["text"] == " a time"
+    request_id = answer.headers["x-request-id"]
+
+    assert holders_and_delivered(runtime, request_id) == (1, False), "not released before the response is closed"
+    answer.close()
+    assert holders_and_delivered(runtime, request_id) == (0, True)
