@@ -60,7 +60,8 @@ def watch(
                     if request is not None and request.state == WAITING:
                         online = checkin.online_text_workers(session, settings.worker_online_window_s, request.models)
                         no_worker_since = None if online else (no_worker_since or now)
-                        pool = _pool(session, settings, request, online)
+                        if keepalive_due:  # only a keepalive carries the queue position and wait
+                            pool = _pool(session, settings, request, online)
                         gap = _gap(settings, request, no_worker_since, availability_mode)
                 next_read = now + FULL_READ_S
                 if request is None:

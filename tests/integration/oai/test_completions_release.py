@@ -8,9 +8,12 @@ import threading
 from horde.text.models import TextRequest
 from horde_testing.processes import wait_until
 from tests.integration.text.helpers import text_pop, text_submit
+from tests.support.statements import statements
 
 BODY = {"model": "m1", "prompt": "Once upon", "max_tokens": 16}
 JOIN_S = 30
+#: The queue position's sum of the generations served before the request (horde/text/queue.py).
+POSITION = ("coalesce(sum(text_requests.waiting)", "text_requests.priority >")
 
 
 def holders_and_delivered(runtime, request_id: str) -> tuple[int, bool]:
@@ -44,3 +47,28 @@ def test_a_completions_json_answer_is_released_once_the_server_closes_it(runtime
     assert holders_and_delivered(runtime, request_id) == (1, False), "not released before the response is closed"
     answer.close()
     assert holders_and_delivered(runtime, request_id) == (0, True)
+
+
+def test_a_completions_json_call_reads_no_queue_position(runtime, client, make_user):
+    """Only a keepalive carries the queue position and wait estimate: a JSON answer, which sends none while it
+    waits its first seconds, never computes them."""
+    _, owner = make_user("owner")
+    text_pop(client, owner)
+    _, key = make_user("client", kudos=100)
+    answers: list = []
+
+    def call_v1():
+        answers.append(
+            client.application.test_client().post(
+                "/v1/completions", json=BODY, headers={"Authorization": f"Bearer {key}"}
+            )
+        )
+
+    with statements(runtime) as seen:
+        call = threading.Thread(target=call_v1)
+        call.start()
+        job = wait_until(lambda: text_pop(client, owner)["id"], timeout_s=JOIN_S, what="the request's job")
+        assert text_submit(client, owner, job, generation=" a time").status_code == 200
+        call.join(JOIN_S)
+    assert answers[0].status_code == 200
+    assert not [statement for statement in seen if all(part in statement for part in POSITION)], seen
