@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 
-from sqlalchemy import func, literal, or_, select
+from sqlalchemy import bindparam, exists, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from horde.chat.queue import served_before
+from horde.database import table_of
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 from horde.timeutil import utcnow
 
@@ -28,15 +29,33 @@ def _accepts_any(models):
     return or_(listed, any_model)
 
 
-def waiting_count(session: Session, models: list[str]) -> int:
-    return (
-        session.scalar(
-            select(func.coalesce(func.sum(TextRequest.waiting), 0)).where(
-                TextRequest.state == WAITING, _accepts_any(models)
+_REQUESTS, _REQUEST_MODELS, _JOBS = table_of(TextRequest), table_of(TextRequestModel), table_of(TextJob)
+#: Every admission reads these (the queue's wait, the free allowance): built once, the models in a bind parameter.
+_WAITING = select(func.coalesce(func.sum(_REQUESTS.c.waiting), 0)).where(_REQUESTS.c.state == WAITING)
+_WAITING_FOR_MODELS = _WAITING.where(
+    or_(
+        exists(
+            select(literal(1)).where(
+                _REQUEST_MODELS.c.request_id == _REQUESTS.c.id,
+                _REQUEST_MODELS.c.model.in_(bindparam("models", expanding=True)),
             )
-        )
-        or 0
+        ),
+        ~exists(select(literal(1)).where(_REQUEST_MODELS.c.request_id == _REQUESTS.c.id)),
     )
+)
+_RECENT_DURATIONS = (
+    select(_JOBS.c.started_at, _JOBS.c.ended_at)
+    .where(_JOBS.c.state == JOB_SUBMITTED)
+    .order_by(_JOBS.c.ended_at.desc())
+    .limit(RECENT_JOBS_FOR_ESTIMATE)
+)
+
+
+def waiting_count(session: Session, models: list[str]) -> int:
+    """Generations waiting for any of `models` (every waiting one for none)."""
+    if not models:
+        return session.connection().scalar(_WAITING) or 0
+    return session.connection().scalar(_WAITING_FOR_MODELS, {"models": list(models)}) or 0
 
 
 def created_since(session: Session, user_id: int, seconds: float, client_address: str | None = None) -> int:
@@ -64,11 +83,6 @@ def position(session: Session, request: TextRequest) -> int:
 
 
 def typical_job_s(session: Session, default_s: float) -> float:
-    rows = session.execute(
-        select(TextJob.started_at, TextJob.ended_at)
-        .where(TextJob.state == JOB_SUBMITTED)
-        .order_by(TextJob.ended_at.desc())
-        .limit(RECENT_JOBS_FOR_ESTIMATE)
-    ).all()
+    rows = session.connection().execute(_RECENT_DURATIONS).all()
     durations = [(ended - started).total_seconds() for started, ended in rows if ended and started]
     return statistics.median(durations) if durations else default_s
