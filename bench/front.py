@@ -12,6 +12,8 @@ an empty queue. Alternating, one request at a time:
 * worker: the worker's own time, from the jobs table (chat_jobs.started_at, set when its
           pop claims the job, to ended_at, set when its submit lands).
 
+Each path also gets the server's mean CPU per request (from /proc; one request runs at a time).
+
 With --llama, the same comparison against a real llama-server on the tiny model: the
 Horde path (/v1 → openai-backend worker → llama-server) and a direct call to
 llama-server's /v1/chat/completions.
@@ -55,6 +57,8 @@ class Sample:
 
     def __init__(self, elapsed: float, request_id: str | None, wall_start: float, wall_end: float):
         self.elapsed, self.request_id, self.wall_start, self.wall_end = elapsed, request_id, wall_start, wall_end
+        #: The server's CPU seconds from this request's start to the next one's (its idle gap included).
+        self.server_cpu_s: float | None = None
 
 
 class Horde:
@@ -173,14 +177,37 @@ def phases(samples: list[Sample], jobs: dict) -> tuple[list[float], list[float],
     return before, worker, after
 
 
-def alternate(n: int, calls: list, gap_s: float) -> dict[str, list[Sample]]:
-    """Run the calls in turn n times (order flipped every other round), pausing gap_s after each."""
+def alternate(n: int, calls: list, gap_s: float, server_cpu_s=None) -> dict[str, list[Sample]]:
+    """Run the calls in turn n times (order flipped every other round), pausing gap_s after each. With
+    `server_cpu_s` (the server's CPU seconds so far), each sample gets the server's CPU until the next call:
+    one call runs at a time, so what the server spends meanwhile is that call's (and its share of idle)."""
     results = {name: [] for name, _ in calls}
+    previous = None  # (sample, the server's CPU seconds when it started)
     for index in range(n):
         for name, call in calls if index % 2 == 0 else calls[::-1]:
-            results[name].append(call())
+            started_cpu_s = server_cpu_s() if server_cpu_s else 0.0
+            if previous is not None and server_cpu_s:
+                previous[0].server_cpu_s = started_cpu_s - previous[1]
+            sample = call()
+            results[name].append(sample)
+            previous = (sample, started_cpu_s)
             time.sleep(gap_s)  # the worker is back in its long-poll: idle
+    if previous is not None and server_cpu_s:
+        previous[0].server_cpu_s = server_cpu_s() - previous[1]
     return results
+
+
+def cpu_line(labelled: list[tuple[str, list[Sample]]]) -> str:
+    """Mean server CPU per request by path: /proc counts in clock ticks (10 ms), so a mean over many
+    requests, never a median, says what one costs."""
+    parts = []
+    for label, samples in labelled:
+        spent = [sample.server_cpu_s for sample in samples if sample.server_cpu_s is not None]
+        if spent:
+            parts.append(f"{label} {sum(spent) / len(spent) * 1000:.2f}")
+    return "server CPU per request (mean ms, from its start to the next request's, idle gap included): " + ", ".join(
+        parts
+    )
 
 
 def print_phases(labelled: list[tuple[str, list[Sample]]], jobs: dict) -> None:
@@ -229,7 +256,7 @@ def scripted_bench(args) -> None:
         ]
         alternate(args.warmup, calls, args.gap_ms / 1000)
         S.log(f"scripted: {args.n} front, {args.n} completions and {args.n} native requests, alternating")
-        results = alternate(args.n, calls, args.gap_ms / 1000)
+        results = alternate(args.n, calls, args.gap_ms / 1000, lambda: S.cpu_seconds(horde.server.popen.pid))
         front, native, text = results["front"], results["native"], results["completions"]
         jobs = horde.job_times([s.request_id for s in front + native + text])
         dump(args, [("front", front), ("completions", text), ("native", native)])
@@ -256,6 +283,7 @@ def scripted_bench(args) -> None:
             f"native {(native_med - worker_med) * 1000:.2f} ms"
         )
         print_phases([("front", front), ("completions", text), ("native", native)], jobs)
+        print(cpu_line([("front", front), ("completions", text), ("native (its polls included)", native)]))
     finally:
         horde.close()
         rules_dir.cleanup()
