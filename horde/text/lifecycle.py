@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, NamedTuple, cast
 
-from sqlalchemy import CursorResult, Update, bindparam, case, func, insert, select, update
+from sqlalchemy import CursorResult, Row, Update, bindparam, case, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -68,27 +68,41 @@ def _one_left(now) -> dict:
     }
 
 
-#: One waiting generation of a request moves to processing (the caller adds the request's id).
+_REQUESTS = table_of(TextRequest)
+#: One waiting generation of request `id_` moves to processing: a compare-and-set, built once.
 _TAKE_ONE = (
-    update(TextRequest)
-    .where(TextRequest.state == WAITING, TextRequest.waiting > 0)
+    update(_REQUESTS)
+    .where(_REQUESTS.c.id == bindparam("id_"), _REQUESTS.c.state == WAITING, _REQUESTS.c.waiting > 0)
     .values(
-        waiting=TextRequest.waiting - 1,
-        processing=TextRequest.processing + 1,
-        state=case((TextRequest.waiting == 1, PROCESSING), else_=WAITING),
+        waiting=_REQUESTS.c.waiting - 1,
+        processing=_REQUESTS.c.processing + 1,
+        state=case((_REQUESTS.c.waiting == 1, PROCESSING), else_=WAITING),
     )
 )
-_NEXT = select(TextRequest).where(QUEUE_FILTER).order_by(*QUEUE_ORDER).limit(1)
+#: What a pop reads of the request it hands out: to choose the model, batch, and build the job's payload.
+_NEXT = (
+    select(
+        _REQUESTS.c.id,
+        _REQUESTS.c.models,
+        _REQUESTS.c.softprompt,
+        _REQUESTS.c.disable_batching,
+        _REQUESTS.c.prompt,
+        _REQUESTS.c.params,
+    )
+    .where(QUEUE_FILTER)
+    .order_by(*QUEUE_ORDER)
+    .limit(1)
+)
 #: PostgreSQL: rows another claim holds are skipped, so concurrent pops take different requests.
-_NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=TextRequest)
+_NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=_REQUESTS)
 
 
-def next_request(session: Session, offer: Offer, *, skip_locked: bool, prefer_users: list[int]) -> TextRequest | None:
+def next_request(session: Session, offer: Offer, *, skip_locked: bool, prefer_users: list[int]) -> Row | None:
     """The best waiting request for the worker: its priority users first, then priority class, kudos, age."""
     query = _NEXT_UNLOCKED if skip_locked else _NEXT
     if prefer_users:
         query = query.order_by(None).order_by(case((TextRequest.user_id.in_(prefer_users), 0), else_=1), *QUEUE_ORDER)
-    return session.scalar(query, offer_params(offer))
+    return session.connection().execute(query, offer_params(offer)).first()
 
 
 class Claimed(NamedTuple):
@@ -98,15 +112,16 @@ class Claimed(NamedTuple):
     model: str
 
 
-def claim(session: Session, settings: Settings, request: TextRequest, worker: TextWorkerView, amount: int) -> Claimed:
-    """Take up to `amount` of the request's waiting generations for `worker`, one compare-and-set each."""
+def claim(session: Session, settings: Settings, request: Row, worker: TextWorkerView, amount: int) -> Claimed:
+    """Take up to `amount` of the request's waiting generations for `worker`, one compare-and-set each
+    (`request` is next_request's row)."""
     offered = list(worker.text_models)
     model = next((name for name in request.models or [] if name in offered), None) or offered[0]
     now = utcnow()
     job_ids = []
+    connection = session.connection()
     for _ in range(amount):
-        taken = _compare_and_set(session, _TAKE_ONE.where(TextRequest.id == request.id))
-        if not taken:
+        if connection.execute(_TAKE_ONE, {"id_": request.id}).rowcount != 1:
             break
         job_ids.append(new_id())
     if job_ids:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from horde.chat import queue as chat_queue
@@ -70,7 +70,7 @@ def status(session: Session, settings: Settings, request: TextRequest) -> dict:
     }
 
 
-def job_payload(request: TextRequest, count: int) -> dict:
+def job_payload(request: TextRequest | Row, count: int) -> dict:
     """ModelPayloadKobold: the request's params as the client sent them, the prompt, and n for this pop."""
     payload = dict(request.params)
     payload["prompt"] = request.prompt
