@@ -11,7 +11,23 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, NamedTuple, cast
 
-from sqlalchemy import CursorResult, Row, Update, bindparam, case, func, insert, select, update
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CursorResult,
+    DateTime,
+    Integer,
+    Row,
+    String,
+    Text,
+    Update,
+    bindparam,
+    case,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -150,80 +166,119 @@ JOBS_IN_FLIGHT = (
 )
 
 
-def owned_job(session: Session, owner: User | Identity, job_id: str) -> tuple[TextJob, TextRequest, Worker]:
-    job = session.get(TextJob, job_id)
+_JOBS, _WORKERS = table_of(TextJob), table_of(Worker)
+#: A submit's one read: the job, its worker's owner (none when the worker row is gone) and what its price needs.
+_OWNED_JOB = (
+    select(
+        _JOBS.c.id,
+        _JOBS.c.model,
+        _JOBS.c.request_id,
+        _WORKERS.c.owner_id,
+        _REQUESTS.c.user_id,
+        _REQUESTS.c.max_length,
+        _REQUESTS.c.prompt_tokens,
+    )
+    .select_from(
+        _JOBS.join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id).outerjoin(
+            _WORKERS, _WORKERS.c.id == _JOBS.c.worker_id
+        )
+    )
+    .where(_JOBS.c.id == bindparam("id_"))
+)
+#: The generation lands on a job still processing: a compare-and-set, built once (`*_v`: a SET clause's values).
+_SUBMIT_JOB = (
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("id_"), _JOBS.c.state == JOB_PROCESSING)
+    .values(
+        state=JOB_SUBMITTED,
+        ended_at=bindparam("now_v", type_=DateTime),
+        text=bindparam("text_v", type_=Text),
+        seed=bindparam("seed_v", type_=BigInteger),
+        generation_state=bindparam("generation_state_v", type_=String),
+        gen_metadata=bindparam("gen_metadata_v", type_=JSON),
+        tokens=bindparam("tokens_v", type_=Integer),
+        kudos=bindparam("kudos_v", type_=Integer),
+        finish_reason=bindparam("finish_reason_v", type_=String),
+    )
+)
+#: The request counts one more generation finished and charged, and one fewer running.
+_FINISH_ONE = (
+    update(_REQUESTS)
+    .where(_REQUESTS.c.id == bindparam("id_"))
+    .values(
+        finished=_REQUESTS.c.finished + 1,
+        kudos_charged=_REQUESTS.c.kudos_charged + bindparam("kudos_v", type_=Integer),
+        **_one_left(bindparam("now_v", type_=DateTime)),
+    )
+)
+_JOB_STATE = select(_JOBS.c.state).where(_JOBS.c.id == bindparam("id_"))
+
+
+def owned_job(session: Session, owner: User | Identity, job_id: str) -> Row:
+    """The job with what a submit needs of its worker and request (`_OWNED_JOB`), if the owner's worker runs it."""
+    job = session.connection().execute(_OWNED_JOB, {"id_": job_id}).first()
     if job is None:
         raise errors.InvalidJobID(f"No text job '{job_id}'.")
-    worker = session.get(Worker, job.worker_id)
-    if worker is None or worker.owner_id != owner.id:
+    if job.owner_id != owner.id:
         raise errors.WrongCredentials("This job belongs to a worker of another user.")
-    return job, _request_of(session, job), worker
+    return job
 
 
-def _request_of(session: Session, job: TextJob) -> TextRequest:
+def _request_of(session: Session, job: TextJob | Row) -> TextRequest:
     """A job's request: its foreign key (ON DELETE CASCADE) guarantees one."""
     request = session.get(TextRequest, job.request_id)
     assert request is not None
     return request
 
 
-def _settle(session: Session, request: TextRequest, worker: Worker, kudos: int) -> None:
-    """Charge the requester and reward the worker's owner, as chat's settlement does (accounts.transfer)."""
-    moves = [(request.user_id, -kudos, "charge"), (worker.owner_id, kudos, "reward")]
-    accounts.transfer(session, moves, request_id=request.id)
-
-
-def _refuse_ended(session: Session, job: TextJob) -> None:
-    session.refresh(job)
-    if job.state == JOB_SUBMITTED:
+def _refuse_ended(session: Session, job_id: str) -> None:
+    state = session.connection().scalar(_JOB_STATE, {"id_": job_id})
+    if state == JOB_SUBMITTED:
         raise errors.DuplicateGen("This generation was already submitted.")
-    raise errors.AbortedGen(f"This generation is no longer assigned to the worker (it is {job.state}).")
+    raise errors.AbortedGen(f"This generation is no longer assigned to the worker (it is {state}).")
 
 
-def submit(
-    session: Session, settings: Settings, owner: User | Identity, body: dict
-) -> tuple[int, TextJob, TextRequest]:
-    """Store one generation and settle it; a state other than ok/censored is a fault (returns reward 0)."""
-    job, request, worker = owned_job(session, owner, body["id"])
+def submit(session: Session, settings: Settings, owner: User | Identity, body: dict) -> tuple[int, str, TextRequest]:
+    """Store one generation and settle it; a state other than ok/censored is a fault (returns reward 0).
+    Answers the kudos, the job's id and the request as it is now."""
+    job = owned_job(session, owner, body["id"])
     if body["state"] not in ACCEPTED_STATES:
         fault(session, settings, job, f"The worker submitted the generation in state '{body['state']}'.")
-        return 0, job, request
+        return 0, job.id, _request_of(session, job)
     generated = body.get("generation") or ""
     tokens = body.get("completion_tokens")
-    tokens = min(text_tokens(generated) if tokens is None else tokens, request.max_length)
+    tokens = min(text_tokens(generated) if tokens is None else tokens, job.max_length)
     kudos = pricing.price(
-        job.model, tokens=tokens, prompt_tokens=request.prompt_tokens, reference_path=settings.model_reference_path
+        job.model, tokens=tokens, prompt_tokens=job.prompt_tokens, reference_path=settings.model_reference_path
     )
     now = utcnow()
-    if not _compare_and_set(
-        session,
-        update(TextJob)
-        .where(TextJob.id == job.id, TextJob.state == JOB_PROCESSING)
-        .values(
-            state=JOB_SUBMITTED,
-            ended_at=now,
-            text=generated,
-            seed=body.get("seed") or 0,
-            generation_state=body["state"],
-            gen_metadata=body.get("gen_metadata") or None,
-            tokens=tokens,
-            kudos=kudos,
-            finish_reason=body.get("finish_reason"),
-        ),
-    ):
-        _refuse_ended(session, job)
-    _compare_and_set(
-        session,
-        update(TextRequest)
-        .where(TextRequest.id == request.id)
-        .values(finished=TextRequest.finished + 1, kudos_charged=TextRequest.kudos_charged + kudos, **_one_left(now)),
+    connection = session.connection()
+    landed = connection.execute(
+        _SUBMIT_JOB,
+        {
+            "id_": job.id,
+            "now_v": now,
+            "text_v": generated,
+            "seed_v": body.get("seed") or 0,
+            "generation_state_v": body["state"],
+            "gen_metadata_v": body.get("gen_metadata") or None,
+            "tokens_v": tokens,
+            "kudos_v": kudos,
+            "finish_reason_v": body.get("finish_reason"),
+        },
     )
-    _settle(session, request, worker, kudos)
-    session.refresh(request)
-    return kudos, job, request  # the job as claimed: the caller refreshes it when it needs the generation
+    if landed.rowcount != 1:
+        _refuse_ended(session, job.id)
+    connection.execute(_FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
+    # Charge the requester and reward the worker's owner, as chat's settlement does.
+    moves = [(job.user_id, -kudos, "charge"), (job.owner_id, kudos, "reward")]
+    accounts.transfer(session, moves, request_id=job.request_id)
+    return kudos, job.id, _request_of(session, job)
 
 
-def fault(session: Session, settings: Settings, job: TextJob, reason: str, *, job_state: str = JOB_FAULTED) -> bool:
+def fault(
+    session: Session, settings: Settings, job: TextJob | Row, reason: str, *, job_state: str = JOB_FAULTED
+) -> bool:
     """End a running job without a generation; its generation waits again, or the request faults."""
     if not _compare_and_set(
         session,

@@ -9,7 +9,7 @@ from horde.accounts.models import User
 from horde.events import request_channel
 from horde.payload import load
 from horde.text import admission, fail_fast, lifecycle, pop, views, webhook
-from horde.text.models import WAITING, TextRequest
+from horde.text.models import WAITING, TextJob, TextRequest
 from horde.text.schemas import SUBMIT_SCHEMA
 from horde.workers.pop import worker_owner
 
@@ -103,10 +103,10 @@ def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
     submitted = load(SUBMIT_SCHEMA, body)
     owner = worker_owner(runtime, api_key)  # the process's identity cache, as on the pop
     with runtime.db.transaction() as session:
-        reward, job, request = lifecycle.submit(session, runtime.settings, owner, submitted)
+        reward, job_id, request = lifecycle.submit(session, runtime.settings, owner, submitted)
         delivery = None
         if reward and request.webhook:
-            session.refresh(job)
+            job = session.get_one(TextJob, job_id)
             delivery = dict(views.generation(job), request=request.id, kudos=job.kudos)
         hook = request.webhook
     runtime.bus.publish(request_channel(request.id))

@@ -129,3 +129,15 @@ def test_a_woken_text_worker_that_cannot_take_the_job_passes_it_on(client, make_
     text_queued(client, key, params={"max_length": 16})
     short.thread.join(LONG_POLL_S)
     assert short.answer["id"] is not None
+
+
+def test_a_text_submit_reads_its_job_worker_and_request_in_one_statement(client, make_user, runtime):
+    _, owner = make_user("owner")
+    _, key = make_user("client", kudos=100)
+    text_queued(client, key)
+    job = text_pop(client, owner)
+    with statements(runtime) as seen:
+        assert text_submit(client, owner, job["id"]).status_code == 200
+    reads = [statement for statement in seen if statement.startswith("select")]
+    assert len(reads) == 2, reads  # the job with its worker's owner and its request's price inputs; then the request
+    assert "join workers" in reads[0] and reads[1].startswith("select text_requests.")
