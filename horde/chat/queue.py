@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import statistics
 from collections.abc import Iterable
@@ -13,7 +12,6 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from horde.chat.models import JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel
-from horde.timeutil import utcnow
 
 RECENT_JOBS_FOR_ESTIMATE = 50
 
@@ -76,15 +74,6 @@ def wait_estimate_s(queued_ahead: int, threads: int, job_s: float) -> int:
     if threads <= 0:
         return 0
     return math.ceil((queued_ahead // threads + 1) * job_s)
-
-
-def created_since(session: Session, user_id: int, seconds: float, client_address: str | None = None) -> int:
-    """Requests the user created in the last `seconds`; from `client_address` only, when given."""
-    since = utcnow() - dt.timedelta(seconds=seconds)
-    query = select(func.count(ChatRequest.id)).where(ChatRequest.user_id == user_id, ChatRequest.created_at >= since)
-    if client_address is not None:
-        query = query.where(ChatRequest.client_address == client_address)
-    return session.scalar(query) or 0
 
 
 def reserved_kudos(session: Session, user_id: int) -> int:

@@ -6,18 +6,19 @@ the answer's `message` says so; it faults if no worker takes it within its lifet
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy import DateTime, ScalarSelect, Table, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import rate_limit
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
-from horde.chat import queue as chat_queue
-from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS
-from horde.database import is_postgresql
+from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest
+from horde.database import is_postgresql, table_of
 from horde.payload import load
 from horde.text import checkin, pricing, queue
 from horde.text.models import TextRequest, TextRequestModel
@@ -28,6 +29,7 @@ from horde.text.schemas import (
     MIN_LENGTH_TOKENS,
     unknown_keys,
 )
+from horde.timeutil import utcnow
 from horde.workers.models import Worker
 
 if TYPE_CHECKING:
@@ -35,6 +37,24 @@ if TYPE_CHECKING:
 
 
 RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
+
+
+def _created_since(rows: Table, *, by_address: bool) -> ScalarSelect:
+    """Requests of one table the caller (`user`, and `address` when by_address) created since `since`."""
+    conditions = [rows.c.user_id == bindparam("user"), rows.c.created_at >= bindparam("since", type_=DateTime)]
+    if by_address:
+        conditions.append(rows.c.client_address == bindparam("address"))
+    return select(func.count()).where(*conditions).scalar_subquery()
+
+
+#: Chat and text share one rate budget: both tables counted in one statement, built once per kind of caller.
+_USED, _USED_BY_ADDRESS = (
+    select(
+        _created_since(table_of(ChatRequest), by_address=by_address)
+        + _created_since(table_of(TextRequest), by_address=by_address)
+    )
+    for by_address in (False, True)
+)
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -208,9 +228,9 @@ def _check_rate(session: Session, settings: Settings, user: User, client_address
     address = client_address if user.anonymous else None
     if is_postgresql(session):
         rate_limit.take_turn(session, user.id, address)
-    used = chat_queue.created_since(session, user.id, RATE_WINDOW_S, address) + queue.created_since(
-        session, user.id, RATE_WINDOW_S, address
-    )
+    since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
+    params = {"user": user.id, "since": since, "address": address}
+    used = session.connection().scalar(_USED_BY_ADDRESS if address else _USED, params) or 0
     if used >= limit:
         raise errors.TooManyRequests(
             f"Too many requests: at most {limit} chat and text requests a minute per "

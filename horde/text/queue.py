@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import statistics
 
 from sqlalchemy import bindparam, exists, func, literal, or_, select
@@ -11,7 +10,6 @@ from sqlalchemy.orm import Session
 from horde.chat.queue import served_before
 from horde.database import table_of
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
-from horde.timeutil import utcnow
 
 RECENT_JOBS_FOR_ESTIMATE = 50
 
@@ -56,15 +54,6 @@ def waiting_count(session: Session, models: list[str]) -> int:
     if not models:
         return session.connection().scalar(_WAITING) or 0
     return session.connection().scalar(_WAITING_FOR_MODELS, {"models": list(models)}) or 0
-
-
-def created_since(session: Session, user_id: int, seconds: float, client_address: str | None = None) -> int:
-    """Requests the user created in the last `seconds`; from `client_address` only, when given."""
-    since = utcnow() - dt.timedelta(seconds=seconds)
-    query = select(func.count(TextRequest.id)).where(TextRequest.user_id == user_id, TextRequest.created_at >= since)
-    if client_address is not None:
-        query = query.where(TextRequest.client_address == client_address)
-    return session.scalar(query) or 0
 
 
 def position(session: Session, request: TextRequest) -> int:

@@ -1,0 +1,59 @@
+"""Chat and text requests share one rate budget (per user, or per client address for the anonymous user); a text
+admission reads it in one statement that counts both tables."""
+
+from __future__ import annotations
+
+from tests.integration.text.helpers import text_pop
+from tests.support.native import pop
+from tests.support.statements import statements
+
+CHAT_BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
+TEXT_BODY = {"prompt": "Once", "models": ["m1"]}
+RATE_COUNT = "select (select count(*)"
+
+
+def anonymous_chat(client, address):
+    return client.post("/api/v2/generate/chat/async", json=CHAT_BODY, environ_base={"REMOTE_ADDR": address})
+
+
+def anonymous_text(client, address):
+    return client.post("/api/v2/generate/text/async", json=TEXT_BODY, environ_base={"REMOTE_ADDR": address})
+
+
+def test_an_anonymous_clients_chat_and_text_requests_share_its_address_budget(client, make_user, runtime):
+    _, owner = make_user("owner")
+    pop(client, owner, threads=50)
+    text_pop(client, owner, threads=50)
+    runtime.settings = runtime.settings.replace(rate_limit_per_minute=3)
+    assert [anonymous_chat(client, "203.0.113.7").status_code for _ in range(2)] == [202, 202]
+    with statements(runtime) as seen:
+        assert anonymous_text(client, "203.0.113.7").status_code == 202
+    assert len([statement for statement in seen if statement.startswith(RATE_COUNT)]) == 1, seen
+    refused = anonymous_text(client, "203.0.113.7")
+    assert (refused.status_code, refused.json["rc"]) == (429, "rate_limit_exceeded")
+    assert "per client address" in refused.json["message"]
+    assert anonymous_text(client, "198.51.100.9").status_code == 202  # another address has its own budget
+
+
+def test_a_users_text_requests_count_its_chat_requests_from_any_address(client, make_user, runtime):
+    _, owner = make_user("owner")
+    pop(client, owner, threads=50)
+    _, key = make_user("client", kudos=1000)
+    runtime.settings = runtime.settings.replace(rate_limit_per_minute=2)
+    chat = client.post(
+        "/api/v2/generate/chat/async",
+        json=CHAT_BODY,
+        headers={"apikey": key},
+        environ_base={"REMOTE_ADDR": "203.0.113.7"},
+    )
+    assert chat.status_code == 202
+    text = client.post(
+        "/api/v2/generate/text/async",
+        json=TEXT_BODY,
+        headers={"apikey": key},
+        environ_base={"REMOTE_ADDR": "198.51.100.9"},
+    )
+    assert text.status_code == 202
+    refused = client.post("/api/v2/generate/text/async", json=TEXT_BODY, headers={"apikey": key})
+    assert (refused.status_code, refused.json["rc"]) == (429, "rate_limit_exceeded")
+    assert "per user" in refused.json["message"]
