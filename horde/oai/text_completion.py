@@ -13,14 +13,18 @@ from typing import TYPE_CHECKING
 from horde.oai.completion import system_fingerprint
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqlalchemy import Row
+
     from horde.text.models import TextJob, TextRequest
 
 
-def completion_id(request: TextRequest) -> str:
+def completion_id(request: TextRequest | Row) -> str:
     return "cmpl-" + request.id.replace("-", "")
 
 
-def choice_text(request: TextRequest, job: TextJob) -> tuple[str, str]:
+def choice_text(request: TextRequest | Row, job: TextJob | Row) -> tuple[str, str]:
     """(text, finish_reason) of one generation as OpenAI answers it."""
     text = job.text or ""
     for stop in (request.params or {}).get("stop_sequence") or ():
@@ -31,12 +35,12 @@ def choice_text(request: TextRequest, job: TextJob) -> tuple[str, str]:
     return text, "length" if job.tokens >= request.max_length else "stop"
 
 
-def choice(request: TextRequest, job: TextJob, index: int) -> dict:
+def choice(request: TextRequest | Row, job: TextJob | Row, index: int) -> dict:
     text, reason = choice_text(request, job)
     return {"text": text, "index": index, "logprobs": None, "finish_reason": reason}
 
 
-def usage(request: TextRequest, jobs: list[TextJob]) -> dict:
+def usage(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
     completion = sum(job.tokens for job in jobs)
     return {
         "prompt_tokens": request.prompt_tokens,
@@ -45,7 +49,7 @@ def usage(request: TextRequest, jobs: list[TextJob]) -> dict:
     }
 
 
-def x_horde(request: TextRequest, jobs: list[TextJob]) -> dict:
+def x_horde(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
     first = jobs[0] if jobs else None
     return {
         "request_id": request.id,
@@ -66,11 +70,11 @@ def x_horde(request: TextRequest, jobs: list[TextJob]) -> dict:
     }
 
 
-def served_model(request: TextRequest, jobs: list[TextJob]) -> str:
+def served_model(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> str:
     return jobs[0].model if jobs else (request.models[0] if request.models else "")
 
 
-def envelope(request: TextRequest, jobs: list[TextJob], choices: list[dict]) -> dict:
+def envelope(request: TextRequest | Row, jobs: Sequence[TextJob | Row], choices: list[dict]) -> dict:
     body = {
         "id": completion_id(request),
         "object": "text_completion",
@@ -84,7 +88,7 @@ def envelope(request: TextRequest, jobs: list[TextJob], choices: list[dict]) -> 
     return body
 
 
-def text_completion(request: TextRequest, jobs: list[TextJob]) -> dict:
+def text_completion(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
     body = envelope(request, jobs, [choice(request, job, index) for index, job in enumerate(jobs)])
     body["usage"] = usage(request, jobs)
     body["x_horde"] = x_horde(request, jobs)

@@ -12,8 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sqlalchemy import Row, bindparam, select
+
 from horde import errors
 from horde.chat import queue as chat_queue
+from horde.database import table_of
 from horde.events import request_channel
 from horde.oai.waiter import Failed, FirstRead, Keepalive, Tick
 from horde.text import checkin, queue, service
@@ -26,6 +29,9 @@ if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 FULL_READ_S = 10.0
+_REQUESTS = table_of(TextRequest)
+#: The waiter's read of its request, on every wake: a row (every column), never an ORM object.
+_READ = select(_REQUESTS).where(_REQUESTS.c.id == bindparam("id_"))
 
 __all__ = ["Failed", "Finished", "FirstRead", "Generated", "Keepalive", "Tick", "watch"]
 
@@ -37,7 +43,7 @@ class Generated:
 
 @dataclass
 class Finished:
-    request: TextRequest
+    request: Row
 
 
 def watch(
@@ -56,7 +62,7 @@ def watch(
             gap, pool = None, (0, 0)
             if read or keepalive_due or now >= next_read:
                 with runtime.db.read() as session:
-                    request = session.get(TextRequest, request_id)
+                    request = session.connection().execute(_READ, {"id_": request_id}).first()
                     if request is not None and request.state == WAITING:
                         online = checkin.online_text_workers(session, settings.worker_online_window_s, request.models)
                         no_worker_since = None if online else (no_worker_since or now)
@@ -89,14 +95,14 @@ def watch(
             read = subscription.wait(max(0.0, deadline - time.monotonic()))
 
 
-def _pool(session, settings, request: TextRequest, online) -> tuple[int, int]:
+def _pool(session, settings, request: Row, online) -> tuple[int, int]:
     ahead = queue.position(session, request)
     threads = sum(worker.threads for worker in online)
     job_s = queue.typical_job_s(session, settings.default_job_duration_s)
     return ahead, chat_queue.wait_estimate_s(ahead, threads, job_s)
 
 
-def _gap(settings, request: TextRequest, no_worker_since, availability_mode: str):
+def _gap(settings, request: Row, no_worker_since, availability_mode: str):
     if no_worker_since is not None and time.monotonic() - no_worker_since >= settings.oai_no_worker_grace_s:
         return errors.NoEligibleWorker(
             f"No online text worker can serve the request any more: the workers for "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from sqlalchemy import bindparam, exists, func, literal, or_, select
+from sqlalchemy import Row, bindparam, exists, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from horde.chat.queue import served_before
@@ -56,7 +56,7 @@ def waiting_count(session: Session, models: list[str]) -> int:
     return session.connection().scalar(_WAITING_FOR_MODELS, {"models": list(models)}) or 0
 
 
-def position(session: Session, request: TextRequest) -> int:
+def position(session: Session, request: TextRequest | Row) -> int:
     """Generations of waiting requests for the same models served before this one (0 = next)."""
     if request.state != WAITING:
         return 0

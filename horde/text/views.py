@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
 from horde.chat import queue as chat_queue
+from horde.database import table_of
 from horde.text import checkin, queue
 from horde.text.models import CANCELLED, DONE, FAULTED, JOB_SUBMITTED, TextJob, TextRequest
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from horde.config import Settings
 
 
-def generation(job: TextJob) -> dict:
+def generation(job: TextJob | Row) -> dict:
     return {
         "id": job.id,
         "text": job.text or "",
@@ -28,14 +29,17 @@ def generation(job: TextJob) -> dict:
     }
 
 
-def submitted_jobs(session: Session, request_id: str) -> list[TextJob]:
-    return list(
-        session.scalars(
-            select(TextJob)
-            .where(TextJob.request_id == request_id, TextJob.state == JOB_SUBMITTED)
-            .order_by(TextJob.ended_at, TextJob.id)
-        )
-    )
+_JOBS = table_of(TextJob)
+_SUBMITTED_JOBS = (
+    select(_JOBS)
+    .where(_JOBS.c.request_id == bindparam("request"), _JOBS.c.state == JOB_SUBMITTED)
+    .order_by(_JOBS.c.ended_at, _JOBS.c.id)
+)
+
+
+def submitted_jobs(session: Session, request_id: str) -> list[Row]:
+    """The request's generations in the order they landed, as rows (every column of text_jobs)."""
+    return list(session.connection().execute(_SUBMITTED_JOBS, {"request": request_id}))
 
 
 def status(session: Session, settings: Settings, request: TextRequest) -> dict:
