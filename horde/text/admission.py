@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import DateTime, ScalarSelect, Table, bindparam, func, select
+from sqlalchemy import DateTime, ScalarSelect, Table, bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -21,7 +21,7 @@ from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatR
 from horde.database import is_postgresql, table_of
 from horde.payload import load
 from horde.text import checkin, pricing, queue
-from horde.text.models import TextRequest, TextRequestModel
+from horde.text.models import WAITING, TextRequest, TextRequestModel, new_id
 from horde.text.schemas import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_LENGTH_TOKENS,
@@ -94,8 +94,14 @@ def admit(
     warnings: list[dict] | None = None,
     lifetime_s: float,
     online: list[Worker] | None = None,
+    body_hash: str | None = None,
+    holders: int = 0,
 ) -> Admitted:
-    """`online`: the online text workers serving the request's models, when the caller read them already."""
+    """`online`: the online text workers serving the request's models, when the caller read them already.
+    `body_hash` and `holders`: the OpenAI front's idempotency bookkeeping, written with the row.
+
+    The request is written with Core INSERTs and comes back as a transient TextRequest, never added to a
+    session (no unit of work to flush), as chat's admission does."""
     params = dict(loaded["params"])
     n = params.get("n", 1)
     params["n"] = n
@@ -118,8 +124,11 @@ def admit(
         return Admitted(kudos=estimate, warnings=warnings)
     _check_rate(session, settings, user, client_address)
     only, blocked = _worker_lists(loaded)
-    request = TextRequest(
+    values = dict(
+        id=new_id(),
         user_id=user.id,
+        state=WAITING,
+        created_at=utcnow(),
         models=models,
         max_length=params["max_length"],
         max_context_length=params["max_context_length"],
@@ -142,10 +151,15 @@ def admit(
         kudos_estimate=estimate,
         priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
         priority=max(user.kudos, 0),
+        body_hash=body_hash,
+        holders=holders,
     )
-    session.add(request)
-    session.flush()
-    session.add_all(TextRequestModel(request_id=request.id, model=model) for model in models)
+    connection = session.connection()
+    connection.execute(insert(table_of(TextRequest)), values)
+    if models:
+        rows = [{"request_id": values["id"], "model": model} for model in models]
+        connection.execute(insert(table_of(TextRequestModel)), rows)
+    request = TextRequest(**values)
     why = unservable_reason(request, online, loaded)
     message = NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
     return Admitted(kudos=estimate, request=request, message=message, warnings=warnings)

@@ -55,9 +55,9 @@ def create(
             warnings=warnings,
             lifetime_s=REQUEST_LIFETIME_S,
             online=online,
+            body_hash=body_hash,
+            holders=holders,
         )
-        if admitted.request is not None:
-            admitted.request.body_hash, admitted.request.holders = body_hash, holders
     if admitted.request is not None:
         pop.announce(runtime, admitted.request.models)
     return admitted

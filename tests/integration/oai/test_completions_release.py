@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+from sqlalchemy import select
+
 from horde.text.models import TextRequest
 from horde_testing.processes import wait_until
 from tests.integration.text.helpers import text_pop, text_submit
@@ -72,3 +74,39 @@ def test_a_completions_json_call_reads_no_queue_position(runtime, client, make_u
         call.join(JOIN_S)
     assert answers[0].status_code == 200
     assert not [statement for statement in seen if all(part in statement for part in POSITION)], seen
+
+
+def test_a_completions_admission_writes_its_request_in_two_inserts(runtime, client, make_user):
+    """The request row carries the front's bookkeeping (body hash, holders) from its INSERT: no UPDATE follows."""
+    _, owner = make_user("owner")
+    text_pop(client, owner)
+    _, key = make_user("client", kudos=100)
+    answers: list = []
+
+    def call_v1():
+        answers.append(
+            client.application.test_client().post(
+                "/v1/completions", json=BODY, headers={"Authorization": f"Bearer {key}"}
+            )
+        )
+
+    with statements(runtime) as seen:
+        call = threading.Thread(target=call_v1)
+        call.start()
+        wait_until(lambda: queued(runtime), timeout_s=JOIN_S, what="the request's row")
+    writes = [statement for statement in seen if statement.startswith(("insert", "update")) and "text_req" in statement]
+    assert [" ".join(statement.split()[:3]) for statement in writes] == [
+        "insert into text_requests",
+        "insert into text_request_models",
+    ], writes
+    with runtime.db.read() as session:
+        assert session.scalar(select(TextRequest.holders)) == 1
+    job = wait_until(lambda: text_pop(client, owner)["id"], timeout_s=JOIN_S, what="the request's job")
+    assert text_submit(client, owner, job).status_code == 200
+    call.join(JOIN_S)
+    assert answers[0].status_code == 200
+
+
+def queued(runtime) -> bool:
+    with runtime.db.read() as session:
+        return session.scalar(select(TextRequest.id)) is not None
