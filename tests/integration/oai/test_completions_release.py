@@ -18,16 +18,8 @@ JOIN_S = 30
 POSITION = ("coalesce(sum(text_requests.waiting)", "text_requests.priority >")
 
 
-def holders_and_delivered(runtime, request_id: str) -> tuple[int, bool]:
-    with runtime.db.read() as session:
-        request = session.get(TextRequest, request_id)
-        return request.holders, request.delivered
-
-
-def test_a_completions_json_answer_is_released_once_the_server_closes_it(runtime, client, make_user):
-    _, owner = make_user("owner")
-    text_pop(client, owner)  # online, so the front admits the request
-    _, key = make_user("client", kudos=100)
+def start_call(client, key: str) -> tuple[threading.Thread, list]:
+    """POST /v1/completions in a thread of its own; its answer lands in the list."""
     answers: list = []
 
     def call_v1():
@@ -39,6 +31,21 @@ def test_a_completions_json_answer_is_released_once_the_server_closes_it(runtime
 
     call = threading.Thread(target=call_v1)
     call.start()
+    return call, answers
+
+
+def holders_and_delivered(runtime, request_id: str) -> tuple[int, bool]:
+    with runtime.db.read() as session:
+        request = session.get(TextRequest, request_id)
+        return request.holders, request.delivered
+
+
+def test_a_completions_json_answer_is_released_once_the_server_closes_it(runtime, client, make_user):
+    _, owner = make_user("owner")
+    text_pop(client, owner)  # online, so the front admits the request
+    _, key = make_user("client", kudos=100)
+
+    call, answers = start_call(client, key)
     job = wait_until(lambda: text_pop(client, owner)["id"], timeout_s=JOIN_S, what="the request's job")
     assert text_submit(client, owner, job, generation=" a time").status_code == 200
     call.join(JOIN_S)
@@ -57,18 +64,9 @@ def test_a_completions_json_call_reads_no_queue_position(runtime, client, make_u
     _, owner = make_user("owner")
     text_pop(client, owner)
     _, key = make_user("client", kudos=100)
-    answers: list = []
-
-    def call_v1():
-        answers.append(
-            client.application.test_client().post(
-                "/v1/completions", json=BODY, headers={"Authorization": f"Bearer {key}"}
-            )
-        )
 
     with statements(runtime) as seen:
-        call = threading.Thread(target=call_v1)
-        call.start()
+        call, answers = start_call(client, key)
         job = wait_until(lambda: text_pop(client, owner)["id"], timeout_s=JOIN_S, what="the request's job")
         assert text_submit(client, owner, job, generation=" a time").status_code == 200
         call.join(JOIN_S)
@@ -81,18 +79,9 @@ def test_a_completions_admission_writes_its_request_in_two_inserts(runtime, clie
     _, owner = make_user("owner")
     text_pop(client, owner)
     _, key = make_user("client", kudos=100)
-    answers: list = []
-
-    def call_v1():
-        answers.append(
-            client.application.test_client().post(
-                "/v1/completions", json=BODY, headers={"Authorization": f"Bearer {key}"}
-            )
-        )
 
     with statements(runtime) as seen:
-        call = threading.Thread(target=call_v1)
-        call.start()
+        call, answers = start_call(client, key)
         wait_until(lambda: queued(runtime), timeout_s=JOIN_S, what="the request's row")
     writes = [statement for statement in seen if statement.startswith(("insert", "update")) and "text_req" in statement]
     assert [" ".join(statement.split()[:3]) for statement in writes] == [
