@@ -244,7 +244,9 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
     job = owned_job(session, owner, body["id"])
     if body["state"] not in ACCEPTED_STATES:
         fault(session, settings, job, f"The worker submitted the generation in state '{body['state']}'.")
-        return 0, job.id, _request_of(session, job)
+        request = _request_of(session, job)
+        session.refresh(request)  # as the fault left it: waiting again, so the caller announces it
+        return 0, job.id, request
     generated = body.get("generation") or ""
     tokens = body.get("completion_tokens")
     tokens = min(text_tokens(generated) if tokens is None else tokens, job.max_length)

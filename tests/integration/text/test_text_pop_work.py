@@ -7,7 +7,7 @@ import threading
 
 from sqlalchemy import select, update
 
-from horde.text.pop import ANY_MODEL_CHANNEL
+from horde.text.pop import ANY_MODEL_CHANNEL, text_jobs_channel
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
 from horde_testing.processes import wait_until
@@ -141,3 +141,14 @@ def test_a_text_submit_reads_its_job_worker_and_request_in_one_statement(client,
     reads = [statement for statement in seen if statement.startswith("select")]
     assert len(reads) == 2, reads  # the job with its worker's owner and its request's price inputs; then the request
     assert "join workers" in reads[0] and reads[1].startswith("select text_requests.")
+
+
+def test_a_generation_faulted_by_its_submit_is_announced_to_the_long_polling_workers(client, make_user, runtime):
+    _, owner = make_user("owner")
+    _, key = make_user("client", kudos=100)
+    request_id = text_queued(client, key)
+    job = text_pop(client, owner)
+    with runtime.bus.subscribe(text_jobs_channel("m1")) as listener:  # hears every announcement on the channel
+        assert text_submit(client, owner, job["id"], state="faulted").status_code == 200
+        assert text_status(client, request_id)["waiting"] == 1
+        assert listener.pending, "the generation waits again: the workers of its model hear of it"
