@@ -130,6 +130,8 @@ class LocalEventBus:
         return subscription
 
     def _unsubscribe(self, subscription: Subscription) -> None:
+        """A poller that leaves with an announcement it never waited for (it was chosen while busy in its own
+        pop, then returned) hands it to another, as pass_on does: the job is not left to a recheck."""
         with self._lock:
             for channel in subscription.channels:
                 subscribers = self._subscribers.get(channel)
@@ -139,6 +141,11 @@ class LocalEventBus:
                         del self._subscribers[channel]
                         self._announced.pop(channel, None)
                 self._waiting.get(channel, {}).pop(subscription, None)
+            unheard = subscription.single and subscription.pending
+            chosen = [self._pick(channel) for channel in subscription.channels] if unheard else []
+        for other in dict.fromkeys(chosen):
+            if other is not None:
+                other.notify()
 
     def _start_waiting(self, subscription: Subscription) -> None:
         with self._lock:

@@ -100,3 +100,20 @@ def test_a_publish_lets_the_woken_long_poll_run_before_the_publisher_goes_on(mon
         order.append("publisher answers")
         poller.join(WAIT_S)
     assert order == ["poller claims", "publisher answers"]
+
+
+def test_a_busy_poller_that_leaves_with_an_announcement_hands_it_on():
+    """Chosen while inside its own pop, a poller returns (busy, or with another job) without waiting again: the
+    announcement goes to a poller that has not seen it, not to a recheck seconds later."""
+    bus = LocalEventBus()
+    both = [bus.subscribe("jobs:m", single=True) for _ in range(2)]
+    for subscription in both:
+        subscription.mark_seen()  # each is inside its claim, not waiting
+    bus.publish("jobs:m")  # no poller waits: one of the busy ones is chosen
+    (chosen,) = [subscription for subscription in both if subscription.pending]
+    (other,) = [subscription for subscription in both if subscription is not chosen]
+    woken = threading.Event()
+    threading.Thread(target=lambda: other.wait(WAIT_S) and woken.set(), daemon=True).start()
+    wait_until(lambda: len(bus._waiting.get("jobs:m", ())) == 1, what="the other poller to wait")
+    chosen.close()  # it returned without waiting again
+    assert woken.wait(WAIT_S)
