@@ -84,7 +84,7 @@ def _one_left(now) -> dict:
     }
 
 
-_REQUESTS = table_of(TextRequest)
+_REQUESTS, _JOBS = table_of(TextRequest), table_of(TextJob)
 #: One waiting generation of request `id_` moves to processing: a compare-and-set, built once.
 _TAKE_ONE = (
     update(_REQUESTS)
@@ -154,19 +154,19 @@ def claim(session: Session, settings: Settings, request: Row, worker: TextWorker
             }
             for job_id in job_ids
         ]
-        session.connection().execute(insert(table_of(TextJob)), rows)
+        connection.execute(insert(_JOBS), rows)
     return Claimed(job_ids, model)
 
 
 #: The worker's running text jobs, as a scalar subquery (bind parameter `worker`) built once.
 JOBS_IN_FLIGHT = (
     select(func.count())
-    .where(table_of(TextJob).c.worker_id == bindparam("worker"), table_of(TextJob).c.state == JOB_PROCESSING)
+    .where(_JOBS.c.worker_id == bindparam("worker"), _JOBS.c.state == JOB_PROCESSING)
     .scalar_subquery()
 )
 
 
-_JOBS, _WORKERS = table_of(TextJob), table_of(Worker)
+_WORKERS = table_of(Worker)
 #: A submit's one read: the job, its worker's owner (none when the worker row is gone) and what its price needs.
 _OWNED_JOB = (
     select(

@@ -62,11 +62,16 @@ def test_text_pop_at_is_refreshed_once_the_refresh_interval_passed(client, make_
     assert utcnow() - text_pop_at(runtime) < dt.timedelta(seconds=30)
 
 
-def test_a_text_submit_with_a_key_seen_lately_reads_no_user(client, make_user, runtime):
+def claimed_job(client, make_user) -> tuple[str, dict]:
+    """A worker owner's key and the job its text pop claimed of a client's queued request."""
     _, owner = make_user("owner")
     _, key = make_user("client", kudos=100)
     text_queued(client, key)
-    job = text_pop(client, owner)
+    return owner, text_pop(client, owner)
+
+
+def test_a_text_submit_with_a_key_seen_lately_reads_no_user(client, make_user, runtime):
+    owner, job = claimed_job(client, make_user)
     with statements(runtime) as seen:
         answer = text_submit(client, owner, job["id"])
     assert answer.status_code == 200 and answer.json["reward"] > 0
@@ -132,10 +137,7 @@ def test_a_woken_text_worker_that_cannot_take_the_job_passes_it_on(client, make_
 
 
 def test_a_text_submit_reads_its_job_worker_and_request_in_one_statement(client, make_user, runtime):
-    _, owner = make_user("owner")
-    _, key = make_user("client", kudos=100)
-    text_queued(client, key)
-    job = text_pop(client, owner)
+    owner, job = claimed_job(client, make_user)
     with statements(runtime) as seen:
         assert text_submit(client, owner, job["id"]).status_code == 200
     reads = [statement for statement in seen if statement.startswith("select")]

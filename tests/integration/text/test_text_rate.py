@@ -12,6 +12,10 @@ TEXT_BODY = {"prompt": "Once", "models": ["m1"]}
 RATE_COUNT = "select (select count(*)"
 
 
+def from_address(client, path: str, body: dict, key: str, address: str):
+    return client.post(path, json=body, headers={"apikey": key}, environ_base={"REMOTE_ADDR": address})
+
+
 def anonymous_chat(client, address):
     return client.post("/api/v2/generate/chat/async", json=CHAT_BODY, environ_base={"REMOTE_ADDR": address})
 
@@ -40,20 +44,8 @@ def test_a_users_text_requests_count_its_chat_requests_from_any_address(client, 
     pop(client, owner, threads=50)
     _, key = make_user("client", kudos=1000)
     runtime.settings = runtime.settings.replace(rate_limit_per_minute=2)
-    chat = client.post(
-        "/api/v2/generate/chat/async",
-        json=CHAT_BODY,
-        headers={"apikey": key},
-        environ_base={"REMOTE_ADDR": "203.0.113.7"},
-    )
-    assert chat.status_code == 202
-    text = client.post(
-        "/api/v2/generate/text/async",
-        json=TEXT_BODY,
-        headers={"apikey": key},
-        environ_base={"REMOTE_ADDR": "198.51.100.9"},
-    )
-    assert text.status_code == 202
+    assert from_address(client, "/api/v2/generate/chat/async", CHAT_BODY, key, "203.0.113.7").status_code == 202
+    assert from_address(client, "/api/v2/generate/text/async", TEXT_BODY, key, "198.51.100.9").status_code == 202
     refused = client.post("/api/v2/generate/text/async", json=TEXT_BODY, headers={"apikey": key})
     assert (refused.status_code, refused.json["rc"]) == (429, "rate_limit_exceeded")
     assert "per user" in refused.json["message"]
