@@ -7,20 +7,28 @@ follows (a later statement, so a later snapshot under READ COMMITTED) sees every
 that held the lock before. A lock taken inside the counting statement would not do: that statement's
 snapshot predates the wait. On SQLite writers run one at a time (BEGIN IMMEDIATE): nothing to take.
 See docs/decisions/0009-exact-rate-limit.md.
+
+Chat and text requests share the budget: each kind's models module declares its requests table here
+(`counts_requests_of`), and every admission counts the rows of all of them (`used_since`), whatever its kind.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import Integer, bindparam, func, select
+from sqlalchemy import ColumnElement, DateTime, Integer, ScalarSelect, Table, bindparam, func, literal, select
 from sqlalchemy.orm import Session
+
+from horde import errors
 
 RATE_WINDOW_S = 60
 #: pg_advisory_xact_lock(classid, objid) keyspaces: classid says what objid counts. Chat and text admissions
 #: share one budget, so they share these keys. ("RL" and 1 or 2, below 2**31.)
 RATE_LIMIT_USER_LOCK_CLASS = 0x524C_0001  # objid: the user's id
 RATE_LIMIT_ADDRESS_LOCK_CLASS = 0x524C_0002  # objid: 32 bits of the client address's SHA-256 (anonymous callers)
+
+#: The requests tables the budget counts, in the order their kinds declared them.
+_counted_tables: tuple[Table, ...] = ()
 
 _TAKE_TURN = select(func.pg_advisory_xact_lock(bindparam("classid", type_=Integer), bindparam("objid", type_=Integer)))
 
@@ -40,3 +48,48 @@ def take_turn(session: Session, user_id: int, client_address: str | None) -> Non
     ends. Call it before counting; only on PostgreSQL."""
     classid, objid = lock_key(user_id, client_address)
     session.connection().execute(_TAKE_TURN, {"classid": classid, "objid": objid})
+
+
+def counts_requests_of(table: Table) -> None:
+    """Count `table`'s rows (with user_id, client_address and created_at columns) in every caller's budget."""
+    global _counted_tables
+    if table not in _counted_tables:
+        _counted_tables = (*_counted_tables, table)
+
+
+def counted_tables() -> tuple[Table, ...]:
+    """The tables the budget counts now: a key for statements built once from `used_since`."""
+    return _counted_tables
+
+
+def used_since(*, by_address: bool) -> ColumnElement[int]:
+    """The caller's requests of every counted table created since the bind parameter `since`: those of
+    `user_id`, and with `by_address` only those from `client_address`. A SQL expression, to select."""
+    counts = [_created_since(table, by_address=by_address) for table in _counted_tables]
+    return sum(counts[1:], counts[0]) if counts else literal(0)
+
+
+def _created_since(table: Table, *, by_address: bool) -> ScalarSelect:
+    conditions = [
+        table.c.user_id == bindparam("user_id"),
+        table.c.created_at >= bindparam("since", type_=DateTime),
+    ]
+    if by_address:
+        conditions.append(table.c.client_address == bindparam("client_address"))
+    return select(func.count()).where(*conditions).scalar_subquery()
+
+
+def refuse_if_over(used: int, limit: int, client_address: str | None) -> None:
+    """429 once the caller has `limit` requests in the window: `client_address` names the anonymous caller."""
+    if used < limit:
+        return
+    raise errors.TooManyRequests(
+        f"Too many requests: at most {limit} chat and text requests a minute per "
+        f"{'client address' if client_address else 'user'}.",
+        headers={
+            "Retry-After": str(RATE_WINDOW_S),
+            "X-RateLimit-Limit": str(limit),
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": str(RATE_WINDOW_S),
+        },
+    )

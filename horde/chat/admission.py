@@ -298,16 +298,7 @@ def _check_rate(session, settings, user: Identity, client_address: str | None, *
         rate_limit.take_turn(session, user.id, address)
     since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
     kudos, used = request_rows.caller(session, user.id, since, address)
-    if used >= limit:
-        raise errors.TooManyRequests(
-            f"Too many chat requests: at most {limit} a minute per {'client address' if address else 'user'}.",
-            headers={
-                "Retry-After": str(RATE_WINDOW_S),
-                "X-RateLimit-Limit": str(limit),
-                "X-RateLimit-Remaining": "0",
-                "X-RateLimit-Reset": str(RATE_WINDOW_S),
-            },
-        )
+    rate_limit.refuse_if_over(used, limit, address)
     return kudos
 
 

@@ -12,7 +12,8 @@ from enum import StrEnum
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.database import Base
+from horde.accounts import rate_limit
+from horde.database import Base, table_of
 from horde.timeutil import utcnow
 
 
@@ -110,6 +111,9 @@ class ChatRequest(Base):
     @property
     def only_worker_ids(self) -> list[str]:
         return [item for item in (self.only_workers or "").split("|") if item]
+
+
+rate_limit.counts_requests_of(table_of(ChatRequest))
 
 
 class ChatRequestModel(Base):

@@ -13,11 +13,12 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import String, bindparam, case, func, insert, or_, select, type_coerce
+from sqlalchemy import Integer, Select, String, Table, bindparam, case, func, insert, or_, select, type_coerce
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
+from horde.accounts import rate_limit
 from horde.accounts.models import User
 from horde.chat.models import FINAL_STATES, ChatRequest, ChatRequestModel
 from horde.database import table_of
@@ -44,16 +45,14 @@ _REQUEST_CLASS = manager_of_class(ChatRequest)
 
 
 def _caller_statement(per_address: bool):
-    """The caller's balance and its requests since `since` (from `client_address` only when `per_address`)."""
-    used = select(func.count(REQUESTS.c.id)).where(
-        REQUESTS.c.user_id == bindparam("user_id"), REQUESTS.c.created_at >= bindparam("since")
-    )
-    if per_address:
-        used = used.where(REQUESTS.c.client_address == bindparam("client_address"))
-    return select(USERS.c.kudos, used.scalar_subquery().label("used")).where(USERS.c.id == bindparam("user_id"))
+    """The caller's balance and its requests of every kind since `since` (from `client_address` only when
+    `per_address`): chat and text share one budget (horde/accounts/rate_limit.py)."""
+    used = rate_limit.used_since(by_address=per_address)
+    return select(USERS.c.kudos, type_coerce(used, Integer).label("used")).where(USERS.c.id == bindparam("user_id"))
 
 
-_CALLER = {per_address: _caller_statement(per_address) for per_address in (False, True)}
+#: Built on first use, once every kind has declared its requests table; keyed by the tables it counts.
+_CALLER: dict[tuple[bool, tuple[Table, ...]], Select] = {}
 
 #: Every worker with its owner's trust, in one round trip. A row has the Worker columns by name.
 _ROSTER = select(
@@ -99,8 +98,12 @@ def read_state(session: Session, request_id: str) -> str | None:
 
 def caller(session: Session, user_id: int, since: dt.datetime, client_address: str | None) -> tuple[int, int]:
     """(balance, requests created since `since`) of the user; counted from `client_address` alone when given."""
+    key = (client_address is not None, rate_limit.counted_tables())
+    statement = _CALLER.get(key)
+    if statement is None:
+        statement = _CALLER[key] = _caller_statement(key[0])
     params: dict[str, Any] = {"user_id": user_id, "since": since, "client_address": client_address}
-    row = session.connection().execute(_CALLER[client_address is not None], params).one()
+    row = session.connection().execute(statement, params).one()
     return row.kudos, row.used
 
 

@@ -10,14 +10,14 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import DateTime, ScalarSelect, Table, bindparam, func, insert, select
+from sqlalchemy import Select, Table, insert, select
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import rate_limit
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
-from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, ChatRequest
+from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS
 from horde.database import is_postgresql, table_of
 from horde.payload import load
 from horde.text import checkin, pricing, queue
@@ -39,22 +39,9 @@ if TYPE_CHECKING:
 RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 
 
-def _created_since(rows: Table, *, by_address: bool) -> ScalarSelect:
-    """Requests of one table the caller (`user`, and `address` when by_address) created since `since`."""
-    conditions = [rows.c.user_id == bindparam("user"), rows.c.created_at >= bindparam("since", type_=DateTime)]
-    if by_address:
-        conditions.append(rows.c.client_address == bindparam("address"))
-    return select(func.count()).where(*conditions).scalar_subquery()
-
-
-#: Chat and text share one rate budget: both tables counted in one statement, built once per kind of caller.
-_USED, _USED_BY_ADDRESS = (
-    select(
-        _created_since(table_of(ChatRequest), by_address=by_address)
-        + _created_since(table_of(TextRequest), by_address=by_address)
-    )
-    for by_address in (False, True)
-)
+#: Chat and text share one rate budget: every kind's requests counted in one statement, built on first use
+#: and keyed by the tables it counts.
+_USED: dict[tuple[bool, tuple[Table, ...]], Select] = {}
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -243,16 +230,10 @@ def _check_rate(session: Session, settings: Settings, user: User, client_address
     if is_postgresql(session):
         rate_limit.take_turn(session, user.id, address)
     since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
-    params = {"user": user.id, "since": since, "address": address}
-    used = session.connection().scalar(_USED_BY_ADDRESS if address else _USED, params) or 0
-    if used >= limit:
-        raise errors.TooManyRequests(
-            f"Too many requests: at most {limit} chat and text requests a minute per "
-            f"{'client address' if address else 'user'}.",
-            headers={
-                "Retry-After": str(RATE_WINDOW_S),
-                "X-RateLimit-Limit": str(limit),
-                "X-RateLimit-Remaining": "0",
-                "X-RateLimit-Reset": str(RATE_WINDOW_S),
-            },
-        )
+    key = (address is not None, rate_limit.counted_tables())
+    statement = _USED.get(key)
+    if statement is None:
+        statement = _USED[key] = select(rate_limit.used_since(by_address=key[0]))
+    params = {"user_id": user.id, "since": since, "client_address": address}
+    used = session.connection().scalar(statement, params) or 0
+    rate_limit.refuse_if_over(used, limit, address)

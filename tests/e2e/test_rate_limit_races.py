@@ -62,20 +62,22 @@ def outcome(response) -> str:
     return "202" if response.status_code == 202 else response.json().get("rc", str(response.status_code))
 
 
-def race(horde: Harness, model: str, key_of_round, kind: str = "chat") -> collections.Counter:
-    """LIMIT + EXTRA admissions of one caller at once, alternating between the servers, every round."""
+def race(horde: Harness, model: str, key_of_round, kinds: tuple[str, ...] = ("chat",)) -> collections.Counter:
+    """LIMIT + EXTRA admissions of one caller at once, alternating between the servers, every round; with two
+    kinds, each kind's calls go to both servers."""
     tally: collections.Counter = collections.Counter()
     for round_index in range(ROUNDS):
         key, address = key_of_round(round_index)
         calls = [
-            functools.partial(queue, horde.servers[index % 2], kind, key, model, address)
+            functools.partial(queue, horde.servers[index % 2], kinds[(index // 2) % len(kinds)], key, model, address)
             for index in range(LIMIT + EXTRA)
         ]
         answers = fire_together(calls)
         outcomes = sorted(outcome(answer) for answer in answers)
         tally[", ".join(outcomes)] += 1
         assert outcomes == ["202"] * LIMIT + ["rate_limit_exceeded"] * EXTRA
-        for answer in answers:
+        for answer, call in zip(answers, calls, strict=True):
+            kind = call.args[1]
             if answer.status_code == 429:
                 assert answer.headers["Retry-After"] == "60" and answer.headers["X-RateLimit-Limit"] == str(LIMIT)
             else:  # out of the queue, so that the next rounds' estimates stay short
@@ -100,5 +102,16 @@ def test_one_anonymous_address_simultaneous_admissions_stop_at_the_limit(horde, 
 
 
 def test_one_users_simultaneous_text_admissions_stop_at_the_limit(horde, model):
-    tally = race(horde, model, lambda _: (horde.user(), "198.51.100.1"), kind="text")
+    tally = race(horde, model, lambda _: (horde.user(), "198.51.100.1"), kinds=("text",))
     print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous text admissions of one user: {dict(tally)}")
+
+
+def test_one_users_simultaneous_chat_and_text_admissions_share_one_budget(horde, model):
+    tally = race(horde, model, lambda _: (horde.user(), "198.51.100.1"), kinds=("chat", "text"))
+    print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous chat and text admissions of one user: {dict(tally)}")
+
+
+def test_one_anonymous_addresss_simultaneous_chat_and_text_admissions_share_its_budget(horde, model):
+    run = uuid.uuid4().int % 250
+    tally = race(horde, model, lambda index: (ANONYMOUS_API_KEY, f"10.{run}.{index + 100}.9"), kinds=("chat", "text"))
+    print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous anonymous chat and text admissions: {dict(tally)}")

@@ -1,5 +1,5 @@
-"""Chat and text requests share one rate budget (per user, or per client address for the anonymous user); a text
-admission reads it in one statement that counts both tables."""
+"""Chat and text requests share one rate budget (per user, or per client address for the anonymous user); an
+admission of either kind reads it in one statement that counts both tables."""
 
 from __future__ import annotations
 
@@ -49,3 +49,32 @@ def test_a_users_text_requests_count_its_chat_requests_from_any_address(client, 
     refused = client.post("/api/v2/generate/text/async", json=TEXT_BODY, headers={"apikey": key})
     assert (refused.status_code, refused.json["rc"]) == (429, "rate_limit_exceeded")
     assert "per user" in refused.json["message"]
+
+
+def test_a_users_chat_request_is_refused_once_its_text_requests_fill_the_budget(client, make_user, runtime):
+    _, owner = make_user("owner")
+    pop(client, owner, threads=50)
+    _, key = make_user("client", kudos=1000)
+    runtime.settings = runtime.settings.replace(rate_limit_per_minute=2)
+    for address in ("203.0.113.7", "198.51.100.9"):
+        assert from_address(client, "/api/v2/generate/text/async", TEXT_BODY, key, address).status_code == 202
+    with statements(runtime) as seen:
+        refused = client.post("/api/v2/generate/chat/async", json=CHAT_BODY, headers={"apikey": key})
+    assert (refused.status_code, refused.json["rc"]) == (429, "rate_limit_exceeded")
+    assert refused.json["message"] == "Too many requests: at most 2 chat and text requests a minute per user."
+    assert refused.headers["Retry-After"] == "60" and refused.headers["X-RateLimit-Limit"] == "2"
+    counts = [statement for statement in seen if "count(*)" in statement]
+    assert len(counts) == 1 and "text_requests" in counts[0] and "chat_requests" in counts[0], seen
+
+
+def test_an_anonymous_clients_chat_request_is_refused_once_its_text_requests_fill_its_address_budget(
+    client, make_user, runtime
+):
+    _, owner = make_user("owner")
+    pop(client, owner, threads=50)
+    runtime.settings = runtime.settings.replace(rate_limit_per_minute=2)
+    assert [anonymous_text(client, "203.0.113.7").status_code for _ in range(2)] == [202, 202]
+    refused = anonymous_chat(client, "203.0.113.7")
+    assert (refused.status_code, refused.json["rc"]) == (429, "rate_limit_exceeded")
+    assert "per client address" in refused.json["message"]
+    assert anonymous_chat(client, "198.51.100.9").status_code == 202  # another address has its own budget
