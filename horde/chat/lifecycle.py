@@ -80,6 +80,7 @@ _JOB_AND_REQUEST = (
 _JOB_AND_LOCKED_REQUEST = _JOB_AND_REQUEST.with_for_update(of=_REQUESTS)
 _LOCK_REQUEST_UNLESS_HELD = _READ_REQUEST.with_for_update(skip_locked=True)
 _JOB_STATE = select(_JOBS.c.state).where(_JOBS.c.id == bindparam("job"))
+_KUDOS_CHARGED = select(_REQUESTS.c.kudos_charged).where(_REQUESTS.c.id == bindparam("request"))
 _END_JOB = (
     update(_JOBS)
     .where(_JOBS.c.id == bindparam("job"), _JOBS.c.state == JOB_PROCESSING)
@@ -127,21 +128,44 @@ _FAULT = (
         finished_at=bindparam("at"),
     )
 )
-#: PostgreSQL: an accepted reply in one statement, after the request's row lock: the job ends (compare-and-set
-#: from processing), and only then the request finishes, and only then kudos move with their entries.
-#: It answers how many jobs ended and requests finished; the caller refuses (and rolls back) unless both are 1.
-_SUBMITTED = (
-    update(_JOBS)
-    .where(_JOBS.c.id == bindparam("job"), _JOBS.c.state == JOB_PROCESSING)
-    .values(state=JOB_SUBMITTED, reason=None, ended_at=bindparam("at"))
-    .returning(_JOBS.c.id)
-    .cte("submitted")
-)
-_FINISHED = _FINISH.where(exists(select(_SUBMITTED.c.id))).returning(_REQUESTS.c.id).cte("finished")
-_SUBMIT_AND_SETTLE = select(
-    select(func.count()).select_from(_SUBMITTED).scalar_subquery().label("ended"),
-    select(func.count()).select_from(_FINISHED).scalar_subquery().label("finished"),
-).add_cte(_SUBMITTED, _FINISHED, *accounts.paired_transfer_ctes(exists(select(_FINISHED.c.id))))
+
+
+def _submit_and_settle_statement(*, lock_first: bool):
+    """PostgreSQL: an accepted reply in one statement: the job ends (compare-and-set from processing), and only
+    then the request finishes, and only then kudos move with their entries. It answers how many jobs ended and
+    requests finished; nothing is written unless both are 1.
+
+    Without `lock_first` the caller holds the request's row lock already (a transaction). With it the statement
+    takes that lock itself, first (the lock order of every transition: request, job, users), and only while
+    the request still runs this job uncharged: the statement is a whole transaction in autocommit, and the
+    rows it locks (the owner's balance, shared by every submit of the owner's workers) are held only while
+    the database runs it, never across a round trip to this process."""
+    ready = []
+    if lock_first:
+        locked = (
+            select(_REQUESTS.c.id)
+            .where(*_THE_RUNNING_JOB, _REQUESTS.c.kudos_charged == 0)
+            .with_for_update()
+            .cte("locked")
+        )
+        ready = [exists(select(locked.c.id))]
+    submitted = (
+        update(_JOBS)
+        .where(_JOBS.c.id == bindparam("job"), _JOBS.c.state == JOB_PROCESSING, *ready)
+        .values(state=JOB_SUBMITTED, reason=None, ended_at=bindparam("at"))
+        .returning(_JOBS.c.id)
+        .cte("submitted")
+    )
+    finished = _FINISH.where(exists(select(submitted.c.id))).returning(_REQUESTS.c.id).cte("finished")
+    ctes = ([locked] if lock_first else []) + [submitted, finished]
+    return select(
+        select(func.count()).select_from(submitted).scalar_subquery().label("ended"),
+        select(func.count()).select_from(finished).scalar_subquery().label("finished"),
+    ).add_cte(*ctes, *accounts.paired_transfer_ctes(exists(select(finished.c.id))))
+
+
+_SUBMIT_AND_SETTLE = _submit_and_settle_statement(lock_first=False)
+_LOCK_SUBMIT_AND_SETTLE = _submit_and_settle_statement(lock_first=True)
 _DUE_JOBS = select(_JOBS.c.id, _JOBS.c.request_id).where(
     _JOBS.c.state == JOB_PROCESSING, _JOBS.c.deadline_at < bindparam("now")
 )
@@ -229,8 +253,8 @@ def submit(
     move: the users' rows are locked last, so a submit holds them the shortest (the owner's row is shared
     by every submit of the owner's workers). A refusal raised after it rolls back what it did too."""
     request = _owned_job_and_locked_request(session, owner, body["id"])
-    reply = {key: body.get(key) for key in ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")}
-    problem = conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
+    reply = _reply_of(body)
+    problem = _violation(request, reply)
     if problem:
         _end_job(session, request.job_id, JOB_REFUSED, problem)
         state = _restart_or_fault(
@@ -252,6 +276,51 @@ def submit(
     if finished.rowcount != 1:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
     return kudos, None, Changed(request.id, DONE, request.models)
+
+
+def read_for_submit(session: Session, owner: User | Identity, job_id: str) -> Any:
+    """The job and its request as `submit` reads them, without a lock, for accept_alone."""
+    row = session.connection().execute(_JOB_AND_REQUEST, {"job": job_id}).first()
+    if row is None or row.owner_id != owner.id:
+        raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
+    return row
+
+
+def accept_alone(session: Session, settings: Settings, request: Any, body: dict) -> tuple[int, None, Changed] | None:
+    """PostgreSQL, in autocommit: accept a conforming reply to an uncharged request in one statement that is its
+    own transaction (_LOCK_SUBMIT_AND_SETTLE), from `request` as read_for_submit read it. What it reads of the
+    request and the job (payload, tokens, model, owner) never changes after the claim; what may change (the
+    states, the charge) is compared and set under the locks the statement takes.
+
+    None, with nothing written, when the reply breaks the request's contract or the request was charged: those
+    refusals write in several steps, so `submit` decides them in a transaction. A job that another call ended
+    meanwhile gets submit's refusals, in its order."""
+    reply = _reply_of(body)
+    if request.kudos_charged or _violation(request, reply):
+        return None
+    kudos = _price_reply(settings, request, reply)
+    params = accounts.paired_transfer_params(_moves(request, kudos), request_id=request.id) | {
+        "request": request.id,
+        "job": request.job_id,
+        "reply": reply,
+        "kudos": kudos,
+    }
+    if not session.connection().execute(_LOCK_SUBMIT_AND_SETTLE, params).one().finished:
+        connection = session.connection()
+        if connection.scalar(_JOB_STATE, {"job": request.job_id}) != JOB_PROCESSING:
+            _refuse_ended_job(session, request.job_id)
+        if connection.scalar(_KUDOS_CHARGED, {"request": request.id}):
+            raise errors.DuplicateGen("This request was already charged.")
+        raise errors.AbortedGen("This job is no longer assigned to the worker.")
+    return kudos, None, Changed(request.id, DONE, request.models)
+
+
+def _reply_of(body: dict) -> dict:
+    return {key: body.get(key) for key in ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")}
+
+
+def _violation(request: Any, reply: dict) -> str | None:
+    return conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
 
 
 def _accept_in_one_statement(

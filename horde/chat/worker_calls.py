@@ -67,7 +67,20 @@ class _Fold:
 
 
 def submit(runtime: Runtime, owner: Identity, body: dict) -> dict:
-    """Submit the reply; with `pop`, also answer the next job in `next`."""
+    """Submit the reply; with `pop`, also answer the next job in `next`.
+
+    On PostgreSQL a conforming reply is accepted by one statement in autocommit (lifecycle.accept_alone), so
+    the balances it moves stay locked only while the database runs it; its carried pop runs after it, as a
+    pop of its own. Elsewhere, and for the refusals, the submit is a transaction that may fold the pop in."""
+    if runtime.db.is_postgresql:
+        with runtime.db.autocommit() as session:
+            accepted = lifecycle.accept_alone(
+                session, runtime.settings, lifecycle.read_for_submit(session, owner, body["id"]), body
+            )
+        if accepted is not None:
+            settled, _, finished = accepted
+            _announce(runtime, finished, None)
+            return _with_next_job(runtime, owner, body, {"reward": settled}, None)
 
     def call(session: Session, fold: _Fold | None) -> tuple[int | None, str | None, lifecycle.Changed]:
         before_settling = None if fold is None else fold.claim_before_settling(session)

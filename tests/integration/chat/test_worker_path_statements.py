@@ -1,11 +1,13 @@
 """The worker's calls run once or more per completed request, so each does its work in few statements:
 a claiming pop looks once (busy threads and queue probe together) and takes the request with a
 compare-and-set (on PostgreSQL the choice, the take and the job's start are one statement); a submit
-reads its job, owner and locked request at once and loads no user row; on PostgreSQL it then writes
-everything in one statement; a submit that carries a pop claims in the submit's own transaction."""
+reads its job, owner and request at once and loads no user row; on PostgreSQL it then writes everything
+in one statement that is its own transaction (the balances it moves are locked only while it runs); on
+SQLite a submit that carries a pop claims in the submit's own transaction."""
 
 import contextlib
 
+import pytest
 from sqlalchemy import event
 
 from tests.support.native import declaration, pop, queued_id, submit
@@ -47,10 +49,22 @@ def test_a_submit_reads_once_and_loads_no_user(client, make_user, runtime):
     reads = [statement for statement in seen if statement.startswith("select")]
     assert len(reads) == 1 and "join chat_requests" in reads[0]
     assert not [statement for statement in seen if statement.startswith("select users")]
-    if runtime.db.is_postgresql:  # the request locked, then the job's end, the finish and the kudos in one
-        assert reads[0].endswith("for update of chat_requests")
-        assert len(seen) == 2 and seen[1].startswith("with submitted as (update chat_jobs")
+    if runtime.db.is_postgresql:  # then the request locked, the job's end, the finish and the kudos in one
+        assert not reads[0].endswith("for update of chat_requests")
+        assert len(seen) == 2 and seen[1].startswith("with locked as (select chat_requests.id")
+        assert "for update), submitted as (update chat_jobs" in seen[1]
         assert "insert into kudos_ledger" in seen[1] and "update users" in seen[1]
+
+
+def test_a_postgresql_submit_opens_no_transaction_block(client, make_user, runtime):
+    """Its one write commits as it runs: the owner's balance, which every submit of the owner's workers moves,
+    is never locked across a round trip to the server (a COMMIT to come)."""
+    if not runtime.db.is_postgresql:
+        pytest.skip("SQLite has no autocommit: its submit is a write transaction")
+    key, job_id, _, _ = _claimed_job(client, runtime, make_user)
+    with transactions(runtime) as begun, statements(runtime, transactional_only=True) as in_transactions:
+        assert submit(client, key, job_id).status_code == 200
+    assert begun == [] and in_transactions == []
 
 
 def test_the_claim_serves_the_first_of_the_requests_models_that_the_worker_serves(client, make_user, runtime):
@@ -79,8 +93,9 @@ def transactions(runtime):
 
 
 def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_user, runtime):
-    """The pop's check-in is remembered, so its first claim rides in the submit's transaction: one BEGIN and
-    COMMIT for both, where the submit and the pop had one each."""
+    """SQLite: the pop's check-in is remembered, so its first claim rides in the submit's transaction: one
+    BEGIN and COMMIT for both, where the submit and the pop had one each. PostgreSQL: the submit commits
+    alone, as it runs, then the pop claims in a transaction of its own."""
     key, job_id, _, _ = _claimed_job(client, runtime, make_user)
     queued_id(client, key)
     with transactions(runtime) as begun, statements(runtime) as seen:
@@ -91,7 +106,6 @@ def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_
         )
     assert answer.status_code == 200 and answer.json["next"]["id"]
     assert len(begun) == 1
-    if runtime.db.is_postgresql:  # read under the lock, first look, claim, settle: six round trips in all
-        assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "select", "with", "with"]
-        assert seen[2].startswith("with best as")
-        assert seen[3].startswith("with submitted as")  # last: the users' rows are locked the shortest
+    if runtime.db.is_postgresql:  # read, settle (autocommit), then the pop's first look and claim
+        assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "with", "select", "with"]
+        assert seen[1].startswith("with locked as") and seen[3].startswith("with best as")

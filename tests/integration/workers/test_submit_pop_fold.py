@@ -1,4 +1,5 @@
-"""A submit or fault whose pop is folded into its transaction keeps the call when the claim fails there.
+"""A fault (or a SQLite submit) whose pop is folded into its transaction keeps the call when the claim fails
+there; a call whose pop keeps failing is kept too.
 
 The failure is a real one of PostgreSQL: a trigger refuses the insert of the worker's next job, once (the
 folded attempt) or every time. The call is kept either way, settled once, and its answer says so."""
@@ -61,17 +62,18 @@ def _call(client, owner, route, job_id):
     return client.post(f"/api/v2/generate/chat/{route}", json=body, headers={"apikey": owner})
 
 
-def test_a_claim_failing_in_the_submits_transaction_keeps_the_submit_and_pops_after_it(
+def test_a_claim_failing_in_the_faults_transaction_keeps_the_fault_and_pops_after_it(
     client, make_user, postgresql_runtime
 ):
-    owner, job_id, done_id, waiting_id = _worker_with_a_job_and_a_queue(client, make_user)
+    """(A PostgreSQL submit folds no pop: it commits alone, then pops.)"""
+    owner, job_id, faulted_id, waiting_id = _worker_with_a_job_and_a_queue(client, make_user)
     with job_inserts_failing(postgresql_runtime, FAIL_ONCE):
-        answer = _call(client, owner, "submit", job_id)
+        answer = _call(client, owner, "fault", job_id)
     assert answer.status_code == 200, answer.json
-    assert answer.json["reward"] > 0
-    assert answer.json["next"]["id"] is not None  # the pop after the commit took the job
-    assert status(client, owner, done_id).json["state"] == "done"
-    assert status(client, owner, waiting_id).json["state"] == "processing"
+    assert answer.json["message"] == "OK"
+    assert answer.json["next"]["id"] is not None  # the pop after the commit took a job
+    views = [status(client, owner, id_).json for id_ in (faulted_id, waiting_id)]
+    assert sorted(view["state"] for view in views) == ["processing", "waiting"]  # the fault restarted its request
     assert_balances_match_ledger(postgresql_runtime.db)
 
 
