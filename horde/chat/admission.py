@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy.orm import Session
 
@@ -20,7 +20,7 @@ from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.chat import context, pricing, queue, request_rows, requirements
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
-from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS, WAITING, ChatRequest, new_id
+from horde.chat.models import WAITING, ChatRequest, new_id
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
 from horde.chat.tokens import count_images
 from horde.config import Settings
@@ -90,7 +90,7 @@ def admit(
         "body_hash": body_hash,
         "holders": holders,
     }
-    turn = _RateTurn(session, settings, user, client_address, row)
+    turn = _RateTurn(session, settings, user, client_address if user.anonymous else None)
     queue_on = functools.partial(_queue_on, session, settings, native, model_param, row, turn, snapshots=snapshots)
     try:
         if snapshots is not None and roster_generation is not None:
@@ -109,31 +109,35 @@ def admit(
 
 
 class _RateTurn:
-    """The caller's rate check, taken as late as admission can: right before the price check, the last step
-    before the INSERT. On PostgreSQL the turn is a lock that the caller's other admissions wait for until this
-    transaction ends (horde/accounts/rate_limit.py), so the checks that need no count (the workers, the
-    fitting, the estimate) run before it, not while the caller's other requests wait. Its refusal still comes
-    first: a refusal of those earlier checks asks the count (without the turn: a refusal either way) first."""
+    """The caller's rate check, taken as late as admission can. On PostgreSQL the turn is a lock that the
+    caller's other admissions wait for until this transaction ends (horde/accounts/rate_limit.py); it is taken
+    right before the price check, so the checks that need no count (the workers, the fitting, the estimate)
+    run before it, not while the caller's other requests wait. The count is made by the INSERT itself
+    (request_rows.admit_request), which writes nothing at the limit: under the turn, one statement and the
+    COMMIT. The rate's refusal still comes first: a refusal of any other check asks the count first."""
 
-    def __init__(self, session: Session, settings: Settings, user: Identity, address: str | None, row: dict):
-        self.session, self.settings, self.user, self.address, self.row = session, settings, user, address, row
+    def __init__(self, session: Session, settings: Settings, user: Identity, address: str | None):
+        self.session, self.settings, self.user, self.address = session, settings, user, address
         self.taken = False
 
     def take(self) -> None:
-        """Wait for the caller's turn, count, refuse over the limit, and set the row's priority from the balance
-        read with the count. Once per admission: the count cannot move while the turn is held."""
-        if self.taken:
-            return
-        kudos = _check_rate(self.session, self.settings, self.user, self.address, take_turn=True)
+        """Wait for the caller's turn (PostgreSQL), once per admission."""
+        if not self.taken and is_postgresql(self.session):
+            rate_limit.take_turn(self.session, self.user.id, self.address)
         self.taken = True
-        self.row["priority_class"] = (
-            PRIORITY_CLASS_KUDOS if (not self.user.anonymous and kudos > 0) else PRIORITY_CLASS_OTHERS
-        )
-        self.row["priority"] = max(kudos, 0)
 
     def refuse_if_over(self) -> None:
-        if not self.taken:
-            _check_rate(self.session, self.settings, self.user, self.address, take_turn=False)
+        """429 when the caller is at its limit: for a refusal of another check, which the rate's comes before."""
+        _refuse_over_rate(self.session, self.settings, self.user.id, self.address)
+
+    def insert(self, values: dict[str, Any]) -> ChatRequest:
+        """The request written, unless the caller is at its limit (429, nothing written)."""
+        limit = self.settings.rate_limit_per_minute
+        since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
+        request = request_rows.admit_request(self.session, values, limit=limit, since=since, rate_address=self.address)
+        if request is None:
+            rate_limit.refuse_if_over(limit, limit, self.address)
+        return cast(ChatRequest, request)
 
 
 def _queue_on(
@@ -209,8 +213,7 @@ def _queue_on(
     turn.take()
     _check_price(session, native, turn.user, estimate, need, eligible, queued)
     _check_queue(native, settings, eligible, queued, job_s)
-    return request_rows.insert_request(
-        session,
+    return turn.insert(
         {
             **row,
             "state": WAITING,
@@ -286,20 +289,12 @@ def _names(models: list[str]) -> str:
     return ", ".join(models)
 
 
-def _check_rate(session, settings, user: Identity, client_address: str | None, *, take_turn: bool) -> int:
-    """Per user; the anonymous user is shared by everyone, so its limit is per client address instead.
-
-    Returns the user's balance, read in the same statement as the count. Exact under concurrency with
-    `take_turn`: on PostgreSQL the caller's admissions take turns from here to their commit
-    (horde/accounts/rate_limit.py)."""
-    limit = settings.rate_limit_per_minute
-    address = client_address if user.anonymous else None
-    if take_turn and is_postgresql(session):
-        rate_limit.take_turn(session, user.id, address)
+def _refuse_over_rate(session: Session, settings: Settings, user_id: int, address: str | None) -> None:
+    """429 when the user (the anonymous user: `address`, the client's) created its limit of requests in the
+    window; a count without the turn, for a refusal that would come anyway."""
     since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
-    kudos, used = request_rows.caller(session, user.id, since, address)
-    rate_limit.refuse_if_over(used, limit, address)
-    return kudos
+    _, used = request_rows.caller(session, user_id, since, address)
+    rate_limit.refuse_if_over(used, settings.rate_limit_per_minute, address)
 
 
 def _check_known(session: Session, roster, models: list[str], model_param: str, reference_path: str | None) -> None:

@@ -13,14 +13,20 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Integer, Select, String, Table, bindparam, case, func, insert, or_, select, type_coerce
+from sqlalchemy import Integer, Select, String, Table, and_, bindparam, case, func, insert, or_, select, type_coerce
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
 from horde.accounts import rate_limit
 from horde.accounts.models import User
-from horde.chat.models import FINAL_STATES, ChatRequest, ChatRequestModel
+from horde.chat.models import (
+    FINAL_STATES,
+    PRIORITY_CLASS_KUDOS,
+    PRIORITY_CLASS_OTHERS,
+    ChatRequest,
+    ChatRequestModel,
+)
 from horde.database import table_of
 from horde.workers.models import Worker
 
@@ -39,7 +45,6 @@ _FOLLOW_REQUEST = select(
     type_coerce(case((ENDED, REQUESTS.c.payload)), REQUESTS.c.payload.type).label("payload"),
 ).where(REQUESTS.c.id == bindparam("request_id"))
 _READ_STATE = select(REQUESTS.c.state).where(REQUESTS.c.id == bindparam("request_id"))
-_INSERT_REQUEST = insert(REQUESTS)
 _INSERT_REQUEST_MODEL = insert(REQUEST_MODELS)
 _REQUEST_CLASS = manager_of_class(ChatRequest)
 
@@ -115,31 +120,67 @@ def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
     return cast(list[Worker], list(rows)), trust
 
 
-def _insert_with_models_statement():
-    """PostgreSQL: the request and its model rows in one INSERT (one round trip), the request's INSERT as a
-    data-modifying CTE. Parameters: `new_<column>` for every column but the reply, and `model_names`."""
-    columns = [column for column in REQUESTS.c if column.name != "reply"]
-    created = (
-        insert(REQUESTS)
-        .values({column.name: bindparam(f"new_{column.name}", type_=column.type) for column in columns})
-        .returning(REQUESTS.c.id)
-        .cte("created")
+#: The columns an admission binds; the priority and its class are computed from the balance in the INSERT.
+_COMPUTED = ("reply", "priority", "priority_class")
+
+
+def _admit_statement(per_address: bool, *, with_models: bool):
+    """INSERT the request only while the caller's requests of the window (every kind, horde/accounts/rate_limit.py)
+    are fewer than `limit`, with its priority from the caller's balance as the INSERT reads it: the count and the
+    write in one statement, so one round trip less under the caller's rate turn. Parameters: `new_<column>` for
+    every column but the computed ones, `user_id`, `since`, `limit` (`client_address` with `per_address`), and
+    with `with_models` (PostgreSQL: the model rows in the same statement, as a data-modifying CTE)
+    `model_names`. It returns the priority and its class, and no row when the caller is at its limit."""
+    columns = [column for column in REQUESTS.c if column.name not in _COMPUTED]
+    kudos_first = and_(USERS.c.kudos > 0, USERS.c.anonymous.is_(False))
+    chosen = select(
+        *(bindparam(f"new_{column.name}", type_=column.type) for column in columns),
+        case((USERS.c.kudos > 0, USERS.c.kudos), else_=0),
+        case((kudos_first, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
+    ).where(
+        USERS.c.id == bindparam("user_id"),
+        rate_limit.used_since(by_address=per_address) < bindparam("limit", type_=Integer),
     )
+    created = insert(REQUESTS).from_select([*(column.name for column in columns), "priority", "priority_class"], chosen)
+    if not with_models:
+        return created.returning(REQUESTS.c.priority, REQUESTS.c.priority_class)
+    created_cte = created.returning(REQUESTS.c.id, REQUESTS.c.priority, REQUESTS.c.priority_class).cte("created")
     model_names = func.unnest(bindparam("model_names", type_=postgresql.ARRAY(String)))
-    return insert(REQUEST_MODELS).from_select(["request_id", "model"], select(created.c.id, model_names))
+    model_rows = (
+        insert(REQUEST_MODELS)
+        .from_select(["request_id", "model"], select(created_cte.c.id, model_names))
+        .cte("model_rows")
+    )
+    return select(created_cte.c.priority, created_cte.c.priority_class).add_cte(model_rows)
 
 
-_INSERT_WITH_MODELS = _insert_with_models_statement()
+#: Built on first use, keyed by (per address, PostgreSQL, the tables the rate budget counts).
+_ADMIT: dict[tuple[bool, bool, tuple[Table, ...]], Any] = {}
 
 
-def insert_request(session: Session, values: dict[str, Any]) -> ChatRequest:
-    """Insert a request and one row per model it accepts; `values` names every column but the reply."""
+def admit_request(
+    session: Session, values: dict[str, Any], *, limit: int, since: dt.datetime, rate_address: str | None
+) -> ChatRequest | None:
+    """Insert a request and one row per model it accepts, unless the caller has `limit` requests since `since`
+    (counted from `rate_address` alone when given): None then, with nothing written. `values` names every column
+    but the reply and the priority, which comes from the caller's balance."""
     connection = session.connection()
+    postgres = connection.dialect.name == "postgresql"
+    key = (rate_address is not None, postgres, rate_limit.counted_tables())
+    statement = _ADMIT.get(key)
+    if statement is None:
+        statement = _ADMIT[key] = _admit_statement(key[0], with_models=postgres)
     models = list(dict.fromkeys(values["models"]))
-    if connection.dialect.name == "postgresql":
-        params = {f"new_{name}": value for name, value in values.items()}
-        connection.execute(_INSERT_WITH_MODELS, dict(params, model_names=models))
+    params: dict[str, Any] = {f"new_{name}": value for name, value in values.items()}
+    params |= {"user_id": values["user_id"], "since": since, "limit": limit, "client_address": rate_address}
+    if postgres:
+        row = connection.execute(statement, dict(params, model_names=models)).first()
     else:  # SQLite has no INSERT in a CTE; its statements cost no round trip anyway
-        connection.execute(_INSERT_REQUEST, values)
-        connection.execute(_INSERT_REQUEST_MODEL, [{"request_id": values["id"], "model": model} for model in models])
-    return _transient(values)
+        row = connection.execute(statement, params).first()
+        if row is not None:
+            connection.execute(
+                _INSERT_REQUEST_MODEL, [{"request_id": values["id"], "model": model} for model in models]
+            )
+    if row is None:
+        return None
+    return _transient(dict(values, reply=None, priority=row.priority, priority_class=row.priority_class))

@@ -21,7 +21,9 @@ ROSTER = (
 )
 
 
-def test_a_request_is_admitted_in_three_statements_and_never_read_back(runtime, client, make_user):
+def test_a_request_is_admitted_in_two_statements_and_never_read_back(runtime, client, make_user):
+    """PostgreSQL: the caller's turn, then one INSERT that counts the caller's rate, reads its balance for the
+    priority and writes the request with its model rows. SQLite: the two INSERTs, the first with the count."""
     _, worker_key = make_user("owner")
     pop(client, worker_key)
     user, _ = make_user("client", kudos=100)
@@ -33,21 +35,20 @@ def test_a_request_is_admitted_in_three_statements_and_never_read_back(runtime, 
         request = service.create(runtime, Identity.of(user), dict(native), body_hash="ab" * 32, holders=1)
 
     admission = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
-    assert [s.split(" (")[0] for s in admission] == [
-        *_rate_turn(runtime),
-        "select users.kudos,",  # the caller's balance and its rate count, in one statement
-        *_inserts(runtime),
-    ]
+    assert [s.split(" (")[0] for s in admission] == [*_rate_turn(runtime), *_inserts(runtime)]
+    counted = admission[len(_rate_turn(runtime))]
+    assert "from users" in counted and "count(*)" in counted and "text_requests" in counted
     stored = service.read(runtime, request.id)
     assert stored is not None
     assert (stored.body_hash, stored.holders, stored.state, stored.models) == ("ab" * 32, 1, "waiting", ["m1"])
+    assert (stored.priority, stored.priority_class) == (request.priority, request.priority_class) == (100, 0)
     assert stored.context_adjustments is None and stored.reply is None
 
 
 def test_the_callers_turn_comes_after_the_reads_of_the_workers_and_the_queue(runtime, client, make_user):
     """On PostgreSQL the rate turn makes the caller's other admissions wait until this one commits: everything
-    that needs no count (the roster, the queue, the fitting) runs before it, and only the count, the price
-    check and the INSERT after it. Cold snapshots, so every read is a statement here."""
+    that needs no count (the roster, the queue, the fitting) runs before it, and only the price check and the
+    INSERT that counts after it. Cold snapshots, so every read is a statement here."""
     _, worker_key = make_user("owner")
     pop(client, worker_key)
     user, _ = make_user("client", kudos=100)
@@ -58,10 +59,10 @@ def test_the_callers_turn_comes_after_the_reads_of_the_workers_and_the_queue(run
         service.create(runtime, Identity.of(user), dict(native))
 
     admission = [s.split(" (")[0] for s in seen if not s.startswith(("begin", "commit", "rollback"))]
-    count = admission.index("select users.kudos,")
+    count = len(admission) - len(_inserts(runtime))
     assert ROSTER in admission[:count] and len(admission[:count]) > len(_rate_turn(runtime)) + 1
     assert admission[count - len(_rate_turn(runtime)) : count] == _rate_turn(runtime)
-    assert admission[count + 1 :] == _inserts(runtime)
+    assert admission[count:] == _inserts(runtime)
 
 
 def test_a_worker_checked_in_by_another_process_serves_the_very_next_request(runtime, client, make_user, settings):
@@ -101,15 +102,15 @@ def test_a_declaration_changed_in_this_process_applies_to_the_very_next_request(
 
 
 def _rate_turn(runtime) -> list[str]:
-    """PostgreSQL: the caller's admissions take turns before the count (its own statement, so that the count's
-    snapshot is taken after the wait); SQLite's writers take turns already."""
+    """PostgreSQL: the caller's admissions take turns before the INSERT that counts (its own statement, so that
+    the count's snapshot is taken after the wait); SQLite's writers take turns already."""
     turn = "select pg_advisory_xact_lock(%(classid)s::integer, %(objid)s::integer) as pg_advisory_xact_lock_1"
     return [turn] if runtime.db.is_postgresql else []
 
 
 def _inserts(runtime) -> list[str]:
     """body_hash and holders included, so no UPDATE follows; on PostgreSQL the model rows come in the same
-    statement (one round trip)."""
+    statement (one round trip). The request's INSERT counts the caller's rate."""
     if runtime.db.is_postgresql:
         return ["with created as"]
     return ["insert into chat_requests", "insert into chat_request_models"]
