@@ -15,6 +15,8 @@ Chat and text requests share the budget: each kind's models module declares its 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, DateTime, Integer, ScalarSelect, Table, bindparam, func, literal, select
 from sqlalchemy.orm import Session
@@ -27,6 +29,7 @@ RATE_WINDOW_S = 60
 RATE_LIMIT_USER_LOCK_CLASS = 0x524C_0001  # objid: the user's id
 RATE_LIMIT_ADDRESS_LOCK_CLASS = 0x524C_0002  # objid: 32 bits of the client address's SHA-256 (anonymous callers)
 
+Statement = TypeVar("Statement")
 #: The requests tables the budget counts, in the order their kinds declared them.
 _counted_tables: tuple[Table, ...] = ()
 
@@ -57,9 +60,20 @@ def counts_requests_of(table: Table) -> None:
         _counted_tables = (*_counted_tables, table)
 
 
-def counted_tables() -> tuple[Table, ...]:
-    """The tables the budget counts now: a key for statements built once from `used_since`."""
-    return _counted_tables
+class CountingStatements(Generic[Statement]):
+    """Statements that count the budget (they name every counted table), built on first use for each shape
+    (`build`'s arguments) and built again if a kind declares its table after that."""
+
+    def __init__(self, build: Callable[..., Statement]):
+        self._build = build
+        self._built: dict[tuple, Statement] = {}
+
+    def get(self, *shape: Any) -> Statement:
+        key = (shape, _counted_tables)
+        statement = self._built.get(key)
+        if statement is None:
+            statement = self._built[key] = self._build(*shape)
+        return statement
 
 
 def used_since(*, by_address: bool) -> ColumnElement[int]:

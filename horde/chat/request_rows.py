@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Integer, Select, String, Table, and_, bindparam, case, func, insert, or_, select, type_coerce
+from sqlalchemy import Integer, String, and_, bindparam, case, func, insert, or_, select, type_coerce
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
@@ -56,8 +56,7 @@ def _caller_statement(per_address: bool):
     return select(USERS.c.kudos, type_coerce(used, Integer).label("used")).where(USERS.c.id == bindparam("user_id"))
 
 
-#: Built on first use, once every kind has declared its requests table; keyed by the tables it counts.
-_CALLER: dict[tuple[bool, tuple[Table, ...]], Select] = {}
+_CALLER = rate_limit.CountingStatements(_caller_statement)
 
 #: Every worker with its owner's trust, in one round trip. A row has the Worker columns by name.
 _ROSTER = select(
@@ -103,12 +102,8 @@ def read_state(session: Session, request_id: str) -> str | None:
 
 def caller(session: Session, user_id: int, since: dt.datetime, client_address: str | None) -> tuple[int, int]:
     """(balance, requests created since `since`) of the user; counted from `client_address` alone when given."""
-    key = (client_address is not None, rate_limit.counted_tables())
-    statement = _CALLER.get(key)
-    if statement is None:
-        statement = _CALLER[key] = _caller_statement(key[0])
     params: dict[str, Any] = {"user_id": user_id, "since": since, "client_address": client_address}
-    row = session.connection().execute(statement, params).one()
+    row = session.connection().execute(_CALLER.get(client_address is not None), params).one()
     return row.kudos, row.used
 
 
@@ -124,7 +119,7 @@ def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
 _COMPUTED = ("reply", "priority", "priority_class")
 
 
-def _admit_statement(per_address: bool, *, with_models: bool):
+def _admit_statement(per_address: bool, with_models: bool):
     """INSERT the request only while the caller's requests of the window (every kind, horde/accounts/rate_limit.py)
     are fewer than `limit`, with its priority from the caller's balance as the INSERT reads it: the count and the
     write in one statement, so one round trip less under the caller's rate turn. Parameters: `new_<column>` for
@@ -154,8 +149,7 @@ def _admit_statement(per_address: bool, *, with_models: bool):
     return select(created_cte.c.priority, created_cte.c.priority_class).add_cte(model_rows)
 
 
-#: Built on first use, keyed by (per address, PostgreSQL, the tables the rate budget counts).
-_ADMIT: dict[tuple[bool, bool, tuple[Table, ...]], Any] = {}
+_ADMIT = rate_limit.CountingStatements(_admit_statement)
 
 
 def admit_request(
@@ -166,10 +160,7 @@ def admit_request(
     but the reply and the priority, which comes from the caller's balance."""
     connection = session.connection()
     postgres = connection.dialect.name == "postgresql"
-    key = (rate_address is not None, postgres, rate_limit.counted_tables())
-    statement = _ADMIT.get(key)
-    if statement is None:
-        statement = _ADMIT[key] = _admit_statement(key[0], with_models=postgres)
+    statement = _ADMIT.get(rate_address is not None, postgres)
     models = list(dict.fromkeys(values["models"]))
     params: dict[str, Any] = {f"new_{name}": value for name, value in values.items()}
     params |= {"user_id": values["user_id"], "since": since, "limit": limit, "client_address": rate_address}

@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Select, Table, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -41,7 +41,7 @@ RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 
 #: Chat and text share one rate budget: every kind's requests counted in one statement, built on first use
 #: and keyed by the tables it counts.
-_USED: dict[tuple[bool, tuple[Table, ...]], Select] = {}
+_USED = rate_limit.CountingStatements(lambda by_address: select(rate_limit.used_since(by_address=by_address)))
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -230,10 +230,6 @@ def _check_rate(session: Session, settings: Settings, user: User, client_address
     if is_postgresql(session):
         rate_limit.take_turn(session, user.id, address)
     since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
-    key = (address is not None, rate_limit.counted_tables())
-    statement = _USED.get(key)
-    if statement is None:
-        statement = _USED[key] = select(rate_limit.used_since(by_address=key[0]))
     params = {"user_id": user.id, "since": since, "client_address": address}
-    used = session.connection().scalar(statement, params) or 0
+    used = session.connection().scalar(_USED.get(address is not None), params) or 0
     rate_limit.refuse_if_over(used, limit, address)
