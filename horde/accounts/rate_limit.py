@@ -15,10 +15,24 @@ Chat and text requests share the budget: each kind's models module declares its 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, DateTime, Integer, ScalarSelect, Table, bindparam, func, literal, select
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Executable,
+    Integer,
+    ScalarSelect,
+    String,
+    Table,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+)
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -91,6 +105,39 @@ def _created_since(table: Table, *, by_address: bool) -> ScalarSelect:
     if by_address:
         conditions.append(table.c.client_address == bindparam("client_address"))
     return select(func.count()).where(*conditions).scalar_subquery()
+
+
+def insert_below_limit(
+    requests: Table,
+    request_models: Table,
+    selected: Mapping[str, ColumnElement[Any]],
+    *,
+    per_address: bool,
+    with_models: bool,
+    returning: Sequence[str],
+    where: Sequence[ColumnElement[bool]] = (),
+) -> Executable:
+    """An admission's INSERT that is also its rate count: the row (`selected`: column name → value) is written only
+    while the caller's requests of every counted table since `since` (those of `user_id`; with `per_address`
+    only those from `client_address`) are fewer than `limit`, and `where` holds. Under the caller's turn that
+    is one statement and the COMMIT. It returns the `returning` columns, or no row when nothing was written.
+
+    With `with_models` (PostgreSQL) the request's model rows (`model_names`) are written by the same statement,
+    in a data-modifying WITH clause; without, the caller writes them once the request is."""
+    chosen = select(*selected.values()).where(
+        *where, used_since(by_address=per_address) < bindparam("limit", type_=Integer)
+    )
+    created = insert(requests).from_select(list(selected), chosen)
+    if not with_models:
+        return created.returning(*(requests.c[name] for name in returning))
+    created_rows = created.returning(requests.c.id, *(requests.c[name] for name in returning)).cte("created")
+    model_names = func.unnest(bindparam("model_names", type_=postgresql.ARRAY(String)))
+    model_rows = (
+        insert(request_models)
+        .from_select(["request_id", "model"], select(created_rows.c.id, model_names))
+        .cte("model_rows")
+    )
+    return select(*(created_rows.c[name] for name in returning)).add_cte(model_rows)
 
 
 def refuse_if_over(used: int, limit: int, client_address: str | None) -> None:

@@ -13,8 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Integer, String, and_, bindparam, case, func, insert, or_, select, type_coerce
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import Integer, and_, bindparam, case, insert, or_, select, type_coerce
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
@@ -120,33 +119,26 @@ _COMPUTED = ("reply", "priority", "priority_class")
 
 
 def _admit_statement(per_address: bool, with_models: bool):
-    """INSERT the request only while the caller's requests of the window (every kind, horde/accounts/rate_limit.py)
-    are fewer than `limit`, with its priority from the caller's balance as the INSERT reads it: the count and the
-    write in one statement, so one round trip less under the caller's rate turn. Parameters: `new_<column>` for
-    every column but the computed ones, `user_id`, `since`, `limit` (`client_address` with `per_address`), and
-    with `with_models` (PostgreSQL: the model rows in the same statement, as a data-modifying CTE)
-    `model_names`. It returns the priority and its class, and no row when the caller is at its limit."""
-    columns = [column for column in REQUESTS.c if column.name not in _COMPUTED]
+    """The request's INSERT below the caller's rate limit (rate_limit.insert_below_limit), with its priority from
+    the caller's balance as the INSERT reads it. Parameters: `new_<column>` for every column but the computed
+    ones, `user_id`, `since`, `limit` (`client_address` with `per_address`; `model_names` with `with_models`)."""
     kudos_first = and_(USERS.c.kudos > 0, USERS.c.anonymous.is_(False))
-    chosen = select(
-        *(bindparam(f"new_{column.name}", type_=column.type) for column in columns),
-        case((USERS.c.kudos > 0, USERS.c.kudos), else_=0),
-        case((kudos_first, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
-    ).where(
-        USERS.c.id == bindparam("user_id"),
-        rate_limit.used_since(by_address=per_address) < bindparam("limit", type_=Integer),
+    selected: dict[str, Any] = {
+        column.name: bindparam(f"new_{column.name}", type_=column.type)
+        for column in REQUESTS.c
+        if column.name not in _COMPUTED
+    }
+    selected["priority"] = case((USERS.c.kudos > 0, USERS.c.kudos), else_=0)
+    selected["priority_class"] = case((kudos_first, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS)
+    return rate_limit.insert_below_limit(
+        REQUESTS,
+        REQUEST_MODELS,
+        selected,
+        per_address=per_address,
+        with_models=with_models,
+        returning=("priority", "priority_class"),
+        where=(USERS.c.id == bindparam("user_id"),),
     )
-    created = insert(REQUESTS).from_select([*(column.name for column in columns), "priority", "priority_class"], chosen)
-    if not with_models:
-        return created.returning(REQUESTS.c.priority, REQUESTS.c.priority_class)
-    created_cte = created.returning(REQUESTS.c.id, REQUESTS.c.priority, REQUESTS.c.priority_class).cte("created")
-    model_names = func.unnest(bindparam("model_names", type_=postgresql.ARRAY(String)))
-    model_rows = (
-        insert(REQUEST_MODELS)
-        .from_select(["request_id", "model"], select(created_cte.c.id, model_names))
-        .cte("model_rows")
-    )
-    return select(created_cte.c.priority, created_cte.c.priority_class).add_cte(model_rows)
 
 
 _ADMIT = rate_limit.CountingStatements(_admit_statement)

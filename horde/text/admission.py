@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -39,9 +39,25 @@ if TYPE_CHECKING:
 RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 
 
-#: Chat and text share one rate budget: every kind's requests counted in one statement, built on first use
-#: and keyed by the tables it counts.
-_USED = rate_limit.CountingStatements(lambda by_address: select(rate_limit.used_since(by_address=by_address)))
+_REQUESTS = table_of(TextRequest)
+_INSERT_REQUEST_MODEL = insert(table_of(TextRequestModel))
+
+
+def _admit_statement(per_address: bool, with_models: bool, names: tuple[str, ...]):
+    """The request's INSERT (the columns `names`, bound as `new_<name>`) below the caller's rate limit, which
+    chat and text share (rate_limit.insert_below_limit)."""
+    selected = {name: bindparam(f"new_{name}", type_=_REQUESTS.c[name].type) for name in names}
+    return rate_limit.insert_below_limit(
+        _REQUESTS,
+        table_of(TextRequestModel),
+        selected,
+        per_address=per_address,
+        with_models=with_models,
+        returning=("id",),
+    )
+
+
+_ADMIT = rate_limit.CountingStatements(_admit_statement)
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -109,7 +125,9 @@ def admit(
     )
     if loaded.get("dry_run"):
         return Admitted(kudos=estimate, warnings=warnings)
-    _check_rate(session, settings, user, client_address)
+    address = client_address if user.anonymous else None
+    if is_postgresql(session):  # the caller's turn, held until the commit; the INSERT below counts
+        rate_limit.take_turn(session, user.id, address)
     only, blocked = _worker_lists(loaded)
     values = dict(
         id=new_id(),
@@ -141,11 +159,7 @@ def admit(
         body_hash=body_hash,
         holders=holders,
     )
-    connection = session.connection()
-    connection.execute(insert(table_of(TextRequest)), values)
-    if models:
-        rows = [{"request_id": values["id"], "model": model} for model in models]
-        connection.execute(insert(table_of(TextRequestModel)), rows)
+    _insert_below_rate_limit(session, settings, values, address)
     request = TextRequest(**values)
     why = unservable_reason(request, online, loaded)
     message = NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
@@ -222,14 +236,21 @@ def unservable_reason(request: TextRequest, online: list[Worker], loaded: dict) 
     return None
 
 
-def _check_rate(session: Session, settings: Settings, user: User, client_address: str | None) -> None:
-    """One budget for chat and text requests together; the anonymous user's is per client address. Exact under
-    concurrency: on PostgreSQL the caller's admissions take turns from here to their commit."""
+def _insert_below_rate_limit(session: Session, settings: Settings, values: dict, address: str | None) -> None:
+    """Write the request and its model rows unless the caller has its limit of chat and text requests in the
+    window (429, nothing written): the count is the INSERT's own, under the caller's turn (PostgreSQL), so
+    exact when one caller's requests arrive at once. The anonymous user's budget is per client `address`."""
+    connection = session.connection()
+    postgres = connection.dialect.name == "postgresql"
     limit = settings.rate_limit_per_minute
-    address = client_address if user.anonymous else None
-    if is_postgresql(session):
-        rate_limit.take_turn(session, user.id, address)
-    since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
-    params = {"user_id": user.id, "since": since, "client_address": address}
-    used = session.connection().scalar(_USED.get(address is not None), params) or 0
-    rate_limit.refuse_if_over(used, limit, address)
+    params = {f"new_{name}": value for name, value in values.items()}
+    params |= {"user_id": values["user_id"], "since": utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)}
+    params |= {"limit": limit, "client_address": address}
+    if postgres:
+        params["model_names"] = values["models"]
+    statement = _ADMIT.get(address is not None, postgres, tuple(values))
+    if connection.execute(statement, params).first() is None:
+        rate_limit.refuse_if_over(limit, limit, address)
+    if not postgres and values["models"]:  # SQLite has no INSERT in a CTE; its statements cost no round trip
+        rows = [{"request_id": values["id"], "model": model} for model in values["models"]]
+        connection.execute(_INSERT_REQUEST_MODEL, rows)
