@@ -14,6 +14,7 @@ Chat and text requests share the budget: each kind's models module declares its 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
@@ -36,6 +37,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.timeutil import utcnow
 
 RATE_WINDOW_S = 60
 #: pg_advisory_xact_lock(classid, objid) keyspaces: classid says what objid counts. Chat and text admissions
@@ -107,23 +109,19 @@ def _created_since(table: Table, *, by_address: bool) -> ScalarSelect:
     return select(func.count()).where(*conditions).scalar_subquery()
 
 
-def insert_below_limit(
+def _insert_statement(
     requests: Table,
     request_models: Table,
     selected: Mapping[str, ColumnElement[Any]],
-    *,
     per_address: bool,
     with_models: bool,
     returning: Sequence[str],
-    where: Sequence[ColumnElement[bool]] = (),
+    where: Sequence[ColumnElement[bool]],
 ) -> Executable:
-    """An admission's INSERT that is also its rate count: the row (`selected`: column name → value) is written only
-    while the caller's requests of every counted table since `since` (those of `user_id`; with `per_address`
-    only those from `client_address`) are fewer than `limit`, and `where` holds. Under the caller's turn that
-    is one statement and the COMMIT. It returns the `returning` columns, or no row when nothing was written.
-
-    With `with_models` (PostgreSQL) the request's model rows (`model_names`) are written by the same statement,
-    in a data-modifying WITH clause; without, the caller writes them once the request is."""
+    """INSERT the row (`selected`: column name → value) only while the caller's requests of every counted table
+    since `since` (those of `user_id`; with `per_address` only those from `client_address`) are fewer than
+    `limit`, and `where` holds; it returns `returning`, or no row when nothing was written. With `with_models`
+    (PostgreSQL) the request's model rows (`model_names`) come in the same statement, a data-modifying WITH."""
     chosen = select(*selected.values()).where(
         *where, used_since(by_address=per_address) < bindparam("limit", type_=Integer)
     )
@@ -138,6 +136,73 @@ def insert_below_limit(
         .cte("model_rows")
     )
     return select(*(created_rows.c[name] for name in returning)).add_cte(model_rows)
+
+
+class InsertBelowLimit:
+    """An admission's INSERT that is also its rate count, for one kind's requests table: under the caller's turn
+    (take_turn) one statement and the COMMIT, exact when one caller's requests arrive at once.
+
+    The row's values bind as given; `computed` (column name → SQL expression, e.g. a priority from the balance,
+    with `where` joining what it reads) are worked out by the INSERT itself."""
+
+    def __init__(
+        self,
+        requests: Table,
+        request_models: Table,
+        *,
+        returning: Sequence[str],
+        computed: Mapping[str, ColumnElement[Any]] | None = None,
+        where: Sequence[ColumnElement[bool]] = (),
+    ):
+        self._requests, self._request_models = requests, request_models
+        self._model_rows = insert(request_models)
+        self._returning, self._computed, self._where = tuple(returning), dict(computed or {}), tuple(where)
+        self._statements = CountingStatements(self._statement)
+
+    def _statement(self, per_address: bool, with_models: bool, names: tuple[str, ...]) -> Executable:
+        bound = {name: bindparam(f"new_{name}", type_=self._requests.c[name].type) for name in names}
+        selected = bound | self._computed
+        return _insert_statement(
+            self._requests,
+            self._request_models,
+            selected,
+            per_address,
+            with_models,
+            self._returning,
+            self._where,
+        )
+
+    def run(self, session: Session, values: Mapping[str, Any], *, limit: int, client_address: str | None) -> Any:
+        """Write the request (`values`: column → value) and its model rows unless the caller (`values`'s
+        user_id; the anonymous user: `client_address`) has `limit` requests of the window: 429 then, with
+        nothing written. The `returning` columns of the written row."""
+        connection = session.connection()
+        postgres = connection.dialect.name == "postgresql"
+        models = list(dict.fromkeys(values["models"]))
+        params = {f"new_{name}": value for name, value in values.items()}
+        params |= {"user_id": values["user_id"], "since": utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)}
+        params |= {"limit": limit, "client_address": client_address}
+        if postgres:
+            params["model_names"] = models
+        statement = self._statements.get(client_address is not None, postgres, tuple(values))
+        row = connection.execute(statement, params).first()
+        if row is None:
+            refuse_if_over(limit, limit, client_address)
+        if not postgres and models:  # SQLite has no INSERT in a WITH clause; its statements cost no round trip
+            connection.execute(self._model_rows, [{"request_id": values["id"], "model": model} for model in models])
+        return row
+
+
+_USED = CountingStatements(lambda by_address: select(used_since(by_address=by_address)))
+
+
+def refuse_if_used_up(session: Session, user_id: int, client_address: str | None, limit: int) -> None:
+    """429 when the caller (the anonymous user: `client_address`) has `limit` requests of the window: a count of
+    its own, for a refusal of another check that the rate's comes before."""
+    params = {"user_id": user_id, "since": utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)}
+    params["client_address"] = client_address
+    used = session.connection().scalar(_USED.get(client_address is not None), params) or 0
+    refuse_if_over(used, limit, client_address)
 
 
 def refuse_if_over(used: int, limit: int, client_address: str | None) -> None:

@@ -8,9 +8,8 @@ rate is counted late, right before the price (_RateTurn), and comes first anyway
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -128,16 +127,12 @@ class _RateTurn:
 
     def refuse_if_over(self) -> None:
         """429 when the caller is at its limit: for a refusal of another check, which the rate's comes before."""
-        _refuse_over_rate(self.session, self.settings, self.user.id, self.address)
+        rate_limit.refuse_if_used_up(self.session, self.user.id, self.address, self.settings.rate_limit_per_minute)
 
     def insert(self, values: dict[str, Any]) -> ChatRequest:
         """The request written, unless the caller is at its limit (429, nothing written)."""
         limit = self.settings.rate_limit_per_minute
-        since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
-        request = request_rows.admit_request(self.session, values, limit=limit, since=since, rate_address=self.address)
-        if request is None:
-            rate_limit.refuse_if_over(limit, limit, self.address)
-        return cast(ChatRequest, request)
+        return request_rows.admit_request(self.session, values, limit=limit, rate_address=self.address)
 
 
 def _queue_on(
@@ -287,14 +282,6 @@ def _storable_agent(client_agent: str) -> str:
 
 def _names(models: list[str]) -> str:
     return ", ".join(models)
-
-
-def _refuse_over_rate(session: Session, settings: Settings, user_id: int, address: str | None) -> None:
-    """429 when the user (the anonymous user: `address`, the client's) created its limit of requests in the
-    window; a count without the turn, for a refusal that would come anyway."""
-    since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)
-    _, used = request_rows.caller(session, user_id, since, address)
-    rate_limit.refuse_if_over(used, settings.rate_limit_per_minute, address)
 
 
 def _check_known(session: Session, roster, models: list[str], model_param: str, reference_path: str | None) -> None:

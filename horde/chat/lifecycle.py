@@ -286,7 +286,7 @@ def read_for_submit(session: Session, owner: User | Identity, job_id: str) -> An
     return row
 
 
-def accept_alone(session: Session, settings: Settings, request: Any, body: dict) -> tuple[int, None, Changed] | None:
+def accept_alone(session: Session, settings: Settings, request: Any, body: dict) -> tuple[int, Changed] | None:
     """PostgreSQL, in autocommit: accept a conforming reply to an uncharged request in one statement that is its
     own transaction (_LOCK_SUBMIT_AND_SETTLE), from `request` as read_for_submit read it. What it reads of the
     request and the job (payload, tokens, model, owner) never changes after the claim; what may change (the
@@ -312,7 +312,7 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
         if connection.scalar(_KUDOS_CHARGED, {"request": request.id}):
             raise errors.DuplicateGen("This request was already charged.")
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
-    return kudos, None, Changed(request.id, DONE, request.models)
+    return kudos, Changed(request.id, DONE, request.models)
 
 
 def _reply_of(body: dict) -> dict:

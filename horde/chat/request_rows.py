@@ -9,11 +9,10 @@ add them to a session.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Integer, and_, bindparam, case, insert, or_, select, type_coerce
+from sqlalchemy import and_, bindparam, case, insert, or_, select, type_coerce
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
@@ -47,15 +46,6 @@ _READ_STATE = select(REQUESTS.c.state).where(REQUESTS.c.id == bindparam("request
 _INSERT_REQUEST_MODEL = insert(REQUEST_MODELS)
 _REQUEST_CLASS = manager_of_class(ChatRequest)
 
-
-def _caller_statement(per_address: bool):
-    """The caller's balance and its requests of every kind since `since` (from `client_address` only when
-    `per_address`): chat and text share one budget (horde/accounts/rate_limit.py)."""
-    used = rate_limit.used_since(by_address=per_address)
-    return select(USERS.c.kudos, type_coerce(used, Integer).label("used")).where(USERS.c.id == bindparam("user_id"))
-
-
-_CALLER = rate_limit.CountingStatements(_caller_statement)
 
 #: Every worker with its owner's trust, in one round trip. A row has the Worker columns by name.
 _ROSTER = select(
@@ -99,13 +89,6 @@ def read_state(session: Session, request_id: str) -> str | None:
     return session.connection().execute(_READ_STATE, {"request_id": request_id}).scalar()
 
 
-def caller(session: Session, user_id: int, since: dt.datetime, client_address: str | None) -> tuple[int, int]:
-    """(balance, requests created since `since`) of the user; counted from `client_address` alone when given."""
-    params: dict[str, Any] = {"user_id": user_id, "since": since, "client_address": client_address}
-    row = session.connection().execute(_CALLER.get(client_address is not None), params).one()
-    return row.kudos, row.used
-
-
 def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
     """(every worker, its owner's trust by owner id). The workers are rows carrying the Worker columns that
     admission reads (declarations, lengths, threads, last pop), not ORM objects."""
@@ -114,56 +97,24 @@ def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
     return cast(list[Worker], list(rows)), trust
 
 
-#: The columns an admission binds; the priority and its class are computed from the balance in the INSERT.
-_COMPUTED = ("reply", "priority", "priority_class")
+_KUDOS_FIRST = and_(USERS.c.kudos > 0, USERS.c.anonymous.is_(False))
+#: The request's INSERT below the caller's rate limit, with its priority from the caller's balance as the INSERT
+#: reads it.
+_ADMIT = rate_limit.InsertBelowLimit(
+    REQUESTS,
+    REQUEST_MODELS,
+    returning=("priority", "priority_class"),
+    computed={
+        "priority": case((USERS.c.kudos > 0, USERS.c.kudos), else_=0),
+        "priority_class": case((_KUDOS_FIRST, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
+    },
+    where=(USERS.c.id == bindparam("user_id"),),
+)
 
 
-def _admit_statement(per_address: bool, with_models: bool):
-    """The request's INSERT below the caller's rate limit (rate_limit.insert_below_limit), with its priority from
-    the caller's balance as the INSERT reads it. Parameters: `new_<column>` for every column but the computed
-    ones, `user_id`, `since`, `limit` (`client_address` with `per_address`; `model_names` with `with_models`)."""
-    kudos_first = and_(USERS.c.kudos > 0, USERS.c.anonymous.is_(False))
-    selected: dict[str, Any] = {
-        column.name: bindparam(f"new_{column.name}", type_=column.type)
-        for column in REQUESTS.c
-        if column.name not in _COMPUTED
-    }
-    selected["priority"] = case((USERS.c.kudos > 0, USERS.c.kudos), else_=0)
-    selected["priority_class"] = case((kudos_first, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS)
-    return rate_limit.insert_below_limit(
-        REQUESTS,
-        REQUEST_MODELS,
-        selected,
-        per_address=per_address,
-        with_models=with_models,
-        returning=("priority", "priority_class"),
-        where=(USERS.c.id == bindparam("user_id"),),
-    )
-
-
-_ADMIT = rate_limit.CountingStatements(_admit_statement)
-
-
-def admit_request(
-    session: Session, values: dict[str, Any], *, limit: int, since: dt.datetime, rate_address: str | None
-) -> ChatRequest | None:
-    """Insert a request and one row per model it accepts, unless the caller has `limit` requests since `since`
-    (counted from `rate_address` alone when given): None then, with nothing written. `values` names every column
-    but the reply and the priority, which comes from the caller's balance."""
-    connection = session.connection()
-    postgres = connection.dialect.name == "postgresql"
-    statement = _ADMIT.get(rate_address is not None, postgres)
-    models = list(dict.fromkeys(values["models"]))
-    params: dict[str, Any] = {f"new_{name}": value for name, value in values.items()}
-    params |= {"user_id": values["user_id"], "since": since, "limit": limit, "client_address": rate_address}
-    if postgres:
-        row = connection.execute(statement, dict(params, model_names=models)).first()
-    else:  # SQLite has no INSERT in a CTE; its statements cost no round trip anyway
-        row = connection.execute(statement, params).first()
-        if row is not None:
-            connection.execute(
-                _INSERT_REQUEST_MODEL, [{"request_id": values["id"], "model": model} for model in models]
-            )
-    if row is None:
-        return None
+def admit_request(session: Session, values: dict[str, Any], *, limit: int, rate_address: str | None) -> ChatRequest:
+    """Insert a request and one row per model it accepts, unless the caller has `limit` requests of the rate
+    window (counted from `rate_address` alone when given): 429 then, with nothing written. `values` names every
+    column but the reply and the priority, which comes from the caller's balance."""
+    row = _ADMIT.run(session, values, limit=limit, client_address=rate_address)
     return _transient(dict(values, reply=None, priority=row.priority, priority_class=row.priority_class))

@@ -78,7 +78,7 @@ def submit(runtime: Runtime, owner: Identity, body: dict) -> dict:
                 session, runtime.settings, lifecycle.read_for_submit(session, owner, body["id"]), body
             )
         if accepted is not None:
-            settled, _, finished = accepted
+            settled, finished = accepted
             _announce(runtime, finished, None)
             return _with_next_job(runtime, owner, body, {"reward": settled}, None)
 

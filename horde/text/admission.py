@@ -6,11 +6,9 @@ the answer's `message` says so; it faults if no worker takes it within its lifet
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import bindparam, insert
 from sqlalchemy.orm import Session
 
 from horde import errors
@@ -39,25 +37,8 @@ if TYPE_CHECKING:
 RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 
 
-_REQUESTS = table_of(TextRequest)
-_INSERT_REQUEST_MODEL = insert(table_of(TextRequestModel))
-
-
-def _admit_statement(per_address: bool, with_models: bool, names: tuple[str, ...]):
-    """The request's INSERT (the columns `names`, bound as `new_<name>`) below the caller's rate limit, which
-    chat and text share (rate_limit.insert_below_limit)."""
-    selected = {name: bindparam(f"new_{name}", type_=_REQUESTS.c[name].type) for name in names}
-    return rate_limit.insert_below_limit(
-        _REQUESTS,
-        table_of(TextRequestModel),
-        selected,
-        per_address=per_address,
-        with_models=with_models,
-        returning=("id",),
-    )
-
-
-_ADMIT = rate_limit.CountingStatements(_admit_statement)
+#: The request's INSERT below the caller's rate limit, which chat and text share.
+_ADMIT = rate_limit.InsertBelowLimit(table_of(TextRequest), table_of(TextRequestModel), returning=("id",))
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -159,7 +140,7 @@ def admit(
         body_hash=body_hash,
         holders=holders,
     )
-    _insert_below_rate_limit(session, settings, values, address)
+    _ADMIT.run(session, values, limit=settings.rate_limit_per_minute, client_address=address)
     request = TextRequest(**values)
     why = unservable_reason(request, online, loaded)
     message = NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
@@ -234,23 +215,3 @@ def unservable_reason(request: TextRequest, online: list[Worker], loaded: dict) 
     if request.nsfw and not any(w.nsfw for w in candidates):
         return "No online worker accepts nsfw requests."
     return None
-
-
-def _insert_below_rate_limit(session: Session, settings: Settings, values: dict, address: str | None) -> None:
-    """Write the request and its model rows unless the caller has its limit of chat and text requests in the
-    window (429, nothing written): the count is the INSERT's own, under the caller's turn (PostgreSQL), so
-    exact when one caller's requests arrive at once. The anonymous user's budget is per client `address`."""
-    connection = session.connection()
-    postgres = connection.dialect.name == "postgresql"
-    limit = settings.rate_limit_per_minute
-    params = {f"new_{name}": value for name, value in values.items()}
-    params |= {"user_id": values["user_id"], "since": utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)}
-    params |= {"limit": limit, "client_address": address}
-    if postgres:
-        params["model_names"] = values["models"]
-    statement = _ADMIT.get(address is not None, postgres, tuple(values))
-    if connection.execute(statement, params).first() is None:
-        rate_limit.refuse_if_over(limit, limit, address)
-    if not postgres and values["models"]:  # SQLite has no INSERT in a CTE; its statements cost no round trip
-        rows = [{"request_id": values["id"], "model": model} for model in values["models"]]
-        connection.execute(_INSERT_REQUEST_MODEL, rows)
