@@ -12,6 +12,7 @@ import collections
 import functools
 import uuid
 
+import openai
 import pytest
 import requests
 
@@ -115,3 +116,17 @@ def test_one_anonymous_addresss_simultaneous_chat_and_text_admissions_share_its_
     run = uuid.uuid4().int % 250
     tally = race(horde, model, lambda index: (ANONYMOUS_API_KEY, f"10.{run}.{index + 100}.9"), kinds=("chat", "text"))
     print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous anonymous chat and text admissions: {dict(tally)}")
+
+
+def test_the_openai_sdk_gets_a_rate_limit_error_once_text_requests_fill_the_budget(horde, model):
+    """Through /v1 with the OpenAI SDK, on the other server process: the text requests count against chat."""
+    key = horde.user()
+    for index in range(LIMIT):
+        assert queue(horde.servers[index % 2], "text", key, model, "198.51.100.1").status_code == 202
+    client = horde.openai(key, server=horde.servers[1])
+    with pytest.raises(openai.RateLimitError) as refused:
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hello"}], max_tokens=16)
+    error = refused.value
+    assert error.code == "rate_limit_exceeded"
+    assert error.body["message"] == f"Too many requests: at most {LIMIT} chat and text requests a minute per user."
+    assert error.response.headers["Retry-After"] == "60"
