@@ -43,8 +43,9 @@ class Snapshots:
         self._entries: dict = {}
         self._lock = threading.Lock()
 
-    def _cached(self, key, compute, version: object = None):
-        """compute(), or its value of less than max_age_s ago when it was taken at the same `version`."""
+    def cached(self, key, compute, version: object = None):
+        """compute(), or its value of less than max_age_s ago when it was taken at the same `version`. Other
+        kinds (text) keep their own views here under keys of their own."""
         entry = self._entries.get(key)
         now = time.monotonic()
         if entry is not None and entry.version == version and now - entry.taken_at < self.max_age_s:
@@ -59,7 +60,7 @@ class Snapshots:
         and taken again once this process has checked in a worker with new declarations (`generation`,
         CheckIns.generation). A worker that checked in on another process may be missing: admission reads
         the roster afresh before it refuses."""
-        return self._cached("roster", lambda: request_rows.roster(session), generation)
+        return self.cached("roster", lambda: request_rows.roster(session), generation)
 
     def online(self, session: Session, window_s: float) -> tuple[list[Worker], dict[int, bool]]:
         """(online workers, owner trust by owner id), detached from the session."""
@@ -68,7 +69,7 @@ class Snapshots:
             online = workers.online_workers(session, window_s)
             return online, workers.owners_trust(session, online)
 
-        return self._cached(("online", window_s), compute)
+        return self.cached(("online", window_s), compute)
 
     def eligible(self, session: Session, window_s: float, request: ChatRequest) -> list:
         online, trust = self.online(session, window_s)
@@ -80,7 +81,7 @@ class Snapshots:
         ]
 
     def typical_job_s(self, session: Session, default_s: float) -> float:
-        return self._cached(("typical_job_s", default_s), lambda: queue.typical_job_s(session, default_s))
+        return self.cached(("typical_job_s", default_s), lambda: queue.typical_job_s(session, default_s))
 
     def limit_blocker(self, session: Session, window_s: float, request: ChatRequest) -> str | None:
         """When online workers would serve the request but for their lengths: the param that no longer fits."""
@@ -113,7 +114,7 @@ class Snapshots:
             )
             return {request_id: index for index, request_id in enumerate(ids)}
 
-        return self._cached(key, compute)
+        return self.cached(key, compute)
 
     def position(self, session: Session, request: ChatRequest) -> int:
         """Waiting requests for the same models served before this one (0 = next)."""

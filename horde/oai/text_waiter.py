@@ -19,7 +19,7 @@ from horde.chat import queue as chat_queue
 from horde.database import table_of
 from horde.events import request_channel
 from horde.oai.waiter import Failed, FirstRead, Keepalive, Tick
-from horde.text import checkin, queue, service
+from horde.text import queue, roster, service
 from horde.text.models import FINAL_STATES, WAITING, TextRequest
 from horde.timeutil import seconds_since
 
@@ -64,10 +64,11 @@ def watch(
                 with runtime.db.read() as session:
                     request = session.connection().execute(_READ, {"id_": request_id}).first()
                     if request is not None and request.state == WAITING:
-                        online = checkin.online_text_workers(session, settings.worker_online_window_s, request.models)
+                        workers = roster.cached(runtime.snapshots, session, runtime.text_checkins.generation)
+                        online = roster.online_among(workers, settings.worker_online_window_s, request.models)
                         no_worker_since = None if online else (no_worker_since or now)
                         if keepalive_due:  # only a keepalive carries the queue position and wait
-                            pool = _pool(session, settings, request, online)
+                            pool = _pool(runtime, session, request, online)
                         gap = _gap(settings, request, no_worker_since, availability_mode)
                 next_read = now + FULL_READ_S
                 if request is None:
@@ -95,10 +96,10 @@ def watch(
             read = subscription.wait(max(0.0, deadline - time.monotonic()))
 
 
-def _pool(session, settings, request: Row, online) -> tuple[int, int]:
+def _pool(runtime: Runtime, session, request: Row, online) -> tuple[int, int]:
     ahead = queue.position(session, request)
     threads = sum(worker.threads for worker in online)
-    job_s = queue.typical_job_s(session, settings.default_job_duration_s)
+    job_s = roster.typical_job_s(runtime.snapshots, session, runtime.settings.default_job_duration_s)
     return ahead, chat_queue.wait_estimate_s(ahead, threads, job_s)
 
 

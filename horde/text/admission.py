@@ -9,16 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy import Integer, Row, and_, bindparam, case, select
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import rate_limit
+from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS
 from horde.database import is_postgresql, table_of
 from horde.payload import load
-from horde.text import checkin, pricing, queue
+from horde.text import pricing
 from horde.text.models import WAITING, TextRequest, TextRequestModel, new_id
 from horde.text.schemas import (
     DEFAULT_CONTEXT_TOKENS,
@@ -28,7 +30,6 @@ from horde.text.schemas import (
     unknown_keys,
 )
 from horde.timeutil import utcnow
-from horde.workers.models import Worker
 
 if TYPE_CHECKING:
     from horde.config import Settings
@@ -37,8 +38,25 @@ if TYPE_CHECKING:
 RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 
 
-#: The request's INSERT below the caller's rate limit, which chat and text share.
-_ADMIT = rate_limit.InsertBelowLimit(table_of(TextRequest), table_of(TextRequestModel), returning=("id",))
+_USERS = table_of(User)
+_KUDOS_FIRST = and_(_USERS.c.kudos > 0, _USERS.c.anonymous.is_(False))
+#: The request's INSERT below the caller's rate limit, which chat and text share, with what the caller's balance
+#: decides (the priority, and whether the estimate was paid upfront) worked out from the balance as the INSERT
+#: reads it: no read of the user before.
+_ADMIT = rate_limit.InsertBelowLimit(
+    table_of(TextRequest),
+    table_of(TextRequestModel),
+    returning=("id", "priority", "priority_class", "upfront_paid"),
+    computed={
+        "priority": case((_USERS.c.kudos > 0, _USERS.c.kudos), else_=0),
+        "priority_class": case((_KUDOS_FIRST, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
+        "upfront_paid": and_(
+            _USERS.c.anonymous.is_(False), _USERS.c.kudos >= bindparam("new_kudos_estimate", type_=Integer)
+        ),
+    },
+    where=(_USERS.c.id == bindparam("user_id"),),
+)
+_BALANCE = select(_USERS.c.kudos).where(_USERS.c.id == bindparam("user_id"))
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -70,22 +88,25 @@ def validate(body: object) -> tuple[dict, list[dict]]:
 def admit(
     session: Session,
     settings: Settings,
-    user: User,
+    user: User | Identity,
     loaded: dict,
     *,
     client_agent: str = "unknown:0:unknown",
     client_address: str | None = None,
     warnings: list[dict] | None = None,
     lifetime_s: float,
-    online: list[Worker] | None = None,
+    online: list[Row],
+    queued: int,
     body_hash: str | None = None,
     holders: int = 0,
 ) -> Admitted:
-    """`online`: the online text workers serving the request's models, when the caller read them already.
-    `body_hash` and `holders`: the OpenAI front's idempotency bookkeeping, written with the row.
+    """`online`: the online text workers serving the request's models (horde/text/roster.py); `queued`: the
+    generations waiting for them. `body_hash` and `holders`: the OpenAI front's idempotency bookkeeping, written
+    with the row.
 
     The request is written with Core INSERTs and comes back as a transient TextRequest, never added to a
-    session (no unit of work to flush), as chat's admission does."""
+    session (no unit of work to flush), as chat's admission does. The caller's balance is read only when the
+    request is over the free allowance; otherwise the INSERT alone reads it."""
     params = dict(loaded["params"])
     n = params.get("n", 1)
     params["n"] = n
@@ -93,10 +114,8 @@ def admit(
     params.setdefault("max_context_length", DEFAULT_CONTEXT_TOKENS)
     models = list(dict.fromkeys(loaded.get("models") or []))
     prompt_tokens = pricing.prompt_tokens(loaded["prompt"], params["max_context_length"])
-    if online is None:
-        online = checkin.online_text_workers(session, settings.worker_online_window_s, models)
     warnings = list(warnings or [])
-    _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, warnings)
+    _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, queued, warnings)
     estimate = pricing.estimate(
         models,
         n=n,
@@ -126,7 +145,6 @@ def admit(
         slow_workers=loaded.get("slow_workers", True),
         disable_batching=loaded.get("disable_batching", False),
         nsfw=loaded.get("nsfw", False),
-        upfront_paid=user.kudos >= estimate and not user.anonymous,
         prompt=loaded["prompt"],
         params=params,
         webhook=loaded.get("webhook"),
@@ -135,22 +153,27 @@ def admit(
         n=n,
         waiting=n,
         kudos_estimate=estimate,
-        priority_class=PRIORITY_CLASS_KUDOS if (not user.anonymous and user.kudos > 0) else PRIORITY_CLASS_OTHERS,
-        priority=max(user.kudos, 0),
         body_hash=body_hash,
         holders=holders,
     )
-    _ADMIT.run(session, values, limit=settings.rate_limit_per_minute, client_address=address)
-    request = TextRequest(**values)
+    row = _ADMIT.run(session, values, limit=settings.rate_limit_per_minute, client_address=address)
+    decided = {"priority": row.priority, "priority_class": row.priority_class, "upfront_paid": row.upfront_paid}
+    request = TextRequest(**values, **decided)
+    return Admitted(kudos=estimate, request=request, warnings=warnings)
+
+
+def no_worker_message(request: TextRequest, online: list[Row], loaded: dict, lifetime_s: float) -> str | None:
+    """The answer's warning when no online worker (of `online`) could take the request now."""
     why = unservable_reason(request, online, loaded)
-    message = NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
-    return Admitted(kudos=estimate, request=request, message=message, warnings=warnings)
+    return NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
 
 
-def _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, warnings) -> None:
+def _downgrade_or_refuse(
+    session, settings, user, loaded, params, models, prompt_tokens, online, queued, warnings
+) -> None:
     """Over the free allowance a request needs its estimate upfront, or (allow_downgrade) a smaller max_length."""
     threads = sum(worker.threads for worker in online)
-    allowance = chat_pricing.free_allowance_tokens(threads, queue.waiting_count(session, models))
+    allowance = chat_pricing.free_allowance_tokens(threads, queued)
     wanted = params["max_length"] * params["n"]
     estimate = pricing.estimate(
         models,
@@ -159,7 +182,10 @@ def _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt
         prompt_tokens=prompt_tokens,
         reference_path=settings.model_reference_path,
     )
-    if wanted <= allowance or user.kudos >= estimate:
+    if wanted <= allowance:
+        return
+    balance = session.connection().scalar(_BALANCE, {"user_id": user.id}) or 0
+    if balance >= estimate:
         return
     if loaded.get("allow_downgrade"):
         lowered = max(MIN_LENGTH_TOKENS, allowance // params["n"])
@@ -174,9 +200,9 @@ def _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt
         return
     raise errors.KudosUpfront(
         f"Due to demand, requests over {allowance} tokens (max_length × n) need the kudos upfront; this one needs "
-        f"{estimate} and the API key has {user.kudos}. Lower max_length or n, or send allow_downgrade.",
+        f"{estimate} and the API key has {balance}. Lower max_length or n, or send allow_downgrade.",
         param="params.max_length",
-        metadata={"kudos_estimate": estimate, "kudos": user.kudos, "free_allowance_tokens": allowance},
+        metadata={"kudos_estimate": estimate, "kudos": balance, "free_allowance_tokens": allowance},
     )
 
 
@@ -193,7 +219,7 @@ def _bars(ids: list[str]) -> str | None:
     return ("|" + "|".join(ids) + "|") if ids else None
 
 
-def unservable_reason(request: TextRequest, online: list[Worker], loaded: dict) -> str | None:
+def unservable_reason(request: TextRequest, online: list[Row], loaded: dict) -> str | None:
     """Why no online worker could take the request now, or None when one could."""
     if not online:
         models = ", ".join(request.models) if request.models else "any model"

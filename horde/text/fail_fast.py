@@ -11,23 +11,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row
 
 from horde import errors
 from horde.chat import pricing as chat_pricing
 from horde.chat import queue as chat_queue
 from horde.chat.admission import refuse_long_queue
-from horde.text import checkin, pricing, queue
+from horde.text import pricing, roster
 from horde.text.schemas import MAX_CONTEXT_TOKENS
-from horde.workers import service as workers
-from horde.workers.models import Worker
 
 if TYPE_CHECKING:
     from horde.config import Settings
 
-#: Every worker's text models: the models the Horde has heard of, beside the reference (no Worker objects loaded).
-_TEXT_MODELS = select(Worker.text_models)
+
+@dataclass(frozen=True)
+class QueueView:
+    """What the estimates read of the queue: generations waiting for the request's models, the typical job."""
+
+    waiting: int
+    job_s: float
 
 
 @dataclass
@@ -38,20 +40,21 @@ class FrontOptions:
     penalties: dict = field(default_factory=dict)
 
 
-def check(session: Session, settings: Settings, loaded: dict, options: FrontOptions) -> list[Worker]:
+def check(
+    settings: Settings, loaded: dict, options: FrontOptions, workers: list[Row], queue_view: QueueView
+) -> list[Row]:
     """Raise the first gap; on success set params.max_context_length for the request and return the online
-    text workers serving its models (admission reads them too, in the same transaction)."""
+    text workers serving its models. `workers`: every worker (horde/text/roster.py), the roster it decides on."""
     models, params = loaded["models"], loaded["params"]
     known = set(chat_pricing.model_sizes(settings.model_reference_path))
-    for text_models in session.scalars(_TEXT_MODELS):
-        known.update(text_models or ())
+    known |= roster.known_models(workers)
     for index, model in enumerate(models):
         if model not in known:
             param = "model" if options.model_param == "model" else f"models[{index}]"
             raise errors.ModelNotFound(
                 f"The model `{model}` does not exist or you do not have access to it.", param=param
             )
-    online = checkin.online_text_workers(session, settings.worker_online_window_s, models)
+    online = roster.online_among(workers, settings.worker_online_window_s, models)
     names = ", ".join(models)
     if not online:
         raise errors.NoEligibleWorker(
@@ -64,12 +67,9 @@ def check(session: Session, settings: Settings, loaded: dict, options: FrontOpti
             "cannot declare them; send 0 or leave them out).",
             metadata={"missing": missing},
         )
-    trust = workers.owners_trust(session, online)
     only = set(loaded.get("workers") or ())
     allowed = [
-        w
-        for w in online
-        if (not only or w.id in only) and (trust.get(w.owner_id, False) or not loaded.get("trusted_workers"))
+        w for w in online if (not only or w.id in only) and (w.owner_trusted or not loaded.get("trusted_workers"))
     ]
     if not allowed:
         raise errors.NoEligibleWorker(
@@ -108,12 +108,7 @@ def check(session: Session, settings: Settings, loaded: dict, options: FrontOpti
             metadata={"kudos_estimate": estimate, "max_kudos": options.max_kudos},
         )
     if options.availability_mode == "fail_fast":
-        _check_queue(session, settings, models, long_enough)
+        threads = sum(w.threads for w in long_enough)
+        wait_s = chat_queue.wait_estimate_s(queue_view.waiting, threads, queue_view.job_s)
+        refuse_long_queue(threads, wait_s, settings.oai_wait_budget_s)
     return online
-
-
-def _check_queue(session: Session, settings, models: list[str], eligible) -> None:
-    threads = sum(w.threads for w in eligible)
-    job_s = queue.typical_job_s(session, settings.default_job_duration_s)
-    wait_s = chat_queue.wait_estimate_s(queue.waiting_count(session, models), threads, job_s)
-    refuse_long_queue(threads, wait_s, settings.oai_wait_budget_s)

@@ -8,7 +8,7 @@ from horde import errors
 from horde.accounts.models import User
 from horde.events import request_channel
 from horde.payload import load
-from horde.text import admission, fail_fast, lifecycle, pop, views, webhook
+from horde.text import admission, fail_fast, lifecycle, pop, roster, views, webhook
 from horde.text.models import WAITING, TextJob, TextRequest
 from horde.text.schemas import SUBMIT_SCHEMA
 from horde.workers.pop import worker_owner
@@ -39,15 +39,26 @@ def create(
     loaded, warnings = admission.validate(body)
     if loaded.get("webhook"):
         webhook.check(loaded["webhook"], runtime.settings)
+    settings, snapshots = runtime.settings, runtime.snapshots
     with runtime.db.transaction() as session:
-        user = session.get_one(User, user.id)
-        online = None
+        models = list(dict.fromkeys(loaded.get("models") or []))
+        queued = roster.waiting_count(snapshots, session, models)
+        workers = roster.cached(snapshots, session, runtime.text_checkins.generation)
         if front is not None:
             loaded.setdefault("models", [])
-            online = fail_fast.check(session, runtime.settings, loaded, front)
+            queue_view = fail_fast.QueueView(
+                queued, roster.typical_job_s(snapshots, session, settings.default_job_duration_s)
+            )
+            try:
+                online = fail_fast.check(settings, loaded, front, workers, queue_view)
+            except errors.HordeError:  # a worker may have checked in on another process within the second
+                workers = roster.read(session)
+                online = fail_fast.check(settings, loaded, front, workers, queue_view)
+        else:
+            online = roster.online_among(workers, settings.worker_online_window_s, models)
         admitted = admission.admit(
             session,
-            runtime.settings,
+            settings,
             user,
             loaded,
             client_agent=client_agent,
@@ -55,12 +66,23 @@ def create(
             warnings=warnings,
             lifetime_s=REQUEST_LIFETIME_S,
             online=online,
+            queued=queued,
             body_hash=body_hash,
             holders=holders,
         )
+        if front is None and admitted.request is not None:  # the native API's warning; the front refused gaps
+            admitted.message = _no_worker_message(session, settings, admitted.request, online, loaded)
     if admitted.request is not None:
         pop.announce(runtime, admitted.request.models)
     return admitted
+
+
+def _no_worker_message(session: Session, settings, request: TextRequest, online: list, loaded: dict) -> str | None:
+    """The native answer's warning, decided on the workers as they are now when the per-process view has none."""
+    if admission.no_worker_message(request, online, loaded, REQUEST_LIFETIME_S) is None:
+        return None
+    fresh = roster.online_among(roster.read(session), settings.worker_online_window_s, request.models)
+    return admission.no_worker_message(request, fresh, loaded, REQUEST_LIFETIME_S)
 
 
 def load_owned(session: Session, user: User, request_id: str) -> TextRequest:
