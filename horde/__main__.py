@@ -91,13 +91,15 @@ def _schema_sql(_args) -> int:
     from sqlalchemy.dialects import postgresql
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    from horde.models import tables
+    from horde.models import functions_sql, tables
 
     for table in tables():
         print(str(CreateTable(table).compile(dialect=postgresql.dialect())).strip() + ";\n")
         for index in sorted(table.indexes, key=lambda index: str(index.name)):
             print(str(CreateIndex(index).compile(dialect=postgresql.dialect())).strip() + ";")
         print()
+    for function in functions_sql():
+        print(function + "\n")
     return 0
 
 

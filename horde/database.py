@@ -100,12 +100,15 @@ class CoreFirstSession:
     same connection and in the same transaction.
     """
 
-    __slots__ = ("_begin", "_connection", "_engine", "_orm")
+    __slots__ = ("_alone_engine", "_begin", "_connection", "_engine", "_orm", "ran_alone")
 
-    def __init__(self, engine: Engine, *, begin: bool):
-        self._engine, self._begin = engine, begin
+    def __init__(self, engine: Engine, *, begin: bool, alone_engine: Engine | None = None):
+        self._engine, self._begin, self._alone_engine = engine, begin, alone_engine
         self._connection: Connection | None = None
         self._orm: Session | None = None
+        #: The block's statement ran on an autocommit connection (last_statement_connection): it may have
+        #: committed whatever happens to the block afterwards.
+        self.ran_alone = False
 
     def connection(self) -> Connection:
         connection = self._connection
@@ -114,6 +117,17 @@ class CoreFirstSession:
             if self._begin:
                 connection.begin()
         return connection
+
+    def last_statement_connection(self) -> Connection:
+        """The connection for the block's last statement. When it is also the block's first (nothing was read or
+        written before it) and the block may run alone (`alone_engine`, PostgreSQL), one in autocommit: the
+        statement commits as it runs, without BEGIN and COMMIT round trips, and its locks last only while it
+        runs. Nothing that must be atomic with it may follow."""
+        if self._connection is None and self._orm is None and self._alone_engine is not None:
+            self._connection = self._alone_engine.connect()
+            self.ran_alone = True
+            return self._connection
+        return self.connection()
 
     def get_bind(self) -> Engine:
         return self._engine
@@ -199,7 +213,8 @@ class Database:
 
         A lost or refused connection raises errors.ServiceUnavailable.
         """
-        session = CoreFirstSession(self.engine, begin=True)
+        alone = None if self.is_sqlite else self.autocommit_engine
+        session = CoreFirstSession(self.engine, begin=True, alone_engine=alone)
         committing = False
         try:
             yield cast(Session, session)
@@ -211,7 +226,7 @@ class Database:
                 raise
             with contextlib.suppress(SQLAlchemyError):
                 session.rollback()
-            raise self._unavailable(exc, maybe_committed=committing) from exc
+            raise self._unavailable(exc, maybe_committed=committing or session.ran_alone) from exc
         finally:
             _close(session)
         self._reached()
@@ -297,6 +312,14 @@ def rows_changed(session: Session, statement: Executable) -> int:
     changed. Loaded objects are left alone; the caller knows what it wrote."""
     result = session.execute(statement, execution_options={"synchronize_session": False})
     return cast(CursorResult[Any], result).rowcount
+
+
+def last_statement_connection(session: Session) -> Connection:
+    """The connection for a transaction block's last statement: in autocommit when it is the block's only one
+    (CoreFirstSession.last_statement_connection); the block's own connection otherwise."""
+    if isinstance(session, CoreFirstSession):
+        return session.last_statement_connection()
+    return session.connection()
 
 
 def is_postgresql(session: Session) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine, Table
 
+from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, User
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.database import Base
@@ -33,8 +34,17 @@ MODELS = (
 
 
 def create_schema(engine: Engine) -> None:
-    """Create every table and index that does not exist yet."""
+    """Create every table and index that does not exist yet, and on PostgreSQL the functions (replaced)."""
     Base.metadata.create_all(engine)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as connection:
+            for function in functions_sql():
+                connection.exec_driver_sql(function)
+
+
+def functions_sql() -> list[str]:
+    """The PostgreSQL functions the statements call, as CREATE OR REPLACE FUNCTION."""
+    return [rate_limit.turn_function_sql()]
 
 
 def tables() -> list[Table]:

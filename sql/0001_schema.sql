@@ -252,3 +252,17 @@ CREATE TABLE text_request_models (
 
 CREATE INDEX ix_text_request_models_model ON text_request_models (model);
 
+CREATE OR REPLACE FUNCTION horde_rate_turn(
+    lock_class integer, lock_id integer, caller integer, since timestamp without time zone, address varchar
+) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(lock_class, lock_id);
+    IF address IS NULL THEN
+        RETURN (SELECT count(*) FROM chat_requests WHERE user_id = caller AND created_at >= since)
+             + (SELECT count(*) FROM text_requests WHERE user_id = caller AND created_at >= since);
+    END IF;
+    RETURN (SELECT count(*) FROM chat_requests WHERE user_id = caller AND created_at >= since AND client_address = address)
+             + (SELECT count(*) FROM text_requests WHERE user_id = caller AND created_at >= since AND client_address = address);
+END
+$$;
+

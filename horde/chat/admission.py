@@ -3,7 +3,7 @@
 Every refusal here happens before anything is queued or charged. Order of the
 refusals: payload, rate, known models, online workers, declarations and limits,
 worker restrictions, max_tokens, context fitting, price caps, kudos, queue. The
-rate is counted late, right before the price (_RateTurn), and comes first anyway.
+rate is counted last, by the INSERT (_RateTurn), and its refusal comes first anyway.
 """
 
 from __future__ import annotations
@@ -108,22 +108,22 @@ def admit(
 
 
 class _RateTurn:
-    """The caller's rate check, taken as late as admission can. On PostgreSQL the turn is a lock that the
-    caller's other admissions wait for until this transaction ends (horde/accounts/rate_limit.py); it is taken
-    right before the price check, so the checks that need no count (the workers, the fitting, the estimate)
-    run before it, not while the caller's other requests wait. The count is made by the INSERT itself
-    (request_rows.admit_request), which writes nothing at the limit: under the turn, one statement and the
-    COMMIT. The rate's refusal still comes first: a refusal of any other check asks the count first."""
+    """The caller's rate check, taken as late as admission can: by the INSERT itself (request_rows.admit_request),
+    which on PostgreSQL first waits for the caller's turn, so that the caller's other admissions are counted one
+    after the other (horde/accounts/rate_limit.py), and writes nothing at the limit. With the per-process
+    snapshots warm that INSERT is the admission's only statement and runs in autocommit: one round trip, and
+    the turn is held only while it runs. The rate's refusal still comes first: a refusal of any other check asks
+    the count first."""
 
     def __init__(self, session: Session, settings: Settings, user: Identity, address: str | None):
         self.session, self.settings, self.user, self.address = session, settings, user, address
-        self.taken = False
 
-    def take(self) -> None:
-        """Wait for the caller's turn (PostgreSQL), once per admission."""
-        if not self.taken and is_postgresql(self.session):
+    def take_before_locking_the_caller(self) -> None:
+        """On PostgreSQL, the turn before the caller's row lock (the kudos check): the INSERT's foreign key reads
+        that row, so an admission holding the turn would otherwise wait for one holding the row that waits for
+        the turn, a deadlock. Held until the commit, as the row lock is."""
+        if is_postgresql(self.session):
             rate_limit.take_turn(self.session, self.user.id, self.address)
-        self.taken = True
 
     def refuse_if_over(self) -> None:
         """429 when the caller is at its limit: for a refusal of another check, which the rate's comes before."""
@@ -205,8 +205,7 @@ def _queue_on(
         if snapshots
         else queue.typical_job_s(session, settings.default_job_duration_s)
     )
-    turn.take()
-    _check_price(session, native, turn.user, estimate, need, eligible, queued)
+    _check_price(session, native, turn, estimate, need, eligible, queued)
     _check_queue(native, settings, eligible, queued, job_s)
     return turn.insert(
         {
@@ -311,7 +310,7 @@ def _declaration_gap(online, need: Need, models) -> errors.HordeError:
     )
 
 
-def _check_price(session: Session, native, user: Identity, estimate: int, need: Need, eligible, queued: int) -> None:
+def _check_price(session: Session, native, turn: _RateTurn, estimate: int, need: Need, eligible, queued: int) -> None:
     max_kudos = native.get("max_kudos")
     if max_kudos is not None and estimate > max_kudos:
         raise errors.MaxKudosExceeded(
@@ -325,8 +324,9 @@ def _check_price(session: Session, native, user: Identity, estimate: int, need: 
         return
     # The user's row stays locked (PostgreSQL) until this request is queued, so concurrent admissions of one
     # user are checked one after the other and each sees the reservations of those before it.
-    balance = accounts.locked_balance(session, user.id, lock=is_postgresql(session))
-    reserved = queue.reserved_kudos(session, user.id)
+    turn.take_before_locking_the_caller()
+    balance = accounts.locked_balance(session, turn.user.id, lock=is_postgresql(session))
+    reserved = queue.reserved_kudos(session, turn.user.id)
     if balance - reserved < estimate:
         held = f", of which {reserved} are reserved by its requests still waiting or processing" if reserved else ""
         raise errors.KudosUpfront(

@@ -18,7 +18,7 @@ from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
 from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS
-from horde.database import is_postgresql, table_of
+from horde.database import table_of
 from horde.payload import load
 from horde.text import pricing
 from horde.text.models import WAITING, TextRequest, TextRequestModel, new_id
@@ -126,8 +126,6 @@ def admit(
     if loaded.get("dry_run"):
         return Admitted(kudos=estimate, warnings=warnings)
     address = client_address if user.anonymous else None
-    if is_postgresql(session):  # the caller's turn, held until the commit; the INSERT below counts
-        rate_limit.take_turn(session, user.id, address)
     only, blocked = _worker_lists(loaded)
     values = dict(
         id=new_id(),

@@ -130,3 +130,50 @@ def test_the_openai_sdk_gets_a_rate_limit_error_once_text_requests_fill_the_budg
     assert error.code == "rate_limit_exceeded"
     assert error.body["message"] == f"Too many requests: at most {LIMIT} chat and text requests a minute per user."
     assert error.response.headers["Retry-After"] == "60"
+
+
+@pytest.fixture(scope="module")
+def long_model(horde):
+    """A model whose worker generates up to 8192 tokens: a request of 5000 is over the free allowance (4096 on an
+    idle pool), so its admission locks the caller's row for the kudos check."""
+    name = unique_model("rate-long")
+    body = declaration(
+        f"rate-long-{uuid.uuid4().hex[:8]}", models=[name], threads=50, max_length=8192, max_context_length=16384
+    )
+    response = requests.post(
+        f"{horde.url}/api/v2/generate/chat/pop", json=body, headers={"apikey": horde.user()}, timeout=HTTP_TIMEOUT_S
+    )
+    assert response.status_code == 200, response.text
+    return name
+
+
+def test_admissions_over_and_under_the_free_allowance_fired_at_once_neither_deadlock_nor_overrun(horde, long_model):
+    """An admission over the free allowance locks its caller's row (the kudos check) and an INSERT's foreign key
+    reads that row: the turn comes first in both, so one caller's mixed admissions take turns without a deadlock,
+    and stop at the limit."""
+    tally: collections.Counter = collections.Counter()
+    for _ in range(ROUNDS):
+        key = horde.user(kudos=10**7)
+
+        def admit(server, max_tokens: int, key=key):
+            body = {"model": long_model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": max_tokens}
+            return requests.post(
+                f"{server.url}/api/v2/generate/chat/async", json=body, headers={"apikey": key}, timeout=HTTP_TIMEOUT_S
+            )
+
+        calls = [
+            functools.partial(admit, horde.servers[index % 2], 5000 if (index // 2) % 2 else 16)
+            for index in range(LIMIT + EXTRA)
+        ]
+        answers = fire_together(calls)
+        outcomes = sorted(outcome(answer) for answer in answers)
+        tally[", ".join(outcomes)] += 1
+        assert outcomes == ["202"] * LIMIT + ["rate_limit_exceeded"] * EXTRA
+        for answer in answers:
+            if answer.status_code == 202:
+                requests.delete(
+                    f"{horde.url}/api/v2/generate/chat/status/{answer.json()['id']}",
+                    headers={"apikey": key},
+                    timeout=HTTP_TIMEOUT_S,
+                )
+    print(f"\n{ROUNDS} rounds of {LIMIT + EXTRA} simultaneous admissions over and under the allowance: {dict(tally)}")

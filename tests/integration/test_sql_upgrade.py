@@ -23,6 +23,10 @@ CONSTRAINTS = """
     SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)
     FROM pg_constraint WHERE connamespace = 'public'::regnamespace
 """
+FUNCTIONS = """
+    SELECT proname, pg_get_function_arguments(oid), pg_get_function_result(oid), prosrc
+    FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+"""
 OLD_ROWS = """
     INSERT INTO users (username, api_key_hash, kudos, trusted, anonymous, created_at)
         VALUES ('old-owner', 'hash', 0, false, false, now());
@@ -59,7 +63,12 @@ def _schema(url: str) -> dict[str, set[tuple]]:
         with engine.connect() as connection:
             return {
                 name: {tuple(row) for row in connection.execute(text(query))}
-                for name, query in (("columns", COLUMNS), ("indexes", INDEXES), ("constraints", CONSTRAINTS))
+                for name, query in (
+                    ("columns", COLUMNS),
+                    ("indexes", INDEXES),
+                    ("constraints", CONSTRAINTS),
+                    ("functions", FUNCTIONS),
+                )
             }
     finally:
         engine.dispose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from horde.accounts.identity import Identity
+from horde.accounts.rate_limit import RATE_TURN_FUNCTION
 from horde.app import create_app
 from horde.chat import service
 from horde.chat.snapshots import Snapshots
@@ -21,9 +22,10 @@ ROSTER = (
 )
 
 
-def test_a_request_is_admitted_in_two_statements_and_never_read_back(runtime, client, make_user):
-    """PostgreSQL: the caller's turn, then one INSERT that counts the caller's rate, reads its balance for the
-    priority and writes the request with its model rows. SQLite: the two INSERTs, the first with the count."""
+def test_a_request_is_admitted_in_one_statement_in_autocommit_and_never_read_back(runtime, client, make_user):
+    """PostgreSQL: one INSERT that takes the caller's turn and counts its rate, reads its balance for the priority
+    and writes the request with its model rows, in autocommit (no BEGIN, no COMMIT: nothing on the transactional
+    pool). SQLite: the two INSERTs, the first with the count."""
     _, worker_key = make_user("owner")
     pop(client, worker_key)
     user, _ = make_user("client", kudos=100)
@@ -31,13 +33,14 @@ def test_a_request_is_admitted_in_two_statements_and_never_read_back(runtime, cl
     runtime.snapshots = Snapshots(max_age_s=CACHED_S)
     service.create(runtime, Identity.of(user), dict(native))  # the per-process snapshots are warm from here
 
-    with statements(runtime) as seen:
+    with statements(runtime) as seen, statements(runtime, transactional_only=True) as in_a_transaction:
         request = service.create(runtime, Identity.of(user), dict(native), body_hash="ab" * 32, holders=1)
 
-    admission = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
-    assert [s.split(" (")[0] for s in admission] == [*_rate_turn(runtime), *_inserts(runtime)]
-    counted = admission[len(_rate_turn(runtime))]
-    assert "from users" in counted and "count(*)" in counted and "text_requests" in counted
+    seen = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
+    assert [s.split(" (")[0] for s in seen] == _inserts(runtime)
+    assert "from users" in seen[0] and _counts_the_rate(seen[0])
+    if runtime.db.is_postgresql:
+        assert in_a_transaction == []
     stored = service.read(runtime, request.id)
     assert stored is not None
     assert (stored.body_hash, stored.holders, stored.state, stored.models) == ("ab" * 32, 1, "waiting", ["m1"])
@@ -46,23 +49,24 @@ def test_a_request_is_admitted_in_two_statements_and_never_read_back(runtime, cl
 
 
 def test_the_callers_turn_comes_after_the_reads_of_the_workers_and_the_queue(runtime, client, make_user):
-    """On PostgreSQL the rate turn makes the caller's other admissions wait until this one commits: everything
-    that needs no count (the roster, the queue, the fitting) runs before it, and only the price check and the
-    INSERT that counts after it. Cold snapshots, so every read is a statement here."""
+    """On PostgreSQL the rate turn makes the caller's other admissions wait until this one commits: it is taken
+    by the INSERT, the last statement, so everything that needs no count (the roster, the queue, the fitting)
+    runs before it. Cold snapshots, so every read is a statement here, and the INSERT runs in their transaction."""
     _, worker_key = make_user("owner")
     pop(client, worker_key)
     user, _ = make_user("client", kudos=100)
     native = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}
     runtime.snapshots = Snapshots(max_age_s=CACHED_S)
 
-    with statements(runtime) as seen:
+    with statements(runtime) as seen, statements(runtime, transactional_only=True) as in_a_transaction:
         service.create(runtime, Identity.of(user), dict(native))
 
-    admission = [s.split(" (")[0] for s in seen if not s.startswith(("begin", "commit", "rollback"))]
-    count = len(admission) - len(_inserts(runtime))
-    assert ROSTER in admission[:count] and len(admission[:count]) > len(_rate_turn(runtime)) + 1
-    assert admission[count - len(_rate_turn(runtime)) : count] == _rate_turn(runtime)
-    assert admission[count:] == _inserts(runtime)
+    seen = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
+    count = len(seen) - len(_inserts(runtime))
+    assert ROSTER in [s.split(" (")[0] for s in seen[:count]]
+    assert [s.split(" (")[0] for s in seen[count:]] == _inserts(runtime)
+    assert [s for s in seen if _counts_the_rate(s)] == [seen[count]]
+    assert seen[count] in in_a_transaction
 
 
 def test_a_worker_checked_in_by_another_process_serves_the_very_next_request(runtime, client, make_user, settings):
@@ -101,11 +105,10 @@ def test_a_declaration_changed_in_this_process_applies_to_the_very_next_request(
     assert request.context_adjustments == [{"from": 512, "to": 256, "reason": "worker_max_length"}]
 
 
-def _rate_turn(runtime) -> list[str]:
-    """PostgreSQL: the caller's admissions take turns before the INSERT that counts (its own statement, so that
-    the count's snapshot is taken after the wait); SQLite's writers take turns already."""
-    turn = "select pg_advisory_xact_lock(%(classid)s::integer, %(objid)s::integer) as pg_advisory_xact_lock_1"
-    return [turn] if runtime.db.is_postgresql else []
+def _counts_the_rate(statement: str) -> bool:
+    """PostgreSQL: the function that takes the caller's turn and counts (horde/accounts/rate_limit.py). SQLite:
+    the count's subqueries, of chat and text requests."""
+    return f"{RATE_TURN_FUNCTION}(" in statement or ("count(*)" in statement and "text_requests" in statement)
 
 
 def _inserts(runtime) -> list[str]:

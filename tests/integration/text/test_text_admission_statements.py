@@ -2,8 +2,8 @@
 
 The OpenAI front's /v1/completions admission read the caller's row, every worker's models, the online workers,
 their owners, the typical job and the waiting count twice before its INSERT. With the per-process views warm it
-is now the caller's turn and the INSERT that counts (PostgreSQL), as on chat; a refusal or a native "no worker"
-warning is decided on the workers as they are now.
+is now one INSERT that takes the caller's turn and counts (PostgreSQL: in autocommit), as on chat; a refusal or a
+native "no worker" warning is decided on the workers as they are now.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from horde import errors
 from horde.accounts.identity import Identity
+from horde.accounts.rate_limit import RATE_TURN_FUNCTION
 from horde.app import create_app
 from horde.chat.snapshots import Snapshots
 from horde.runtime import Runtime
@@ -37,24 +38,22 @@ def _stored(runtime, request_id: str) -> TextRequest:
         return request
 
 
-def test_a_front_admission_reads_neither_the_caller_nor_the_workers_once_the_views_are_warm(
-    runtime, client, make_user
-):
+def test_a_front_admission_reads_neither_the_caller_nor_the_workers_once_the_views_are_warm(runtime, client, make_user):
     _, owner = make_user("owner")
     text_pop(client, owner)
     user, _ = make_user("client", kudos=100)
     runtime.snapshots = Snapshots(max_age_s=CACHED_S)
     _admit(runtime, user)  # the per-process views are warm from here
 
-    with statements(runtime) as seen:
+    with statements(runtime) as seen, statements(runtime, transactional_only=True) as in_a_transaction:
         admitted = _admit(runtime, user)
 
-    admission = [s.split(" (")[0] for s in seen if not s.startswith(("begin", "commit", "rollback"))]
-    if runtime.db.is_postgresql:
-        turn = "select pg_advisory_xact_lock(%(classid)s::integer, %(objid)s::integer) as pg_advisory_xact_lock_1"
-        assert admission == [turn, "with created as"], seen
+    seen = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
+    if runtime.db.is_postgresql:  # the INSERT takes the caller's turn itself, and runs alone in autocommit
+        assert [s.split(" (")[0] for s in seen] == ["with created as"] and in_a_transaction == [], seen
+        assert f"{RATE_TURN_FUNCTION}(" in seen[0]
     else:
-        assert admission == ["insert into text_requests", "insert into text_request_models"], seen
+        assert [s.split(" (")[0] for s in seen] == ["insert into text_requests", "insert into text_request_models"]
     assert admitted.request is not None
     stored = _stored(runtime, admitted.request.id)
     assert stored.params["max_context_length"] == 4096  # the worker's context, from the view
@@ -107,7 +106,9 @@ def test_the_native_warning_is_decided_on_the_workers_as_they_are_now(runtime, c
     user, _ = make_user("client", kudos=100)
     runtime.snapshots = Snapshots(max_age_s=CACHED_S)
     assert _admit(runtime, user, front=None).message is None
-    assert "No text worker serving m2 is online" in (_admit(runtime, user, dict(BODY, models=["m2"]), None).message or "")
+    assert "No text worker serving m2 is online" in (
+        _admit(runtime, user, dict(BODY, models=["m2"]), None).message or ""
+    )
     other_process = Runtime.build(settings)
     try:
         text_pop(create_app(runtime=other_process).test_client(), owner, name="tw2", models=["m2"])
