@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -28,6 +30,7 @@ from horde.workers import service as workers
 from horde.workers.models import Worker
 
 SNAPSHOT_MAX_AGE_S = 1.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -43,7 +46,7 @@ class Snapshots:
         self._entries: dict = {}
         self._lock = threading.Lock()
 
-    def cached(self, key, compute, version: object = None):
+    def cached(self, key: Hashable, compute: Callable[[], T], version: object = None) -> T:
         """compute(), or its value of less than max_age_s ago when it was taken at the same `version`. Other
         kinds (text) keep their own views here under keys of their own."""
         entry = self._entries.get(key)
