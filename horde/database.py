@@ -35,11 +35,17 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: returned, and under bench/load.py those were opened and closed again all the time (a connection costs
 #: both processes far more than a statement: in our profile about 7 % of the server's CPU). A greenlet that
 #: finds every connection busy waits for one.
-POSTGRES_POOL_SIZE = 24
+POSTGRES_POOL_SIZE = 16
 POSTGRES_POOL_OVERFLOW = 0
 #: The autocommit engine's pool: its sessions hold a connection for one statement at a time.
 POSTGRES_AUTOCOMMIT_POOL_SIZE = 16
 POSTGRES_AUTOCOMMIT_POOL_OVERFLOW = 0
+#: The index-walking autocommit engine's pool (a worker's claim: two statements a pop). The three pools make 40
+#: connections a process, as the two did before claims left the transactional pool.
+POSTGRES_WALKING_POOL_SIZE = 8
+#: Its sessions plan with sorts off: an ORDER BY ... LIMIT walks its index in order and stops at the first row
+#: that passes the filters, where the planner, unable to estimate the filters, would sort the whole table.
+POSTGRES_WALKING_OPTIONS = "-c enable_sort=off"
 #: A pooled PostgreSQL connection idle this long is pinged before use (see _ping_idle_connections).
 PING_IF_IDLE_S = 1.0
 _CHECKED_IN_AT = "horde_checked_in_at"
@@ -189,6 +195,7 @@ class Database:
             # Readers take no write lock: under WAL they never wait for (nor block) a writer.
             self.read_engine = _sqlite_engine(url, "BEGIN")
             self.autocommit_engine = self.engine
+            self.walking_engine = self.engine
         else:
             self.engine = _postgresql_engine(url, POSTGRES_POOL_SIZE, POSTGRES_POOL_OVERFLOW)
             # Each statement commits by itself: no BEGIN, COMMIT or ROLLBACK round trips. Reads lose
@@ -197,6 +204,13 @@ class Database:
                 url, POSTGRES_AUTOCOMMIT_POOL_SIZE, POSTGRES_AUTOCOMMIT_POOL_OVERFLOW, isolation_level="AUTOCOMMIT"
             )
             self.read_engine = self.autocommit_engine
+            self.walking_engine = _postgresql_engine(
+                url,
+                POSTGRES_WALKING_POOL_SIZE,
+                0,
+                isolation_level="AUTOCOMMIT",
+                server_options=POSTGRES_WALKING_OPTIONS,
+            )
         #: Called once when the database becomes unreachable (the runtime wakes every waiter to notice).
         self.on_unreachable: Callable[[], None] | None = None
         self.reachable = True
@@ -232,19 +246,21 @@ class Database:
         self._reached()
 
     @contextlib.contextmanager
-    def autocommit(self) -> Iterator[Session]:
+    def autocommit(self, *, walk_indexes: bool = False) -> Iterator[Session]:
         """Yield a session for statements that are each atomic on their own: one read, or one write
         that needs no other statement's result (a compare-and-set UPDATE, an INSERT with its CTEs).
 
         On PostgreSQL each statement commits as it runs, saving the BEGIN and COMMIT round trips; a
         lost connection raises errors.ServiceUnavailable whose write may have happened. On SQLite it is
-        a write transaction.
+        a write transaction. With `walk_indexes` (PostgreSQL) the statements are planned with sorts off
+        (POSTGRES_WALKING_OPTIONS), on a pool of their own.
         """
         if self.is_sqlite:
             with self.transaction() as session:
                 yield session
         else:
-            with self._untransacted(self.autocommit_engine, maybe_committed=True) as session:
+            engine = self.walking_engine if walk_indexes else self.autocommit_engine
+            with self._untransacted(engine, maybe_committed=True) as session:
                 yield session
 
     def read(self) -> contextlib.AbstractContextManager[Session]:
@@ -294,7 +310,7 @@ class Database:
         """Forget every pooled connection of every engine: an outage seen on one engine's connection killed
         the others' too, and a connection used again within PING_IF_IDLE_S is not pinged. Connections in
         use are left to their sessions; each pool opens new ones as needed."""
-        for engine in {self.engine, self.read_engine, self.autocommit_engine}:
+        for engine in self.engines():
             engine.dispose(close=False)
 
     def _reached(self) -> None:
@@ -302,8 +318,12 @@ class Database:
             self.reachable = True
             log.warning("the database is reachable again")
 
+    def engines(self) -> set[Engine]:
+        """Every engine (pool) of the database; on SQLite some are the same."""
+        return {self.engine, self.read_engine, self.autocommit_engine, self.walking_engine}
+
     def dispose(self) -> None:
-        for engine in {self.engine, self.read_engine, self.autocommit_engine}:
+        for engine in self.engines():
             engine.dispose()
 
 
@@ -364,14 +384,17 @@ def _has_unread_input(dbapi_connection: Any) -> bool:
     return bool(readable)
 
 
-def _postgresql_engine(url: str, pool_size: int, overflow: int, **options: Any) -> Engine:
-    engine = create_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=overflow,
-        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S, "cursor_factory": DescribedOnceCursor},
-        **options,
-    )
+def _postgresql_engine(
+    url: str, pool_size: int, overflow: int, *, server_options: str | None = None, **options: Any
+) -> Engine:
+    """`server_options`: settings every session of the pool starts with (libpq's `options`, "-c name=value")."""
+    connect_args: dict[str, Any] = {
+        "connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
+        "cursor_factory": DescribedOnceCursor,
+    }
+    if server_options:
+        connect_args["options"] = server_options
+    engine = create_engine(url, pool_size=pool_size, max_overflow=overflow, connect_args=connect_args, **options)
     _ping_idle_connections(engine)
     event.listen(engine, "do_connect", _connect_waiting_on_the_hub)
     return engine

@@ -100,11 +100,20 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
         owner = worker_owner(runtime, owner)
     remembered = remembered_worker(runtime, owner, request)
     checked_in, started = remembered is None, time.monotonic()
-    with runtime.db.transaction() as session:
-        worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
-        result, claimed = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
+    if remembered is not None and runtime.db.is_postgresql:
+        # Nothing to write for the check-in: the look and the claim need no transaction around them (the
+        # claim is one statement), so they run in autocommit, planned to walk the queue's index.
+        with runtime.db.autocommit(walk_indexes=True) as session:
+            result, claimed = claim_or_explain(
+                runtime, session, remembered, owner.trusted, explain=explain, plan_in_transaction=False
+            )
+    else:
+        with runtime.db.transaction() as session:
+            worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
+            result, claimed = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
+        remembered = worker
     if checked_in:
-        runtime.checkins.remember(request, worker, started)
+        runtime.checkins.remember(request, remembered, started)
     if claimed is not None:
         runtime.bus.publish(progress_channel(claimed.request_id))
     return result
@@ -116,14 +125,24 @@ def remembered_worker(runtime: Runtime, owner: Identity, request: dict) -> Worke
 
 
 def claim_or_explain(
-    runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, *, explain: bool, ending_jobs: int = 0
+    runtime: Runtime,
+    session: Session,
+    worker: WorkerView,
+    trusted: bool,
+    *,
+    explain: bool,
+    ending_jobs: int = 0,
+    plan_in_transaction: bool = True,
 ) -> tuple[dict[str, Any], chat_claim.Claimed | None]:
     """The pop's answer and the job it claimed, if any, in the caller's transaction (a pop's, or a submit's
-    that carried the pop: horde/chat/worker_calls.py). The caller publishes the claim after its commit.
+    that carried the pop: horde/chat/worker_calls.py), or in autocommit on the index-walking pool (a pop
+    whose check-in is remembered, on PostgreSQL). The caller publishes the claim after its commit.
     `ending_jobs`: the worker's running jobs that the caller's transaction ends before it commits (a submit
-    claims before it settles), which no longer hold a thread."""
+    claims before it settles), which no longer hold a thread. `plan_in_transaction`: on PostgreSQL, the first
+    look sets the claim's plan for the rest of the transaction (the walking pool's sessions have it already)."""
     # Text jobs share the worker's threads.
-    first_look = _BUSY_THREADS_AND_QUEUE_WALKING if runtime.db.is_postgresql else _BUSY_THREADS_AND_QUEUE
+    walk = plan_in_transaction and runtime.db.is_postgresql
+    first_look = _BUSY_THREADS_AND_QUEUE_WALKING if walk else _BUSY_THREADS_AND_QUEUE
     busy, queued, *_ = (
         session.connection().execute(first_look, {"worker": worker.id, "worker_models": list(worker.models)}).one()
     )

@@ -16,9 +16,7 @@ def statements(runtime, *, transactional_only: bool = False):
     def record(_conn, _cursor, statement, *_):
         seen.append(" ".join(statement.lower().split()))
 
-    engines = {runtime.db.engine}
-    if not transactional_only:
-        engines |= {runtime.db.read_engine, runtime.db.autocommit_engine}
+    engines = runtime.db.engines() if not transactional_only else {runtime.db.engine}
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
     try:

@@ -33,12 +33,43 @@ def test_a_claiming_pop_takes_two_statements_on_postgresql_four_on_sqlite(client
     _, _, _, seen = _claimed_job(client, runtime, make_user)
     if runtime.db.is_postgresql:  # the best row locked, taken and its job started: one statement
         assert [statement.split(" ")[0] for statement in seen] == ["select", "with"]
-        assert "set_config(" in seen[0]  # the claim's plan is set in the first look, not in a round trip of its own
+        assert "set_config(" not in seen[0]  # the walking pool's sessions plan the claim with sorts off
         assert seen[1].startswith("with best as (select chat_requests.id") and "for update skip locked" in seen[1]
         assert "taken as (update chat_requests" in seen[1] and "insert into chat_jobs" in seen[1]
     else:
         assert [statement.split(" ")[0] for statement in seen] == ["select", "select", "update", "insert"]
     assert "chat_jobs" in seen[0] and "chat_request_models" in seen[0]  # busy threads and probe: one look
+
+
+def test_a_postgresql_pop_whose_check_in_is_remembered_claims_without_a_transaction_block(client, make_user, runtime):
+    """The look and the one-statement claim need nothing around them: no BEGIN and no COMMIT, and the claim is
+    planned to walk the queue's index (the walking pool's sessions start with sorts off)."""
+    if not runtime.db.is_postgresql:
+        pytest.skip("SQLite has no autocommit: its claim is a write transaction")
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w1")  # checked in: the next pops have nothing to write for it
+    queued_id(client, key)
+    with transactions(runtime) as begun, statements(runtime, transactional_only=True) as in_transactions:
+        assert pop(client, key, "w1")["id"]
+    assert begun == [] and in_transactions == []
+    with runtime.db.autocommit(walk_indexes=True) as session:
+        assert session.connection().exec_driver_sql("SHOW enable_sort").scalar() == "off"
+    with runtime.db.autocommit() as session:
+        assert session.connection().exec_driver_sql("SHOW enable_sort").scalar() == "on"
+
+
+def test_a_postgresql_pop_that_checks_in_claims_in_the_check_ins_transaction(client, make_user, runtime):
+    """A first pop writes its worker, so its claim rides in that transaction, planned by its first look."""
+    if not runtime.db.is_postgresql:
+        pytest.skip("SQLite's claims are all in a write transaction")
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w0")  # m1 becomes known and served
+    queued_id(client, key)
+    with transactions(runtime) as begun, statements(runtime, transactional_only=True) as in_transactions:
+        assert pop(client, key, "w1")["id"]  # a new worker: its check-in is written
+    assert len(begun) == 1
+    assert any("set_config(" in statement for statement in in_transactions)
+    assert any(statement.startswith("with best as") for statement in in_transactions)
 
 
 def test_a_submit_reads_once_and_loads_no_user(client, make_user, runtime):
@@ -95,7 +126,7 @@ def transactions(runtime):
 def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_user, runtime):
     """SQLite: the pop's check-in is remembered, so its first claim rides in the submit's transaction: one
     BEGIN and COMMIT for both, where the submit and the pop had one each. PostgreSQL: the submit commits
-    alone, as it runs, then the pop claims in a transaction of its own."""
+    alone, as it runs, then the pop looks and claims in autocommit too: no transaction block at all."""
     key, job_id, _, _ = _claimed_job(client, runtime, make_user)
     queued_id(client, key)
     with transactions(runtime) as begun, statements(runtime) as seen:
@@ -105,7 +136,7 @@ def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_
             headers={"apikey": key},
         )
     assert answer.status_code == 200 and answer.json["next"]["id"]
-    assert len(begun) == 1
+    assert len(begun) == (0 if runtime.db.is_postgresql else 1)
     if runtime.db.is_postgresql:  # read, settle (autocommit), then the pop's first look and claim
         assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "with", "select", "with"]
         assert seen[1].startswith("with locked as") and seen[3].startswith("with best as")
