@@ -106,7 +106,10 @@ def _claim_or_explain(
     free = worker.threads - busy_threads(session, worker.id)
     if free <= 0:
         return dict(empty_answer({}), busy=True), None
-    offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=checkin.is_slow(session, worker.id))
+    # A worker's speed (the median of its latest generations) moves slowly: read up to a second old, not on
+    # every pop.
+    slow = runtime.snapshots.cached(("text-slow", worker.id), lambda: checkin.is_slow(session, worker.id))
+    offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=slow)
     prefer = _user_ids(session, pop_body.get("priority_usernames"))
     request = lifecycle.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=prefer)
     if request is None:
