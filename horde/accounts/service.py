@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import CTE, ColumnElement, DateTime, Integer, String, bindparam, func, insert, select, union_all, update
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    DateTime,
+    Integer,
+    String,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+    true,
+    union_all,
+    update,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -118,8 +132,11 @@ def transfer(session: Session, moves: list[tuple[int, int, str]], *, request_id:
         {"user": user_id, "moved": amount, "kind": kind, "request": request_id, "at": now}
         for user_id, amount, kind in moves
     ]
-    if is_postgresql(session):  # a statement per move, in id order: one round trip each
-        for move in params:
+    if is_postgresql(session):
+        if len(moves) == 2:  # a charge and its reward: one statement, one round trip
+            connection.execute(_PAIRED_TRANSFER, paired_transfer_params(moves, request_id=request_id))
+            return
+        for move in params:  # a statement per move, in id order: one round trip each
             connection.execute(_MOVE_WITH_ITS_ENTRY, move)
         return
     connection.execute(_ADD_TO_BALANCE, params)  # SQLite: in-process, so fewer calls matter more than statements
@@ -158,6 +175,10 @@ def paired_transfer_ctes(condition: ColumnElement[bool]) -> list[CTE]:
         )
         ctes.append(add.cte(f"paired_balance{n}"))
     return ctes
+
+
+#: PostgreSQL: two moves (paired_transfer_ctes) as a statement of their own, for transfer.
+_PAIRED_TRANSFER = select(literal(1)).add_cte(*paired_transfer_ctes(true()))
 
 
 def paired_transfer_params(moves: list[tuple[int, int, str]], *, request_id: str) -> dict[str, Any]:

@@ -3,12 +3,13 @@ cache, as on the chat pop, and the pop's own statements do the rest."""
 
 import datetime as dt
 
+import pytest
 from sqlalchemy import update
 
 from horde.chat.snapshots import Snapshots
 from horde.text.models import JOB_SUBMITTED, TextJob
 from horde.timeutil import utcnow
-from tests.integration.text.helpers import text_pop, text_queued
+from tests.integration.text.helpers import find_user, text_pop, text_queued, text_submit
 from tests.support.statements import statements
 
 #: The per-process snapshots (a second in production) last the whole test: what is cached stays cached.
@@ -59,3 +60,20 @@ def test_a_slow_worker_is_found_slow_once_the_snapshot_is_taken_again(client, ma
     assert text_pop(client, key)["id"] is None
     text_queued(client, key)  # slow workers welcome: the same worker takes it
     assert text_pop(client, key)["id"]
+
+
+def test_a_text_submit_moves_the_charge_and_the_reward_in_one_statement_on_postgresql(client, make_user, runtime):
+    """The requester's charge and the owner's reward, with their two ledger entries: one round trip."""
+    if not runtime.db.is_postgresql:
+        pytest.skip("SQLite's transfers are in-process calls, not round trips")
+    _, owner = make_user("owner", kudos=100)
+    _, requester = make_user("requester", kudos=100)
+    text_pop(client, owner)
+    text_queued(client, requester)
+    job = text_pop(client, owner)["id"]
+    with statements(runtime) as seen:
+        assert text_submit(client, owner, job, generation=" and then").status_code == 200
+    ledger = [statement for statement in seen if "insert into kudos_ledger" in statement]
+    assert len(ledger) == 1 and ledger[0].count("update users") == 2, seen
+    assert find_user(client, owner)["kudos"] + find_user(client, requester)["kudos"] == 200
+    assert find_user(client, owner)["kudos"] > 100
