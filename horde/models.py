@@ -33,13 +33,22 @@ MODELS = (
 )
 
 
+#: pg_advisory_xact_lock's key (one bigint: a keyspace apart from the rate turns' pairs) of the schema's
+#: creation: processes that start together create it one after the other. "HSCHEMA" in ASCII.
+SCHEMA_LOCK_KEY = 0x48_5343_4845_4D41
+
+
 def create_schema(engine: Engine) -> None:
-    """Create every table and index that does not exist yet, and on PostgreSQL the functions (replaced)."""
-    Base.metadata.create_all(engine)
-    if engine.dialect.name == "postgresql":
-        with engine.begin() as connection:
-            for function in functions_sql():
-                connection.exec_driver_sql(function)
+    """Create every table and index that does not exist yet, and on PostgreSQL the functions (replaced), in one
+    transaction that processes starting at once take in turn."""
+    if engine.dialect.name != "postgresql":
+        Base.metadata.create_all(engine)
+        return
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
+        Base.metadata.create_all(connection)
+        for function in functions_sql():
+            connection.exec_driver_sql(function)
 
 
 def functions_sql() -> list[str]:
