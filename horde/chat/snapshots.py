@@ -30,6 +30,9 @@ from horde.workers import service as workers
 from horde.workers.models import Worker
 
 SNAPSHOT_MAX_AGE_S = 1.0
+#: Keys are per model set and per worker (a text worker's speed): bounded, everything is forgotten at once
+#: rather than grow, and taken again within a second.
+SNAPSHOT_MAX_ENTRIES = 10_000
 T = TypeVar("T")
 
 
@@ -41,8 +44,8 @@ class _Entry:
 
 
 class Snapshots:
-    def __init__(self, max_age_s: float = SNAPSHOT_MAX_AGE_S):
-        self.max_age_s = max_age_s
+    def __init__(self, max_age_s: float = SNAPSHOT_MAX_AGE_S, max_entries: int = SNAPSHOT_MAX_ENTRIES):
+        self.max_age_s, self.max_entries = max_age_s, max_entries
         self._entries: dict = {}
         self._lock = threading.Lock()
 
@@ -55,6 +58,8 @@ class Snapshots:
             return entry.value
         value = compute()
         with self._lock:
+            if key not in self._entries and len(self._entries) >= self.max_entries:
+                self._entries.clear()
             self._entries[key] = _Entry(now, value, version)
         return value
 
