@@ -98,17 +98,21 @@ def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
 
 
 _KUDOS_FIRST = and_(USERS.c.kudos > 0, USERS.c.anonymous.is_(False))
+#: A request's priority and priority class from its caller's balance, worked out by the admission's INSERT as it
+#: reads the caller's row (PRIORITY_CALLER joins it): chat's and text's admissions alike.
+PRIORITY_FROM_BALANCE = {
+    "priority": case((USERS.c.kudos > 0, USERS.c.kudos), else_=0),
+    "priority_class": case((_KUDOS_FIRST, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
+}
+PRIORITY_CALLER = USERS.c.id == bindparam("user_id")
 #: The request's INSERT below the caller's rate limit, with its priority from the caller's balance as the INSERT
 #: reads it.
 _ADMIT = rate_limit.InsertBelowLimit(
     REQUESTS,
     REQUEST_MODELS,
     returning=("priority", "priority_class"),
-    computed={
-        "priority": case((USERS.c.kudos > 0, USERS.c.kudos), else_=0),
-        "priority_class": case((_KUDOS_FIRST, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
-    },
-    where=(USERS.c.id == bindparam("user_id"),),
+    computed=PRIORITY_FROM_BALANCE,
+    where=(PRIORITY_CALLER,),
 )
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Integer, Row, and_, bindparam, case, select
+from sqlalchemy import Integer, Row, and_, bindparam
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import rate_limit
+from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
-from horde.chat.models import PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS
+from horde.chat import request_rows
 from horde.database import table_of
 from horde.payload import load
 from horde.text import pricing
@@ -39,24 +40,21 @@ RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 
 
 _USERS = table_of(User)
-_KUDOS_FIRST = and_(_USERS.c.kudos > 0, _USERS.c.anonymous.is_(False))
 #: The request's INSERT below the caller's rate limit, which chat and text share, with what the caller's balance
-#: decides (the priority, and whether the estimate was paid upfront) worked out from the balance as the INSERT
+#: decides (chat's priority, and whether the estimate was paid upfront) worked out from the balance as the INSERT
 #: reads it: no read of the user before.
 _ADMIT = rate_limit.InsertBelowLimit(
     table_of(TextRequest),
     table_of(TextRequestModel),
     returning=("id", "priority", "priority_class", "upfront_paid"),
     computed={
-        "priority": case((_USERS.c.kudos > 0, _USERS.c.kudos), else_=0),
-        "priority_class": case((_KUDOS_FIRST, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
+        **request_rows.PRIORITY_FROM_BALANCE,
         "upfront_paid": and_(
             _USERS.c.anonymous.is_(False), _USERS.c.kudos >= bindparam("new_kudos_estimate", type_=Integer)
         ),
     },
-    where=(_USERS.c.id == bindparam("user_id"),),
+    where=(request_rows.PRIORITY_CALLER,),
 )
-_BALANCE = select(_USERS.c.kudos).where(_USERS.c.id == bindparam("user_id"))
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
 
@@ -182,7 +180,7 @@ def _downgrade_or_refuse(
     )
     if wanted <= allowance:
         return
-    balance = session.connection().scalar(_BALANCE, {"user_id": user.id}) or 0
+    balance = accounts.locked_balance(session, user.id, lock=False)
     if balance >= estimate:
         return
     if loaded.get("allow_downgrade"):

@@ -98,22 +98,21 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     the queue; a long-poll asks for them only on its last try. Expiry is the sweeper's job."""
     if not isinstance(owner, Identity):  # an API key
         owner = worker_owner(runtime, owner)
-    remembered = remembered_worker(runtime, owner, request)
-    checked_in, started = remembered is None, time.monotonic()
-    if remembered is not None and runtime.db.is_postgresql:
+    worker = remembered_worker(runtime, owner, request)
+    checked_in, started = worker is None, time.monotonic()
+    if worker is not None and runtime.db.is_postgresql:
         # Nothing to write for the check-in: the look and the claim need no transaction around them (the
         # claim is one statement), so they run in autocommit, planned to walk the queue's index.
         with runtime.db.autocommit(walk_indexes=True) as session:
             result, claimed = claim_or_explain(
-                runtime, session, remembered, owner.trusted, explain=explain, plan_in_transaction=False
+                runtime, session, worker, owner.trusted, explain=explain, plan_in_transaction=False
             )
     else:
         with runtime.db.transaction() as session:
-            worker = remembered or WorkerView.of(workers.check_in(session, owner, request))
+            worker = worker or WorkerView.of(workers.check_in(session, owner, request))
             result, claimed = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
-        remembered = worker
     if checked_in:
-        runtime.checkins.remember(request, remembered, started)
+        runtime.checkins.remember(request, worker, started)
     if claimed is not None:
         runtime.bus.publish(progress_channel(claimed.request_id))
     return result
