@@ -11,7 +11,20 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, insert, literal, select, true, update
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    Integer,
+    Select,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
@@ -80,44 +93,72 @@ _FIRST_SERVED_MODEL = (
     .limit(1)
     .scalar_subquery()
 )
-_BEST_LOCKED = (
-    select(_REQUESTS.c.id)
-    .where(ELIGIBLE_FOR_WORKER)
-    .order_by(*_QUEUE_ORDER)
-    .limit(1)
-    .with_for_update(skip_locked=True)
-    .cte("best")
-)
-_TAKEN = (
-    update(_REQUESTS)
-    .where(_REQUESTS.c.id == _BEST_LOCKED.c.id, _REQUESTS.c.state == WAITING)
-    .values(**_TAKE_VALUES, served_model=_FIRST_SERVED_MODEL)
-    .returning(_REQUESTS.c.id, _REQUESTS.c.served_model, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
-    .cte("taken")
-)
-_STARTED = (
-    insert(_JOBS)
-    .from_select(
-        list(_JOB_COLUMNS),
-        select(
-            bindparam("job", type_=_JOBS.c.id.type),
-            _TAKEN.c.id,
-            bindparam("worker", type_=_JOBS.c.worker_id.type),
-            _TAKEN.c.served_model,
-            literal(JOB_PROCESSING, type_=_JOBS.c.state.type),
-            bindparam("started_at", type_=_JOBS.c.started_at.type),
-            bindparam("deadline_at", type_=_JOBS.c.deadline_at.type),
-        ),
+
+
+def _claim_after(best: CTE) -> Select:
+    """PostgreSQL: the take of the request `best` (a CTE of one locked id) and its job's start, as a SELECT of
+    what the worker needs; a row comes back only when the take and the insert both happened."""
+    taken = (
+        update(_REQUESTS)
+        .where(_REQUESTS.c.id == best.c.id, _REQUESTS.c.state == WAITING)
+        .values(**_TAKE_VALUES, served_model=_FIRST_SERVED_MODEL)
+        .returning(_REQUESTS.c.id, _REQUESTS.c.served_model, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
+        .cte("taken")
     )
-    .returning(_JOBS.c.request_id)
-    .cte("started")
-)
-#: PostgreSQL: a whole claim in one round trip. The best eligible request is locked (rows another claim holds
-#: are skipped, so concurrent pops take different requests), taken by a compare-and-set from waiting, and its
-#: job inserted; a row comes back only when the take and the insert both happened.
-_CLAIM_IN_ONE_STATEMENT = select(_TAKEN.c.id, _TAKEN.c.served_model, _TAKEN.c.payload, _TAKEN.c.context_tokens).join(
-    _STARTED, _STARTED.c.request_id == _TAKEN.c.id
-)
+    started = (
+        insert(_JOBS)
+        .from_select(
+            list(_JOB_COLUMNS),
+            select(
+                bindparam("job", type_=_JOBS.c.id.type),
+                taken.c.id,
+                bindparam("worker", type_=_JOBS.c.worker_id.type),
+                taken.c.served_model,
+                literal(JOB_PROCESSING, type_=_JOBS.c.state.type),
+                bindparam("started_at", type_=_JOBS.c.started_at.type),
+                bindparam("deadline_at", type_=_JOBS.c.deadline_at.type),
+            ),
+        )
+        .returning(_JOBS.c.request_id)
+        .cte("started")
+    )
+    return select(taken.c.id, taken.c.served_model, taken.c.payload, taken.c.context_tokens).join(
+        started, started.c.request_id == taken.c.id
+    )
+
+
+def _best_locked(*gates: ColumnElement[bool]) -> CTE:
+    """The best eligible request, locked; rows another claim holds are skipped, so concurrent pops take
+    different requests. `gates`: conditions of no row, which PostgreSQL checks once before it walks."""
+    return (
+        select(_REQUESTS.c.id)
+        .where(ELIGIBLE_FOR_WORKER, *gates)
+        .order_by(*_QUEUE_ORDER)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .cte("best")
+    )
+
+
+#: PostgreSQL: a whole claim in one round trip. The best eligible request is locked, taken by a
+#: compare-and-set from waiting, and its job inserted.
+_CLAIM_IN_ONE_STATEMENT = _claim_after(_best_locked())
+
+
+def look_and_claim_statement(busy: ColumnElement[int]) -> Select:
+    """PostgreSQL: a pop's look and its claim in one round trip, for a pop that has nothing else to run.
+
+    The look (`busy`, the worker's running jobs, and whether any request waits for its models) is a CTE read
+    once; the claim walks the queue only when the worker has a free thread (bind parameter `threads`) and its
+    models have a queue. One row always comes back: busy and queued, then the claimed job's id, model,
+    payload and context tokens, or nulls when nothing was claimed."""
+    look = select(busy.label("busy"), ANY_WAITING_FOR.label("queued")).cte("look")
+    free_thread = select(look.c.busy).scalar_subquery() < bindparam("threads", type_=Integer)
+    queued = select(look.c.queued).scalar_subquery()
+    claimed = _claim_after(_best_locked(free_thread, queued)).subquery("claimed")
+    return select(look.c.busy, look.c.queued, *claimed.c).select_from(look.outerjoin(claimed, true()))
+
+
 #: The worker's running chat jobs, as a scalar subquery (bind parameter `worker`) that pop adds to its text jobs.
 JOBS_IN_FLIGHT = (
     select(func.count())
@@ -152,22 +193,17 @@ def claim(
     worker's models have a queue at all, or it walks every waiting request of other models. On PostgreSQL
     the transaction must have selected WALK_THE_INDEX first."""
     connection = session.connection()
-    job_id, now = new_id(), utcnow()
-    job = {"job": job_id, "worker": worker.id, "worker_name": worker.name}
-    deadline_at = now + dt.timedelta(seconds=settings.job_ttl_s)
+    job_id, params = _job_params(settings, worker)
     if skip_locked:  # PostgreSQL: one round trip
-        params = worker_params(worker, trusted) | job | {"started_at": now, "deadline_at": deadline_at}
-        started = connection.execute(_CLAIM_IN_ONE_STATEMENT, params).first()
-        if started is None:
-            return None
-        request_id, model, payload, context_tokens = started
-        return Claimed(job_id, request_id, model, payload, context_tokens)
+        started = connection.execute(_CLAIM_IN_ONE_STATEMENT, worker_params(worker, trusted) | params).first()
+        return None if started is None else Claimed(job_id, *started)
     row = connection.execute(_BEST, worker_params(worker, trusted)).first()
     if row is None:
         return None
     request_id, models, payload, context_tokens = row
     model = next(model for model in models if model in worker.models)
-    if connection.execute(_TAKE, job | {"request": request_id, "model": model}).rowcount != 1:
+    take = {"job": job_id, "worker": worker.id, "worker_name": worker.name, "request": request_id, "model": model}
+    if connection.execute(_TAKE, take).rowcount != 1:
         return None
     connection.execute(
         _NEW_JOB,
@@ -177,11 +213,36 @@ def claim(
             "worker_id": worker.id,
             "model": model,
             "state": JOB_PROCESSING,
-            "started_at": now,
-            "deadline_at": deadline_at,
+            "started_at": params["started_at"],
+            "deadline_at": params["deadline_at"],
         },
     )
     return Claimed(job_id=job_id, request_id=request_id, model=model, payload=payload, context_tokens=context_tokens)
+
+
+def look_and_claim(
+    session: Session, settings: Settings, worker: Worker | WorkerView, trusted: bool, statement: Select
+) -> tuple[int, bool, Claimed | None]:
+    """PostgreSQL: run a look_and_claim_statement for `worker`: its busy threads, whether its models have a
+    queue, and the job it claimed (None when it had no free thread, no queue, or no eligible request)."""
+    job_id, params = _job_params(settings, worker)
+    params |= worker_params(worker, trusted) | {"threads": worker.threads}
+    busy, queued, *started = session.connection().execute(statement, params).one()
+    claimed = None if started[0] is None else Claimed(job_id, *started)
+    return busy, bool(queued), claimed
+
+
+def _job_params(settings: Settings, worker: Worker | WorkerView) -> tuple[str, dict[str, Any]]:
+    """A new job's id, and the bind parameters of its take and start for `worker`."""
+    job_id, now = new_id(), utcnow()
+    deadline_at = now + dt.timedelta(seconds=settings.job_ttl_s)
+    return job_id, {
+        "job": job_id,
+        "worker": worker.id,
+        "worker_name": worker.name,
+        "started_at": now,
+        "deadline_at": deadline_at,
+    }
 
 
 def worker_payload(claimed: Claimed, worker: Worker | WorkerView) -> dict[str, Any]:

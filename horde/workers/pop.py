@@ -40,6 +40,8 @@ _BUSY_THREADS_AND_QUEUE = select(_BUSY, chat_claim.ANY_WAITING_FOR)
 #: PostgreSQL: the same look also prepares the claim's plan for the rest of the transaction.
 _BUSY_THREADS_AND_QUEUE_WALKING = select(_BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX)
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
+#: PostgreSQL, a pop with nothing to write (on the walking pool): the look and the claim in one round trip.
+_LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(_BUSY)
 
 
 def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
@@ -139,27 +141,46 @@ def claim_or_explain(
     `ending_jobs`: the worker's running jobs that the caller's transaction ends before it commits (a submit
     claims before it settles), which no longer hold a thread. `plan_in_transaction`: on PostgreSQL, the first
     look sets the claim's plan for the rest of the transaction (the walking pool's sessions have it already)."""
+    if not plan_in_transaction:  # the walking pool's session: the look and the claim are one statement
+        busy, queued, claimed = chat_claim.look_and_claim(session, runtime.settings, worker, trusted, _LOOK_AND_CLAIM)
+        if claimed is None:
+            return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None
+        return _job_answer(runtime, claimed, worker), claimed
     # Text jobs share the worker's threads.
-    walk = plan_in_transaction and runtime.db.is_postgresql
+    walk = runtime.db.is_postgresql
     first_look = _BUSY_THREADS_AND_QUEUE_WALKING if walk else _BUSY_THREADS_AND_QUEUE
     busy, queued, *_ = (
         session.connection().execute(first_look, {"worker": worker.id, "worker_models": list(worker.models)}).one()
     )
     busy -= ending_jobs
-    if busy >= worker.threads:
-        return {"id": None, "skipped": {"threads": busy}}, None
-    if not queued:  # the common empty pop
-        return {"id": None, "skipped": _waiting_for_other_models(session) if explain else {}}, None
+    if busy >= worker.threads or not queued:  # all threads busy, or the common empty pop
+        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None
     claimed = chat_claim.claim(session, runtime.settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
     if claimed is None:
-        return {"id": None, "skipped": skipped_counts(session, worker, trusted) if explain else {}}, None
-    answer = {
+        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None
+    return _job_answer(runtime, claimed, worker), claimed
+
+
+def _job_answer(runtime: Runtime, claimed: chat_claim.Claimed, worker: WorkerView) -> dict[str, Any]:
+    return {
         "id": claimed.job_id,
         "model": claimed.model,
         "ttl": int(runtime.settings.job_ttl_s),
         "payload": chat_claim.worker_payload(claimed, worker),
     }
-    return answer, claimed
+
+
+def _not_claimed(
+    session: Session, worker: WorkerView, trusted: bool, busy: int, queued: bool, *, explain: bool
+) -> dict[str, Any]:
+    """An empty pop's answer: its threads all busy, or with `explain` why the waiting requests were not its."""
+    if busy >= worker.threads:
+        return {"id": None, "skipped": {"threads": busy}}
+    if not explain:
+        return {"id": None, "skipped": {}}
+    if not queued:
+        return {"id": None, "skipped": _waiting_for_other_models(session)}
+    return {"id": None, "skipped": skipped_counts(session, worker, trusted)}
 
 
 def _waiting_for_other_models(session: Session) -> dict[str, int]:

@@ -8,8 +8,9 @@ SQLite a submit that carries a pop claims in the submit's own transaction."""
 import contextlib
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, select
 
+from horde.chat.models import ChatRequest
 from tests.support.native import declaration, pop, queued_id, submit
 from tests.support.statements import statements
 
@@ -29,16 +30,39 @@ def _claimed_job(client, runtime, make_user):
     return key, job["id"], request_id, _work(seen)
 
 
-def test_a_claiming_pop_takes_two_statements_on_postgresql_four_on_sqlite(client, make_user, runtime):
+def test_a_claiming_pop_takes_one_statement_on_postgresql_four_on_sqlite(client, make_user, runtime):
     _, _, _, seen = _claimed_job(client, runtime, make_user)
-    if runtime.db.is_postgresql:  # the best row locked, taken and its job started: one statement
-        assert [statement.split(" ")[0] for statement in seen] == ["select", "with"]
+    if runtime.db.is_postgresql:  # the look, then the best row locked, taken and its job started: one statement
+        assert [statement.split(" ")[0] for statement in seen] == ["with"]
         assert "set_config(" not in seen[0]  # the walking pool's sessions plan the claim with sorts off
-        assert seen[1].startswith("with best as (select chat_requests.id") and "for update skip locked" in seen[1]
-        assert "taken as (update chat_requests" in seen[1] and "insert into chat_jobs" in seen[1]
+        assert seen[0].startswith("with look as (select (select count(*)")
+        assert "best as (select chat_requests.id" in seen[0] and "for update skip locked" in seen[0]
+        assert "taken as (update chat_requests" in seen[0] and "insert into chat_jobs" in seen[0]
     else:
         assert [statement.split(" ")[0] for statement in seen] == ["select", "select", "update", "insert"]
     assert "chat_jobs" in seen[0] and "chat_request_models" in seen[0]  # busy threads and probe: one look
+
+
+def test_a_pop_with_its_threads_busy_or_no_queue_claims_nothing_in_one_statement(client, make_user, runtime):
+    """On PostgreSQL the claim in the look's statement walks the queue only when the look allows it (SQLite
+    looks first, then claims): a worker whose one thread is busy gets nothing though a request waits, and says
+    why; a worker whose models have no queue says which
+    requests wait for other models (its last long-poll try explains)."""
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w1", threads=1)
+    first = queued_id(client, key)
+    assert pop(client, key, "w1", threads=1)["id"]
+    second = queued_id(client, key)
+    with statements(runtime) as seen:
+        busy = pop(client, key, "w1", threads=1)
+    assert busy["id"] is None and busy["skipped"] == {"threads": 1}
+    assert len(_work(seen)) == 1
+    assert pop(client, key, "w2", models=["other-model"])["id"] is None  # checked in: the next pop writes nothing
+    other = pop(client, key, "w2", models=["other-model"])
+    assert other["id"] is None and other["skipped"] == {"models": 1}
+    with runtime.db.read() as session:
+        states = dict(session.execute(select(ChatRequest.id, ChatRequest.state)).all())
+    assert states[first] == "processing" and states[second] == "waiting"
 
 
 def test_a_postgresql_pop_whose_check_in_is_remembered_claims_without_a_transaction_block(client, make_user, runtime):
@@ -138,5 +162,5 @@ def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_
     assert answer.status_code == 200 and answer.json["next"]["id"]
     assert len(begun) == (0 if runtime.db.is_postgresql else 1)
     if runtime.db.is_postgresql:  # read, settle (autocommit), then the pop's first look and claim
-        assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "with", "select", "with"]
-        assert seen[1].startswith("with locked as") and seen[3].startswith("with best as")
+        assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "with", "with"]
+        assert seen[1].startswith("with locked as") and seen[2].startswith("with look as")
