@@ -16,7 +16,8 @@ calls per job), then with slots whose submit carries the next pop (one call per 
 not empty; `--no-submit-pop` skips that row).
 
 Printed: completed requests/s; latency p50 and p99 for JSON and for streamed
-requests; the server's CPU ms per completed request (/proc, every server process);
+requests; the server's CPU ms per completed request (/proc, every server process); on PostgreSQL the
+database transactions per completed request (its statistics; an autocommit statement counts as one);
 the count of 5xx answers; requests not in a final state after the run; and whether
 every balance equals the sum of its ledger entries (and no request was charged
 twice). With --check the exit code is 1 when any of those counts is wrong (never a
@@ -401,10 +402,12 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
     gevent.sleep(args.warmup)
     pids = server_pids(setup.server)
     cpu_before, own_before = cpu_of(pids), S.cpu_seconds(os.getpid())
+    xacts_before = database_transactions(setup.runtime)
     window.start = time.monotonic()
     gevent.sleep(args.duration)
     window.end = time.monotonic()
     cpu_after, own_after = cpu_of(server_pids(setup.server)), S.cpu_seconds(os.getpid())
+    xacts_after = database_transactions(setup.runtime)
     elapsed = window.end - window.start
     stop_clients.set()
     gevent.joinall(callers, timeout=DRAIN_TIMEOUT_S)
@@ -443,6 +446,7 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
         S.ms(S.median(clients.stream_s)),
         S.ms(S.percentile(clients.stream_s, 99)),
         f"{1000 * server_cpu / completed:.2f}" if completed else "-",
+        f"{(xacts_after - xacts_before) / completed:.1f}" if completed and xacts_before is not None else "-",
         f"{100 * (own_after - own_before) / elapsed:.0f}",
         fivexx,
         len(errors),
@@ -451,6 +455,22 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
         counts["double_charged"],
     ]
     return row, ok
+
+
+def database_transactions(runtime) -> int | None:
+    """PostgreSQL: transactions its statistics counted in the bench's database so far (an autocommit statement
+    is one), or None on SQLite. Backends report them at most once a second, so a window's count is off by
+    up to a second's worth at each end: a figure to compare between runs, not an exact count."""
+    if not runtime.db.is_postgresql:
+        return None
+    with runtime.db.read() as session:
+        return (
+            session.connection()
+            .exec_driver_sql(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+            )
+            .scalar_one()
+        )
 
 
 def _online(runtime) -> int:
@@ -579,6 +599,7 @@ def main(argv=None) -> int:
                 "stream p50 ms",
                 "stream p99 ms",
                 "server CPU ms/req",
+                "db xacts/req",
                 "bench CPU %",
                 "5xx",
                 "errors",
