@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from horde.accounts.identity import IdentityCache
 from horde.chat.snapshots import Snapshots
+from horde.coalesced_writes import CoalescedWrites
 from horde.config import Settings
 from horde.database import Database
 from horde.events import LocalEventBus
@@ -23,6 +26,8 @@ class Runtime:
     identities: IdentityCache = field(default_factory=IdentityCache)
     checkins: CheckIns[WorkerView] = field(default_factory=CheckIns)
     text_checkins: CheckIns[TextWorkerView] = field(default_factory=lambda: CheckIns(declared=text_declared))
+    #: The process's coalesced writes, by kind (made on first use by the module that owns the kind).
+    coalesced: dict[Hashable, CoalescedWrites[Any]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

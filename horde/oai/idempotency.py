@@ -17,7 +17,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from horde import errors
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, ChatRequest
+from horde.coalesced_writes import CoalescedWrites
 from horde.database import table_of
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.settle import settle
@@ -162,11 +163,43 @@ def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestT
 
 
 def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
-    """The answer reached its caller: one holder less, and the request counts as delivered (one statement)."""
-    with runtime.db.autocommit() as session:
-        session.connection().execute(
-            _holders_statement(table_of(table), delivered=True), {"id_": request_id, "delta": -1}
+    """The answer reached its caller: one holder less, and the request counts as delivered. Nothing reads it
+    back at once, so a busy process writes the releases that arrive together in one statement
+    (horde/coalesced_writes.py)."""
+    delivered_releases(runtime, table).add(request_id)
+
+
+def delivered_releases(
+    runtime: Runtime, table: RequestTable = ChatRequest, *, background: bool | None = None
+) -> CoalescedWrites[str]:
+    """The process's coalesced releases of `table`'s requests, made on first use (`background`: see
+    CoalescedWrites; by default, coalesced on gevent)."""
+    kind = ("release_delivered", table)
+    writes = runtime.coalesced.get(kind)
+    if writes is None:
+        rows = table_of(table)
+        writes = runtime.coalesced[kind] = CoalescedWrites(
+            f"releasing delivered {rows.name}",
+            functools.partial(_release_all_delivered, runtime, rows),
+            background=background,
         )
+    return writes
+
+
+def _release_all_delivered(runtime: Runtime, rows: Table, request_ids: Sequence[str]) -> None:
+    """One holder less for each of `request_ids` (distinct), all delivered: one statement."""
+    with runtime.db.autocommit() as session:
+        session.connection().execute(_delivered_statement(rows), {"ids": list(request_ids)})
+
+
+@functools.cache
+def _delivered_statement(rows: Table) -> Update:
+    """UPDATE of the requests `ids` (expanding): holders - 1, never below 0, and delivered."""
+    return (
+        update(rows)
+        .where(rows.c.id.in_(bindparam("ids", expanding=True)))
+        .values(holders=case((rows.c.holders > 0, rows.c.holders - 1), else_=0), delivered=True)
+    )
 
 
 def purge_expired(runtime: Runtime) -> int:
