@@ -47,16 +47,32 @@ class Snapshots:
     def __init__(self, max_age_s: float = SNAPSHOT_MAX_AGE_S, max_entries: int = SNAPSHOT_MAX_ENTRIES):
         self.max_age_s, self.max_entries = max_age_s, max_entries
         self._entries: dict = {}
+        #: Keys being taken again right now, by how many callers.
+        self._taking: dict[Hashable, int] = {}
         self._lock = threading.Lock()
 
     def cached(self, key: Hashable, compute: Callable[[], T], version: object = None) -> T:
         """compute(), or its value of less than max_age_s ago when it was taken at the same `version`. Other
-        kinds (text) keep their own views here under keys of their own."""
+        kinds (text) keep their own views here under keys of their own.
+
+        While one caller takes an expired view again (its queries yield to other greenlets), the others get
+        the expired value, if it is less than twice max_age_s old and of the same version, instead of
+        running the same queries at once: under load a view expires with many callers waiting on it."""
         entry = self._entries.get(key)
         now = time.monotonic()
-        if entry is not None and entry.version == version and now - entry.taken_at < self.max_age_s:
-            return entry.value
-        value = compute()
+        if entry is not None and entry.version == version:
+            age_s = now - entry.taken_at
+            if age_s < self.max_age_s or (age_s < 2 * self.max_age_s and self._taking.get(key)):
+                return entry.value
+        with self._lock:
+            self._taking[key] = self._taking.get(key, 0) + 1
+        try:
+            value = compute()
+        finally:
+            with self._lock:
+                left = self._taking.pop(key) - 1
+                if left:
+                    self._taking[key] = left
         with self._lock:
             if key not in self._entries and len(self._entries) >= self.max_entries:
                 self._entries.clear()
