@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.accounts.identity import IdentityCache
+from horde.chat.claimed_jobs import ClaimedJobs
 from horde.chat.snapshots import Snapshots
 from horde.coalesced_writes import CoalescedWrites
 from horde.config import Settings
@@ -26,6 +27,7 @@ class Runtime:
     identities: IdentityCache = field(default_factory=IdentityCache)
     checkins: CheckIns[WorkerView] = field(default_factory=CheckIns)
     text_checkins: CheckIns[TextWorkerView] = field(default_factory=lambda: CheckIns(declared=text_declared))
+    claimed_jobs: ClaimedJobs = field(default_factory=ClaimedJobs)
     #: The process's coalesced writes, by kind (made on first use by the module that owns the kind).
     coalesced: dict[Hashable, CoalescedWrites[Any]] = field(default_factory=dict)
 

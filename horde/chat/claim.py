@@ -8,6 +8,7 @@ session's connection: no ORM objects are loaded or flushed.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,8 @@ _TAKE = (
 )
 _NEW_JOB = insert(_JOBS)
 _JOB_COLUMNS = ("id", "request_id", "worker_id", "model", "state", "started_at", "deadline_at")
+#: PostgreSQL: what the claim also returns of the request for its submit (Claimed.terms).
+TERMS_COLUMNS = ("user_id", "models", "required_guarantees", "prompt_tokens", "max_tokens", "n_images")
 #: PostgreSQL: the first of the request's models that the worker serves (bind parameter `worker_models`), as claim()
 #: chooses in Python on SQLite.
 _SERVED_MODEL = (
@@ -102,7 +105,13 @@ def _claim_after(best: CTE) -> Select:
         update(_REQUESTS)
         .where(_REQUESTS.c.id == best.c.id, _REQUESTS.c.state == WAITING)
         .values(**_TAKE_VALUES, served_model=_FIRST_SERVED_MODEL)
-        .returning(_REQUESTS.c.id, _REQUESTS.c.served_model, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
+        .returning(
+            _REQUESTS.c.id,
+            _REQUESTS.c.served_model,
+            _REQUESTS.c.payload,
+            _REQUESTS.c.context_tokens,
+            *(_REQUESTS.c[name] for name in TERMS_COLUMNS),
+        )
         .cte("taken")
     )
     started = (
@@ -122,9 +131,13 @@ def _claim_after(best: CTE) -> Select:
         .returning(_JOBS.c.request_id)
         .cte("started")
     )
-    return select(taken.c.id, taken.c.served_model, taken.c.payload, taken.c.context_tokens).join(
-        started, started.c.request_id == taken.c.id
-    )
+    return select(
+        taken.c.id,
+        taken.c.served_model,
+        taken.c.payload,
+        taken.c.context_tokens,
+        *(taken.c[name] for name in TERMS_COLUMNS),
+    ).join(started, started.c.request_id == taken.c.id)
 
 
 def _best_locked(*gates: ColumnElement[bool]) -> CTE:
@@ -169,13 +182,21 @@ JOBS_IN_FLIGHT = (
 
 @dataclass(frozen=True)
 class Claimed:
-    """A job just claimed, with what its worker needs to run it."""
+    """A job just claimed, with what its worker needs to run it; on PostgreSQL also the request's `terms`
+    (TERMS_COLUMNS), which never change after the claim: what a submit prices and checks the reply by."""
 
     job_id: str
     request_id: str
     model: str
     payload: dict
     context_tokens: int
+    terms: dict[str, Any] | None = None
+
+    @classmethod
+    def of_row(cls, job_id: str, row: Sequence[Any]) -> Claimed:
+        """From a row of _claim_after's SELECT."""
+        request_id, model, payload, context_tokens, *terms = row
+        return cls(job_id, request_id, model, payload, context_tokens, dict(zip(TERMS_COLUMNS, terms, strict=True)))
 
 
 def any_waiting_for(session: Session, models: list[str]) -> bool:
@@ -196,7 +217,7 @@ def claim(
     job_id, params = _job_params(settings, worker)
     if skip_locked:  # PostgreSQL: one round trip
         started = connection.execute(_CLAIM_IN_ONE_STATEMENT, worker_params(worker, trusted) | params).first()
-        return None if started is None else Claimed(job_id, *started)
+        return None if started is None else Claimed.of_row(job_id, started)
     row = connection.execute(_BEST, worker_params(worker, trusted)).first()
     if row is None:
         return None
@@ -228,7 +249,7 @@ def look_and_claim(
     job_id, params = _job_params(settings, worker)
     params |= worker_params(worker, trusted) | {"threads": worker.threads}
     busy, queued, *started = session.connection().execute(statement, params).one()
-    claimed = None if started[0] is None else Claimed(job_id, *started)
+    claimed = None if started[0] is None else Claimed.of_row(job_id, started)
     return busy, bool(queued), claimed
 
 

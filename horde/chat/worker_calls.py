@@ -70,13 +70,14 @@ def submit(runtime: Runtime, owner: Identity, body: dict) -> dict:
     """Submit the reply; with `pop`, also answer the next job in `next`.
 
     On PostgreSQL a conforming reply is accepted by one statement in autocommit (lifecycle.accept_alone), so
-    the balances it moves stay locked only while the database runs it; its carried pop runs after it, as a
+    the balances it moves stay locked only while the database runs it, after reading the job and its request
+    unless this process claimed the job (horde/chat/claimed_jobs.py); its carried pop runs after it, as a
     pop of its own. Elsewhere, and for the refusals, the submit is a transaction that may fold the pop in."""
     if runtime.db.is_postgresql:
+        claimed_here = runtime.claimed_jobs.take(body["id"], owner.id)  # else read: one round trip more
         with runtime.db.autocommit() as session:
-            accepted = lifecycle.accept_alone(
-                session, runtime.settings, lifecycle.read_for_submit(session, owner, body["id"]), body
-            )
+            request = claimed_here or lifecycle.read_for_submit(session, owner, body["id"])
+            accepted = lifecycle.accept_alone(session, runtime.settings, request, body)
         if accepted is not None:
             settled, finished = accepted
             _announce(runtime, finished, None)

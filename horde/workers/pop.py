@@ -116,6 +116,7 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
     if checked_in:
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
+        runtime.claimed_jobs.remember(claimed, worker.id, owner.id)
         runtime.bus.publish(progress_channel(claimed.request_id))
     return result
 

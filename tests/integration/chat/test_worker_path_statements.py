@@ -8,8 +8,10 @@ SQLite a submit that carries a pop claims in the submit's own transaction."""
 import contextlib
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event, func, select
 
+from horde.accounts.models import KudosEntry
+from horde.chat.claimed_jobs import ClaimedJobs
 from horde.chat.models import ChatRequest
 from tests.support.native import declaration, pop, queued_id, submit
 from tests.support.statements import statements
@@ -97,7 +99,9 @@ def test_a_postgresql_pop_that_checks_in_claims_in_the_check_ins_transaction(cli
 
 
 def test_a_submit_reads_once_and_loads_no_user(client, make_user, runtime):
+    """A submit whose claim this process did not see (its pop went to another process) reads its job and request."""
     key, job_id, _, _ = _claimed_job(client, runtime, make_user)
+    runtime.claimed_jobs = ClaimedJobs()  # as on another process
     with statements(runtime) as seen:
         assert submit(client, key, job_id).status_code == 200
     seen = _work(seen)
@@ -109,6 +113,36 @@ def test_a_submit_reads_once_and_loads_no_user(client, make_user, runtime):
         assert len(seen) == 2 and seen[1].startswith("with locked as (select chat_requests.id")
         assert "for update), submitted as (update chat_jobs" in seen[1]
         assert "insert into kudos_ledger" in seen[1] and "update users" in seen[1]
+
+
+def test_a_postgresql_submit_of_a_job_this_process_claimed_is_one_statement(client, make_user, runtime):
+    """The claim returned the request's terms, kept for the submit (horde/chat/claimed_jobs.py): no read, and
+    the same settlement as after one (price, balances, ledger)."""
+    if not runtime.db.is_postgresql:
+        pytest.skip("SQLite's submit is a write transaction that reads under its lock")
+    key, job_id, request_id, _ = _claimed_job(client, runtime, make_user)
+    with statements(runtime) as seen:
+        answer = submit(client, key, job_id)
+    assert answer.status_code == 200 and answer.json["reward"] > 0
+    assert len(seen) == 1 and seen[0].startswith("with locked as (select chat_requests.id")
+    with runtime.db.read() as session:
+        request = session.get(ChatRequest, request_id)
+        assert request.state == "done" and request.kudos_charged == answer.json["reward"]
+        charged = session.scalar(
+            select(func.sum(KudosEntry.amount)).where(KudosEntry.request_id == request_id, KudosEntry.kind == "charge")
+        )
+    assert charged == -answer.json["reward"]
+    # Taken once: a second submit of the job reads, and is refused as before.
+    with statements(runtime) as again:
+        assert submit(client, key, job_id).status_code == 400
+    assert again[0].startswith("select")
+
+
+def test_a_kept_claim_is_not_used_for_another_owners_submit(client, make_user, runtime):
+    key, job_id, _, _ = _claimed_job(client, runtime, make_user)
+    _, stranger = make_user("stranger", kudos=100)
+    assert submit(client, stranger, job_id).status_code == 404
+    assert submit(client, key, job_id).status_code == 200
 
 
 def test_a_postgresql_submit_opens_no_transaction_block(client, make_user, runtime):
@@ -161,6 +195,7 @@ def test_a_submit_that_carries_a_pop_claims_in_its_own_transaction(client, make_
         )
     assert answer.status_code == 200 and answer.json["next"]["id"]
     assert len(begun) == (0 if runtime.db.is_postgresql else 1)
-    if runtime.db.is_postgresql:  # read, settle (autocommit), then the pop's first look and claim
-        assert [statement.split(" ")[0] for statement in _work(seen)] == ["select", "with", "with"]
-        assert seen[1].startswith("with locked as") and seen[2].startswith("with look as")
+    if runtime.db.is_postgresql:  # settle (autocommit), then the pop's look and claim
+        # the job was claimed here: its terms were kept, so the settlement needs no read
+        assert [statement.split(" ")[0] for statement in _work(seen)] == ["with", "with"]
+        assert seen[0].startswith("with locked as") and seen[1].startswith("with look as")
