@@ -163,8 +163,8 @@ def look_and_claim_statement(busy: ColumnElement[int]) -> Select:
 
     The look (`busy`, the worker's running jobs, and whether any request waits for its models) is a CTE read
     once; the claim walks the queue only when the worker has a free thread (bind parameter `threads`) and its
-    models have a queue. One row always comes back: busy and queued, then the claimed job's id, model,
-    payload and context tokens, or nulls when nothing was claimed."""
+    models have a queue. One row always comes back: busy and queued, then the claimed request's id, model,
+    payload, context tokens and terms (TERMS_COLUMNS), or nulls when nothing was claimed."""
     look = select(busy.label("busy"), ANY_WAITING_FOR.label("queued")).cte("look")
     free_thread = select(look.c.busy).scalar_subquery() < bindparam("threads", type_=Integer)
     queued = select(look.c.queued).scalar_subquery()
