@@ -61,8 +61,15 @@ class Subscription:
         #: Per channel, the announcement count when this poller last looked at the queue.
         self.seen: dict[str, int] = {}
         self._woken_at = time.monotonic()
+        #: Whether an announcement that no other process heard is pending for this poller (see heard_alone).
+        self._alone_pending = False
+        #: Whether the announcement that ended the last wait reached this process only: a poller that cannot
+        #: use it and finds no other here to pass it to hands it to the other processes (horde/redis_events.py).
+        self.heard_alone = False
 
-    def notify(self) -> None:
+    def notify(self, *, alone: bool = False) -> None:
+        if alone:
+            self._alone_pending = True
         self._notified.set()
 
     @property
@@ -87,6 +94,7 @@ class Subscription:
             fired = self._notified.wait(timeout)
             if fired:
                 self._notified.clear()
+            self.heard_alone, self._alone_pending = fired and self._alone_pending, False
         finally:
             if self.single:
                 self._bus._stop_waiting(self)
@@ -145,7 +153,7 @@ class LocalEventBus:
             chosen = [self._pick(channel) for channel in subscription.channels] if unheard else []
         for other in dict.fromkeys(chosen):
             if other is not None:
-                other.notify()
+                other.notify(alone=subscription._alone_pending)
 
     def _start_waiting(self, subscription: Subscription) -> None:
         with self._lock:
@@ -191,7 +199,7 @@ class LocalEventBus:
             chosen = [self._pick(channel, exclude=subscription) for channel in subscription.channels]
         for other in dict.fromkeys(chosen):
             if other is not None:
-                other.notify()
+                other.notify(alone=subscription.heard_alone)
         return any(chosen)
 
     def publish(self, channel: str) -> None:

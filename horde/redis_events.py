@@ -7,6 +7,12 @@ later) waiters and long-polls read the database every POLL_WITHOUT_EVENTS_S,
 publishes are dispatched locally as well, and the listener reconnects every
 RECONNECT_S until Redis answers again. No restart is needed either way.
 
+A job announcement wakes one long-polling pop on the whole Horde where it can: a
+pop waiting in the announcing process takes it without Redis, and only when none
+waits there does it go to every process (each wakes its longest waiting pop). A
+pop woken by such a local announcement that cannot take the job, with no other
+pop here to pass it to, hands it to the other processes once.
+
 A publish does not wait for Redis: it joins an outbox that one sender per process
 writes as a pipeline, so a handler never waits a round trip for it, and the
 publishes of a busy moment share one write and one read (about a tenth of the CPU
@@ -19,12 +25,14 @@ import collections
 import contextlib
 import logging
 import threading
+import uuid
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from horde.events import POLL_WITHOUT_EVENTS_S, LocalEventBus
+from horde.cooperative import pass_turn
+from horde.events import POLL_WITHOUT_EVENTS_S, LocalEventBus, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +63,11 @@ class RedisEventBus(LocalEventBus):
         self._subscribed: bool | None = None  # unknown until the listener's first attempt
         self._pubsub = None
         self._closed = threading.Event()
-        #: Channels to publish, each with whether this process counts on hearing it back from Redis.
-        self._outbox: collections.deque[tuple[str, bool]] = collections.deque()
+        #: Marks the announcements this process passes on to the others, so that its listener skips them.
+        self._passed_on_mark = f"passed-on-by:{uuid.uuid4().hex}".encode()
+        #: Channels to publish, each with whether this process counts on hearing it back from Redis (else a
+        #: failed send drops it) and the message's data.
+        self._outbox: collections.deque[tuple[str, bool, bytes]] = collections.deque()
         self._outbox_filled = threading.Event()
         self._listener = threading.Thread(target=self._listen, name="horde-events", daemon=True)
         self._listener.start()
@@ -71,12 +82,42 @@ class RedisEventBus(LocalEventBus):
 
     def publish(self, channel: str) -> None:
         """To Redis for every process, without waiting for it; also locally at once while this process's
-        listener cannot hear Redis (a failed send dispatches locally what it could not deliver)."""
+        listener cannot hear Redis (a failed send dispatches locally what it could not deliver). A job
+        announcement that a pop waiting here takes stays here."""
         heard_back = self._subscribed is True
+        if heard_back and self._wake_a_poller_here(channel):
+            return
         if not heard_back:
             self._dispatch(channel)
-        self._outbox.append((channel, heard_back))
+        self._outbox.append((channel, heard_back, b""))
         self._outbox_filled.set()
+
+    def _wake_a_poller_here(self, channel: str) -> bool:
+        """Wake this process's longest waiting poller of `channel`, if one waits: a second process's poller
+        woken by the same announcement would only look at the queue for nothing."""
+        with self._lock:
+            if not self._waiting.get(channel):
+                return False
+            self._announced[channel] = self._announced.get(channel, 0) + 1
+            chosen = self._pick(channel)  # a waiting poller: each has seen less than the count just raised
+        if chosen is None:
+            return False
+        chosen.notify(alone=True)
+        pass_turn()
+        return True
+
+    def _pass_on(self, subscription: Subscription) -> bool:
+        """To another poller here; when none is left and no other process heard the announcement, to every
+        other process, once (this process's listener skips it: its pollers have all looked)."""
+        if super()._pass_on(subscription):
+            return True
+        if not subscription.heard_alone or self._subscribed is not True:
+            return False
+        subscription.heard_alone = False
+        for channel in subscription.channels:
+            self._outbox.append((channel, False, self._passed_on_mark))
+        self._outbox_filled.set()
+        return True
 
     def _send(self) -> None:
         """The sender: writes the outbox to Redis in pipelines until the bus closes, then once more."""
@@ -89,19 +130,19 @@ class RedisEventBus(LocalEventBus):
                 return
 
     def _send_some(self) -> None:
-        batch: list[tuple[str, bool]] = []
+        batch: list[tuple[str, bool, bytes]] = []
         while self._outbox and len(batch) < PUBLISHES_PER_PIPELINE:
             batch.append(self._outbox.popleft())
         pipeline = self._redis.pipeline(transaction=False)
-        for channel, _ in batch:
-            pipeline.publish(self._prefix + channel, b"")
+        for channel, _, data in batch:
+            pipeline.publish(self._prefix + channel, data)
         try:
             pipeline.execute()
         except Exception as exc:  # the sender must outlive any failure; what it could not send stays local
             if not isinstance(exc, (redis.RedisError, OSError)):
                 log.exception("publishing to Redis failed")
             log.debug("publishing %d events to Redis failed (%s); dispatching locally", len(batch), exc)
-            for channel, heard_back in batch:
+            for channel, heard_back, _ in batch:
                 if heard_back:
                     self._dispatch(channel)
 
@@ -130,7 +171,7 @@ class RedisEventBus(LocalEventBus):
                 continue
             if message.get("type") == "psubscribe":
                 self._set_subscribed(True)
-            elif message.get("type") == "pmessage":
+            elif message.get("type") == "pmessage" and message.get("data") != self._passed_on_mark:
                 channel = message["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()

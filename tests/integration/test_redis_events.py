@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
@@ -62,3 +63,82 @@ def test_with_redis_up_a_quiet_waiter_is_not_woken(redis, buses):
     wait_until(lambda: here.status() == "ok", DEADLINE_S, "the bus to subscribe")
     subscription = here.subscribe("request:quiet")
     assert not subscription.wait(POLL_WITHOUT_EVENTS_S * 1.5), "events are trusted: no polling while Redis is up"
+
+
+class Poller:
+    """A long-poll blocked in its wait on jobs:m (a pop with nothing to claim), in a thread of its own."""
+
+    def __init__(self, bus, subscription=None):
+        self.bus = bus
+        self.subscription = subscription or bus.subscribe("jobs:m", single=True)
+        self.subscription.mark_seen()
+        self.woken = threading.Event()
+        threading.Thread(target=self._wait, daemon=True).start()
+        wait_until(lambda: self.subscription in self.bus._waiting.get("jobs:m", {}), DEADLINE_S, "the poller to wait")
+
+    def _wait(self):
+        if self.subscription.wait(DEADLINE_S):
+            self.woken.set()
+
+    def heard(self) -> bool:
+        return self.woken.is_set() or self.subscription.pending
+
+    def looked_and_found_nothing(self):
+        """Woken, it looked at the queue and could not take the job."""
+        assert self.woken.wait(DEADLINE_S)
+        self.subscription.mark_seen()
+
+
+def sent_before(publisher, listener) -> None:
+    """Returns once `listener` has heard what `publisher` sent to Redis so far: one sender writes a process's
+    publishes in order on one connection, and Redis delivers them to a subscriber in that order."""
+    channel = f"request:{uuid.uuid4().hex}"
+    with listener.subscribe(channel) as marker:
+        publisher.publish(channel)
+        assert marker.wait(DEADLINE_S), "the marker came through Redis"
+
+
+@pytest.fixture
+def connected(redis, buses):
+    redis.start()
+    wait_until(lambda: all(bus.status() == "ok" for bus in buses), DEADLINE_S, "both buses to subscribe")
+    return buses
+
+
+def test_an_announcement_that_a_poller_here_takes_wakes_no_poller_in_another_process(connected):
+    here, there = connected
+    ours, theirs = Poller(here), Poller(there)
+    here.publish("jobs:m")
+    assert ours.woken.wait(DEADLINE_S)
+    sent_before(here, there)
+    assert not theirs.heard(), "the other process's poller would only have found the job taken"
+
+
+def test_with_no_poller_waiting_here_an_announcement_goes_to_the_other_processes(connected):
+    here, there = connected
+    theirs = [Poller(there), Poller(there)]
+    here.publish("jobs:m")
+    assert theirs[0].woken.wait(DEADLINE_S)
+    assert not theirs[1].heard(), "each process wakes one poller, the one waiting longest"
+
+
+def test_a_poller_that_cannot_take_a_job_only_it_heard_hands_it_to_the_other_processes_once(connected):
+    here, there = connected
+    ours = Poller(here)
+    theirs = [Poller(there), Poller(there)]
+    here.publish("jobs:m")
+    ours.looked_and_found_nothing()
+    assert ours.subscription.pass_on(), "no poller is left here: the other processes get the announcement"
+    again = Poller(here, ours.subscription)
+    assert theirs[0].woken.wait(DEADLINE_S)
+    sent_before(here, here)
+    assert not again.heard(), "a process skips the announcement it passed on: its pollers have all looked"
+    assert not theirs[1].heard()
+
+    theirs[0].looked_and_found_nothing()
+    assert theirs[0].subscription.pass_on(), "passed on within the other process as before"
+    assert theirs[1].woken.wait(DEADLINE_S)
+    theirs[1].looked_and_found_nothing()
+    assert not theirs[1].subscription.pass_on(), "every process heard it: the chain ends"
+    sent_before(there, here)
+    assert not again.heard()
