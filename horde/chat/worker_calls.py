@@ -52,9 +52,10 @@ class _Fold:
         """Its statements wait for no lock (the claim skips locked rows), so the call's lock order is kept."""
         self.attempted = True
         try:
-            self.first = pop_service.claim_or_explain(
+            answer, claimed, _ = pop_service.claim_or_explain(
                 self.runtime, session, self.worker, self.owner.trusted, explain=self.explain, ending_jobs=ending_jobs
             )
+            self.first = answer, claimed
         except Exception as exc:
             if isinstance(exc, SQLAlchemyError) and is_unavailable(exc):
                 raise  # the transaction answers it (503, nothing committed); _call_then_claim runs the call again

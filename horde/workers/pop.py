@@ -73,10 +73,12 @@ def serve(runtime: Runtime, owner: Identity, request: dict) -> dict:
         while True:
             last_try = deadline - time.monotonic() <= 0
             subscription.mark_seen()
-            result = pop_once(runtime, owner, request, explain=last_try)
+            result, queued = _pop_once(runtime, owner, request, explain=last_try)
             if result["id"] is not None or DRAIN.ending:
                 return result
-            if woken and _others_may_serve(runtime, request["models"]):
+            # A look that saw no request waiting for the worker's models answers for the announcement that
+            # woke it (taken meantime): one queued later comes with an announcement of its own.
+            if woken and queued and _others_may_serve(runtime, request["models"]):
                 subscription.pass_on()
             if last_try:
                 return result
@@ -98,6 +100,11 @@ def _others_may_serve(runtime: Runtime, models: list[str]) -> bool:
 def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, explain: bool = True) -> dict:
     """One check-in and claim. `explain` computes the skipped counts of an empty pop, which scan
     the queue; a long-poll asks for them only on its last try. Expiry is the sweeper's job."""
+    return _pop_once(runtime, owner, request, explain=explain)[0]
+
+
+def _pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, explain: bool) -> tuple[dict, bool]:
+    """pop_once's answer, and whether its look saw requests waiting for the worker's models."""
     if not isinstance(owner, Identity):  # an API key
         owner = worker_owner(runtime, owner)
     worker = remembered_worker(runtime, owner, request)
@@ -106,19 +113,19 @@ def pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, e
         # Nothing to write for the check-in: the look and the claim need no transaction around them (the
         # claim is one statement), so they run in autocommit, planned to walk the queue's index.
         with runtime.db.autocommit(walk_indexes=True) as session:
-            result, claimed = claim_or_explain(
+            result, claimed, queued = claim_or_explain(
                 runtime, session, worker, owner.trusted, explain=explain, plan_in_transaction=False
             )
     else:
         with runtime.db.transaction() as session:
             worker = worker or WorkerView.of(workers.check_in(session, owner, request))
-            result, claimed = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
+            result, claimed, queued = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
     if checked_in:
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
         runtime.claimed_jobs.remember(claimed, worker.id, owner.id)
         runtime.bus.publish(progress_channel(claimed.request_id))
-    return result
+    return result, queued
 
 
 def remembered_worker(runtime: Runtime, owner: Identity, request: dict) -> WorkerView | None:
@@ -135,18 +142,19 @@ def claim_or_explain(
     explain: bool,
     ending_jobs: int = 0,
     plan_in_transaction: bool = True,
-) -> tuple[dict[str, Any], chat_claim.Claimed | None]:
+) -> tuple[dict[str, Any], chat_claim.Claimed | None, bool]:
     """The pop's answer and the job it claimed, if any, in the caller's transaction (a pop's, or a submit's
     that carried the pop: horde/chat/worker_calls.py), or in autocommit on the index-walking pool (a pop
     whose check-in is remembered, on PostgreSQL). The caller publishes the claim after its commit.
     `ending_jobs`: the worker's running jobs that the caller's transaction ends before it commits (a submit
     claims before it settles), which no longer hold a thread. `plan_in_transaction`: on PostgreSQL, the first
-    look sets the claim's plan for the rest of the transaction (the walking pool's sessions have it already)."""
+    look sets the claim's plan for the rest of the transaction (the walking pool's sessions have it already).
+    Also whether the look saw requests waiting for the worker's models (a long-poll's pass-on asks)."""
     if not plan_in_transaction:  # the walking pool's session: the look and the claim are one statement
         busy, queued, claimed = chat_claim.look_and_claim(session, runtime.settings, worker, trusted, _LOOK_AND_CLAIM)
         if claimed is None:
-            return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None
-        return _job_answer(runtime, claimed, worker), claimed
+            return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None, queued
+        return _job_answer(runtime, claimed, worker), claimed, queued
     # Text jobs share the worker's threads.
     walk = runtime.db.is_postgresql
     first_look = _BUSY_THREADS_AND_QUEUE_WALKING if walk else _BUSY_THREADS_AND_QUEUE
@@ -154,12 +162,13 @@ def claim_or_explain(
         session.connection().execute(first_look, {"worker": worker.id, "worker_models": list(worker.models)}).one()
     )
     busy -= ending_jobs
+    queued = bool(queued)
     if busy >= worker.threads or not queued:  # all threads busy, or the common empty pop
-        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None
+        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None, queued
     claimed = chat_claim.claim(session, runtime.settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
     if claimed is None:
-        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None
-    return _job_answer(runtime, claimed, worker), claimed
+        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None, queued
+    return _job_answer(runtime, claimed, worker), claimed, queued
 
 
 def _job_answer(runtime: Runtime, claimed: chat_claim.Claimed, worker: WorkerView) -> dict[str, Any]:

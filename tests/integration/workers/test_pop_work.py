@@ -1,7 +1,9 @@
 """A pop does only the work that can change something: no write for an unchanged check-in, no expiry
-sweep (the sweeper's job), and no user lookup for a key it authenticated seconds ago."""
+sweep (the sweeper's job), no user lookup for a key it authenticated seconds ago, and no second look at
+the queue for an announcement whose job was taken meanwhile."""
 
 import datetime as dt
+import threading
 
 from sqlalchemy import update
 
@@ -9,8 +11,10 @@ from horde.accounts import auth
 from horde.accounts.identity import IdentityCache
 from horde.chat import service
 from horde.chat.models import ChatJob
+from horde.events import jobs_channel
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
+from horde_testing.processes import wait_until
 from tests.support.native import pop, queued_id
 from tests.support.statements import statements
 
@@ -92,3 +96,27 @@ def test_the_balance_is_never_served_from_the_identity_cache(client, make_user, 
     with runtime.db.transaction() as session:
         accounts.set_kudos(session, session.get(type(user), user.id), 42)
     assert client.get("/api/v2/find_user", headers={"apikey": key}).json["kudos"] == 42
+
+
+def test_a_long_poll_woken_for_a_job_taken_meanwhile_looks_once_and_waits_again(client, make_user, runtime):
+    """Its look saw no request waiting for its models, so no other poller could use the announcement: it
+    does not ask the database again whether to pass it on."""
+    _, key = make_user("owner", kudos=100)
+    pop(client, key, "w1")  # checked in: the long-poll writes nothing
+    channel = jobs_channel("m1")
+    answers = []
+    poller = threading.Thread(
+        target=lambda: answers.append(pop(client.application.test_client(), key, "w1", wait=30)), daemon=True
+    )
+    poller.start()
+    wait_until(lambda: len(runtime.bus._waiting.get(channel, ())) == 1, what="the pop to wait")
+    with statements(runtime) as seen:
+        runtime.bus.publish(channel)  # as an admission announces a job, which another pop then took
+        assert not runtime.bus._waiting.get(channel), "the announcement woke the waiting pop"
+        wait_until(lambda: len(runtime.bus._waiting.get(channel, ())) == 1, what="the pop to wait again")
+    assert len([statement for statement in seen if not statement.startswith("begin")]) == 1, seen
+    request_id = queued_id(client, key)
+    poller.join(30)
+    assert answers and answers[0]["id"] is not None, "still long-polling, it takes the next job"
+    with runtime.db.read() as session:
+        assert session.get(ChatJob, answers[0]["id"]).request_id == request_id
