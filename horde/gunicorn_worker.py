@@ -14,6 +14,7 @@ from __future__ import annotations
 from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler  # type: ignore[import-untyped]
 
 from horde.config import Settings
+from horde.heap import settle_for_serving
 from horde.server import HordeHandler, raise_descriptor_limit
 
 
@@ -30,3 +31,8 @@ class HordeWorker(GeventPyWSGIWorker):
         HordeGunicornHandler.header_timeout_s = settings.http_header_timeout_s
         raise_descriptor_limit()
         super().init_process()
+
+    def load_wsgi(self) -> None:
+        """gunicorn builds the app in each process after the fork (no --preload): settle the heap then."""
+        super().load_wsgi()
+        settle_for_serving()

@@ -25,6 +25,7 @@ from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from horde.chat import service
 from horde.errors import ServiceUnavailable
+from horde.heap import settle_for_serving
 from horde.ops.drain import DRAIN
 
 if TYPE_CHECKING:
@@ -184,6 +185,7 @@ def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
         stopped.set()
 
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(shut_down))
+    settle_for_serving()
     server.start()
     print(f"Horde serving on http://{host}:{listener.getsockname()[1]}", flush=True)
     stopped.wait()
