@@ -1,7 +1,9 @@
 """Request events: a waiter hears that a request or the job queue changed.
 
 Events carry no state; the state lives in the database and a woken waiter reads
-it. In-process by default; over Redis pub/sub when HORDE_REDIS_URL is set, so a
+it. One exception stays inside a process: a publisher may hand its listeners here
+what it has just committed (a submit, the request it finished: horde/chat/finish.py),
+so that they need not read it back. In-process by default; over Redis pub/sub when HORDE_REDIS_URL is set, so a
 waiter in one server process hears a submit handled by another
 (horde/redis_events.py). While Redis cannot be reached, waiters read the
 database every POLL_WITHOUT_EVENTS_S instead.
@@ -66,11 +68,20 @@ class Subscription:
         #: Whether the announcement that ended the last wait reached this process only: a poller that cannot
         #: use it and finds no other here to pass it to hands it to the other processes (horde/redis_events.py).
         self.heard_alone = False
+        #: What a publisher in this process handed over with its event, until take_handover.
+        self._handover: object | None = None
 
-    def notify(self, *, alone: bool = False) -> None:
+    def notify(self, *, alone: bool = False, handover: object | None = None) -> None:
         if alone:
             self._alone_pending = True
+        if handover is not None:
+            self._handover = handover
         self._notified.set()
+
+    def take_handover(self) -> object | None:
+        """What a publisher in this process handed over with an event since the last take (None: nothing)."""
+        handover, self._handover = self._handover, None
+        return handover
 
     @property
     def pending(self) -> bool:
@@ -202,8 +213,9 @@ class LocalEventBus:
                 other.notify(alone=subscription.heard_alone)
         return any(chosen)
 
-    def publish(self, channel: str) -> None:
-        self._dispatch(channel)
+    def publish(self, channel: str, handover: object | None = None) -> None:
+        """`handover`: what the publisher has just committed, for the listeners in this process (never a poller)."""
+        self._dispatch(channel, handover)
 
     def wake_all(self) -> None:
         """Wake every local subscriber: a shutdown, a lost database or lost events; each looks at why it waits."""
@@ -212,7 +224,7 @@ class LocalEventBus:
         for subscription in subscribers:
             subscription.notify()
 
-    def _dispatch(self, channel: str) -> None:
+    def _dispatch(self, channel: str, handover: object | None = None) -> None:
         with self._lock:
             subscribers = self._subscribers.get(channel)
             if not subscribers:
@@ -224,7 +236,7 @@ class LocalEventBus:
                 if chosen is not None:
                     listeners.append(chosen)
         for subscription in listeners:
-            subscription.notify()
+            subscription.notify(handover=None if subscription.single else handover)
         if listeners:
             pass_turn()
 

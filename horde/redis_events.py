@@ -63,8 +63,9 @@ class RedisEventBus(LocalEventBus):
         self._subscribed: bool | None = None  # unknown until the listener's first attempt
         self._pubsub = None
         self._closed = threading.Event()
-        #: Marks the announcements this process passes on to the others, so that its listener skips them.
-        self._passed_on_mark = f"passed-on-by:{uuid.uuid4().hex}".encode()
+        #: Marks what this process sends to the others only, so that its listener skips it: the announcements it
+        #: passes on, and the events whose listeners here it has woken already (a handover).
+        self._others_only_mark = f"others-only-from:{uuid.uuid4().hex}".encode()
         #: Channels to publish, each with whether this process counts on hearing it back from Redis (else a
         #: failed send drops it) and the message's data.
         self._outbox: collections.deque[tuple[str, bool, bytes]] = collections.deque()
@@ -80,11 +81,17 @@ class RedisEventBus(LocalEventBus):
     def status(self) -> str:
         return "ok" if self._subscribed is True else "unreachable"
 
-    def publish(self, channel: str) -> None:
+    def publish(self, channel: str, handover: object | None = None) -> None:
         """To Redis for every process, without waiting for it; also locally at once while this process's
         listener cannot hear Redis (a failed send dispatches locally what it could not deliver). A job
-        announcement that a pop waiting here takes stays here."""
+        announcement that a pop waiting here takes stays here. An event with a `handover` reaches the
+        listeners here at once, with it, and the other processes through Redis, without it."""
         heard_back = self._subscribed is True
+        if handover is not None:
+            self._dispatch(channel, handover)
+            self._outbox.append((channel, False, self._others_only_mark))
+            self._outbox_filled.set()
+            return
         if heard_back and self._wake_a_poller_here(channel):
             return
         if not heard_back:
@@ -115,7 +122,7 @@ class RedisEventBus(LocalEventBus):
             return False
         subscription.heard_alone = False
         for channel in subscription.channels:
-            self._outbox.append((channel, False, self._passed_on_mark))
+            self._outbox.append((channel, False, self._others_only_mark))
         self._outbox_filled.set()
         return True
 
@@ -171,7 +178,7 @@ class RedisEventBus(LocalEventBus):
                 continue
             if message.get("type") == "psubscribe":
                 self._set_subscribed(True)
-            elif message.get("type") == "pmessage" and message.get("data") != self._passed_on_mark:
+            elif message.get("type") == "pmessage" and message.get("data") != self._others_only_mark:
                 channel = message["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()

@@ -9,6 +9,7 @@ statements built once and load no ORM objects.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import conformance, pricing
+from horde.chat.finish import Finish
 from horde.chat.models import (
     CANCELLED,
     DONE,
@@ -105,6 +107,14 @@ _FINISH = (
     .where(*_THE_RUNNING_JOB, _REQUESTS.c.kudos_charged == 0)
     .values(state=DONE, reply=bindparam("reply"), finished_at=bindparam("at"), kudos_charged=bindparam("kudos"))
 )
+#: What the finish returns for this process's waiters (chat/finish.py): the claim's columns a final answer reads.
+_CLAIM_COLUMNS = (
+    _REQUESTS.c.worker_id,
+    _REQUESTS.c.worker_name,
+    _REQUESTS.c.served_model,
+    _REQUESTS.c.context_adjustments,
+)
+_FINISH_RETURNING = _FINISH.returning(*_CLAIM_COLUMNS)
 _RESTART = (
     update(_REQUESTS)
     .where(*_THE_RUNNING_JOB)
@@ -156,11 +166,12 @@ def _submit_and_settle_statement(*, lock_first: bool):
         .returning(_JOBS.c.id)
         .cte("submitted")
     )
-    finished = _FINISH.where(exists(select(submitted.c.id))).returning(_REQUESTS.c.id).cte("finished")
+    finished = _FINISH.where(exists(select(submitted.c.id))).returning(_REQUESTS.c.id, *_CLAIM_COLUMNS).cte("finished")
     ctes = ([locked] if lock_first else []) + [submitted, finished]
     return select(
         select(func.count()).select_from(submitted).scalar_subquery().label("ended"),
         select(func.count()).select_from(finished).scalar_subquery().label("finished"),
+        *(select(finished.c[column.name]).scalar_subquery().label(column.name) for column in _CLAIM_COLUMNS),
     ).add_cte(*ctes, *accounts.paired_transfer_ctes(exists(select(finished.c.id))))
 
 
@@ -173,11 +184,13 @@ _DUE_JOBS = select(_JOBS.c.id, _JOBS.c.request_id).where(
 
 @dataclass(frozen=True)
 class Changed:
-    """What a transition leaves its caller to publish: the request, its new state, the models it waits for."""
+    """What a transition leaves its caller to publish: the request, its new state, the models it waits for, and
+    for a request that finished, what its waiters here may answer from (chat/finish.py)."""
 
     id: str
     state: str
     models: list[str]
+    finish: Finish | None = None
 
 
 @dataclass(frozen=True)
@@ -270,12 +283,12 @@ def submit(
         raise errors.DuplicateGen("This request was already charged.")
     kudos = _price_reply(settings, request, reply)
     accounts.transfer(session, _moves(request, kudos), request_id=request.id)
-    finished = session.connection().execute(
-        _FINISH, {"request": request.id, "job": request.job_id, "reply": reply, "at": utcnow(), "kudos": kudos}
-    )
-    if finished.rowcount != 1:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
+    at = utcnow()
+    params = {"request": request.id, "job": request.job_id, "reply": reply, "at": at, "kudos": kudos}
+    finished = session.connection().execute(_FINISH_RETURNING, params).first()
+    if finished is None:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
-    return kudos, None, Changed(request.id, DONE, request.models)
+    return kudos, None, _finished(request, reply, kudos, at, finished)
 
 
 def read_for_submit(session: Session, owner: User | Identity, job_id: str) -> Any:
@@ -305,14 +318,15 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
         "reply": reply,
         "kudos": kudos,
     }
-    if not session.connection().execute(_LOCK_SUBMIT_AND_SETTLE, params).one().finished:
+    settled = session.connection().execute(_LOCK_SUBMIT_AND_SETTLE, params).one()
+    if not settled.finished:
         connection = session.connection()
         if connection.scalar(_JOB_STATE, {"job": request.job_id}) != JOB_PROCESSING:
             _refuse_ended_job(session, request.job_id)
         if connection.scalar(_KUDOS_CHARGED, {"request": request.id}):
             raise errors.DuplicateGen("This request was already charged.")
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
-    return kudos, Changed(request.id, DONE, request.models)
+    return kudos, _finished(request, reply, kudos, params["at"], settled)
 
 
 def _reply_of(body: dict) -> dict:
@@ -338,12 +352,28 @@ def _accept_in_one_statement(
         "reply": reply,
         "kudos": kudos,
     }
-    ended, finished = session.connection().execute(_SUBMIT_AND_SETTLE, params).one()
-    if not ended:
+    settled = session.connection().execute(_SUBMIT_AND_SETTLE, params).one()
+    if not settled.ended:
         _refuse_ended_job(session, request.job_id)
-    if not finished:  # cannot happen under the lock; refuse (and roll back the job's end) if it does
+    if not settled.finished:  # cannot happen under the lock; refuse (and roll back the job's end) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
-    return kudos, None, Changed(request.id, DONE, request.models)
+    return kudos, None, _finished(request, reply, kudos, params["at"], settled)
+
+
+def _finished(request: Any, reply: dict, kudos: int, at: dt.datetime, claim: Any) -> Changed:
+    """The change of a request that finished, with what its waiters here may answer from: what the finish wrote
+    and the claim's columns (`claim`, a row naming _CLAIM_COLUMNS) as the finishing statement returned them."""
+    finish = Finish(
+        state=DONE,
+        reply=reply,
+        kudos_charged=kudos,
+        finished_at=at,
+        worker_id=claim.worker_id,
+        worker_name=claim.worker_name,
+        served_model=claim.served_model,
+        context_adjustments=claim.context_adjustments,
+    )
+    return Changed(request.id, DONE, request.models, finish)
 
 
 def _price_reply(settings: Settings, request: Any, reply: dict) -> int:

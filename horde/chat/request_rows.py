@@ -64,7 +64,7 @@ _ROSTER = select(
 ).join_from(WORKERS, USERS, WORKERS.c.owner_id == USERS.c.id)
 
 
-def _transient(values: Mapping[Any, Any]) -> ChatRequest:
+def transient(values: Mapping[Any, Any]) -> ChatRequest:
     """A ChatRequest holding `values`, filled the way the ORM's loader fills one: straight into the instance's
     dict, without the attribute events of the constructor (30 times cheaper; no history to flush, ever)."""
     request = _REQUEST_CLASS.new_instance()
@@ -75,14 +75,14 @@ def _transient(values: Mapping[Any, Any]) -> ChatRequest:
 def read_request(session: Session, request_id: str) -> ChatRequest | None:
     """The whole row, as a transient ChatRequest (one statement, no identity map)."""
     row = session.connection().execute(_READ_REQUEST, {"request_id": request_id}).first()
-    return None if row is None else _transient(row._mapping)
+    return None if row is None else transient(row._mapping)
 
 
 def follow_request(session: Session, request_id: str) -> ChatRequest | None:
     """The row for a waiter, which rereads it on every event (each progress of a stream): its payload is
     None until the request is final, so that a long prompt is not decoded again on every read."""
     row = session.connection().execute(_FOLLOW_REQUEST, {"request_id": request_id}).first()
-    return None if row is None else _transient(row._mapping)
+    return None if row is None else transient(row._mapping)
 
 
 def read_state(session: Session, request_id: str) -> str | None:
@@ -121,4 +121,4 @@ def admit_request(session: Session, values: dict[str, Any], *, limit: int, rate_
     window (counted from `rate_address` alone when given): 429 then, with nothing written. `values` names every
     column but the reply and the priority, which comes from the caller's balance."""
     row = _ADMIT.run(session, values, limit=limit, client_address=rate_address)
-    return _transient(dict(values, reply=None, priority=row.priority, priority_class=row.priority_class))
+    return transient(dict(values, reply=None, priority=row.priority, priority_class=row.priority_class))

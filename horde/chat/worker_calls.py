@@ -136,7 +136,7 @@ def _call_then_claim(
 
 def _announce(runtime: Runtime, request: lifecycle.Changed, first: tuple[dict, Claimed | None] | None) -> None:
     claimed = None if first is None else first[1]
-    runtime.bus.publish(request_channel(request.id))
+    runtime.bus.publish(request_channel(request.id), request.finish)
     if claimed is not None:
         runtime.bus.publish(progress_channel(claimed.request_id))
     if request.state == WAITING and (claimed is None or claimed.request_id != request.id):

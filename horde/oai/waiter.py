@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.chat import request_rows, service
+from horde.chat.finish import Finish
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
 from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.events import Subscription, progress_channel, request_channel
@@ -101,7 +102,9 @@ def watch(
     The request row is read when an event arrives (every change publishes one) and, as a safety net
     for a lost event, every FULL_READ_S. Keepalives and gap checks use the last row read and the
     per-process snapshots; between them each `tick_s` yields a Tick that costs nothing. With `created`
-    (a request this call has just created, listened to since before its commit) the first read is skipped.
+    (a request this call has just created, listened to since before its commit) the first read is skipped,
+    and so is the last when the submit that finished the request ran in this process and handed over its
+    Finish (chat/finish.py).
     Without `progress` (a JSON answer) the job's start and progress wake nothing: the row may say waiting
     while a worker generates, which a gap check finds out before it acts (_still_waiting).
     """
@@ -115,6 +118,8 @@ def watch(
     no_worker_since = None
     seen_seq, seen_job = -1, None
     first, read, pool, request = True, created is None, None, None if created is None else created.request
+    #: The prompt of a request this call created: with it, a finish handed over by a submit here is the answer.
+    payload = None if created is None else created.request.payload
     if created is not None:
         next_full_read = now + max(FULL_READ_S, keepalive_s)
     listening = (
@@ -195,6 +200,10 @@ def watch(
                 next_keepalive, now + tick_s, next_full_read, next_gap_check if pool is not None else next_keepalive
             )
             read = subscription.wait(max(0.0, deadline - time.monotonic()))
+            finish = subscription.take_handover() if read else None
+            if isinstance(finish, Finish) and request is not None and payload is not None:
+                yield Finished(finish.applied_to(request, payload))  # what a read would give, without it
+                return
 
 
 def shutting_down(request_id: str) -> errors.HordeError:

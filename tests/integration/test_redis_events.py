@@ -142,3 +142,18 @@ def test_a_poller_that_cannot_take_a_job_only_it_heard_hands_it_to_the_other_pro
     assert not theirs[1].subscription.pass_on(), "every process heard it: the chain ends"
     sent_before(there, here)
     assert not again.heard()
+
+
+def test_a_handover_reaches_the_listeners_here_at_once_and_the_other_processes_without_it(connected):
+    """A submit's finish is handed to this process's waiters with the event, without the trip through Redis;
+    the other processes hear the event alone, and this process does not hear it a second time."""
+    here, there = connected
+    ours, theirs = here.subscribe("request:handed"), there.subscribe("request:handed")
+    finish = object()
+    here.publish("request:handed", finish)
+    assert ours.wait(0), "woken at once, before Redis relays anything"
+    assert ours.take_handover() is finish and ours.take_handover() is None
+    assert theirs.wait(DEADLINE_S), "the other process hears the event through Redis"
+    assert theirs.take_handover() is None, "what was handed over stays in the process that handed it"
+    sent_before(here, here)
+    assert not ours.wait(0), "the process that handed it over skips the event's return from Redis"

@@ -117,3 +117,17 @@ def test_a_busy_poller_that_leaves_with_an_announcement_hands_it_on():
     wait_until(lambda: len(bus._waiting.get("jobs:m", ())) == 1, what="the other poller to wait")
     chosen.close()  # it returned without waiting again
     assert woken.wait(WAIT_S)
+
+
+def test_a_handover_goes_to_the_listeners_of_the_channel_and_never_to_a_job_poller():
+    bus = LocalEventBus()
+    listener, other_channel = bus.subscribe("request:r"), bus.subscribe("request:s")
+    poller = bus.subscribe("request:r", single=True)
+    finish = object()
+    bus.publish("request:r", finish)
+    assert listener.wait(0) and listener.take_handover() is finish
+    assert listener.take_handover() is None, "taken once"
+    assert poller.wait(0) and poller.take_handover() is None
+    assert not other_channel.wait(0) and other_channel.take_handover() is None
+    bus.publish("request:r")
+    assert listener.wait(0) and listener.take_handover() is None, "a plain event hands nothing over"

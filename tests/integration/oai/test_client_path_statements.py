@@ -26,14 +26,16 @@ def follow_reads(seen: list[str]) -> int:
     return len([statement for statement in seen if FOLLOW_READ in statement])
 
 
-def answer_with_progress(client, owner: str, key: str, body: dict, before_submit=lambda: None) -> tuple[int, str]:
+def answer_with_progress(
+    client, owner: str, key: str, body: dict, before_submit=lambda: None, headers: dict | None = None
+) -> tuple[int, str]:
     """Send `body` to /v1 in a thread; take its job, post PROGRESS_POSTS progresses, call `before_submit`,
     submit; the answer's status and body, read whole in that thread."""
     answers: list = []
 
     def call_v1():
         answer = client.application.test_client().post(
-            "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}
+            "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"} | (headers or {})
         )
         answers.append((answer.status_code, answer.get_data(as_text=True)))
         answer.close()  # as a WSGI server does after the last byte: the delivered answer's release runs then
@@ -52,17 +54,25 @@ def answer_with_progress(client, owner: str, key: str, body: dict, before_submit
     return answers[0]
 
 
-def test_a_json_answer_reads_its_request_once_at_its_end(runtime, client, make_user):
-    """The job's start and its progress do not wake a JSON answer: it reads its request when it ends."""
+def test_a_json_answer_whose_submit_ran_here_never_reads_its_request(runtime, client, make_user):
+    """The job's start and its progress do not wake a JSON answer, and the submit that finished its request in
+    this process handed it the finish (decision 0018): the answer reads nothing, and is the very answer a
+    read of the stored request gives (an Idempotency-Key's replay reads it)."""
     _, owner = make_user("owner")
     pop(client, owner)
     _, key = make_user("client", kudos=100)
+    idempotency_key = {"Idempotency-Key": "handed-over-finish"}
 
     with statements(runtime) as seen:
-        status, body = answer_with_progress(client, owner, key, BODY)
+        status, body = answer_with_progress(client, owner, key, BODY, headers=idempotency_key)
 
     assert status == 200 and json.loads(body)["choices"][0]["message"]["content"] == "Hi there"
-    assert follow_reads(seen) == 1
+    assert follow_reads(seen) == 0
+    replay = client.post(
+        "/v1/chat/completions", json=BODY, headers={"Authorization": f"Bearer {key}"} | idempotency_key
+    )
+    assert replay.headers.get("Idempotent-Replayed") == "true"
+    assert replay.json == json.loads(body)
 
 
 def test_a_stream_hears_its_job_start_and_progress(runtime, client, make_user):
@@ -80,7 +90,7 @@ def test_a_stream_hears_its_job_start_and_progress(runtime, client, make_user):
         )
 
     assert status == 200 and body.rstrip().endswith("data: [DONE]")
-    assert follow_reads(seen) >= 2  # at least one for the start or a progress, one for the end
+    assert follow_reads(seen) >= 1  # the start or a progress; the end is handed over by the submit here
 
 
 def test_a_json_answer_is_released_without_a_transaction_block(runtime, client, make_user):
