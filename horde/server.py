@@ -16,6 +16,7 @@ import logging
 import resource
 import signal
 import socket
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import gevent
@@ -26,6 +27,7 @@ from gevent.pywsgi import WSGIHandler, WSGIServer
 from horde.chat import service
 from horde.errors import ServiceUnavailable
 from horde.heap import settle_for_serving
+from horde.http_headers import RequestHeaders, read_headers
 from horde.ops.drain import DRAIN
 
 if TYPE_CHECKING:
@@ -39,6 +41,10 @@ KEY_PURGE_EVERY_SWEEPS = 60
 #: as long as it waits; a request line and usual headers fit in one read, and a large body is read past the
 #: buffer, straight into its destination.
 READ_BUFFER_BYTES = 2048
+
+
+#: Header fields the environ carries under CGI's names (gevent's get_environ sets them), not as HTTP_ keys.
+_KEYS_OUTSIDE_HTTP = frozenset({"CONTENT_TYPE", "CONTENT_LENGTH"})
 
 
 class ConnectionTimedOut(socket.timeout):
@@ -82,6 +88,19 @@ class HordeHandler(WSGIHandler):
             return super().read_request(raw_requestline)
         finally:
             self._cancel_header_timer()
+
+    def MessageClass(self, stream: Any, *_: Any) -> RequestHeaders:  # gevent names it so
+        return read_headers(stream)
+
+    def _headers(self) -> Iterator[tuple[str, str]]:
+        """The environ's HTTP_ keys, as gevent makes them (a name with an underscore is dropped: it could pass
+        for another once dashes become underscores), from the fields as read, without writing lines to split."""
+        for name, value in self.headers.fields:
+            if "_" in name:
+                continue
+            key = name.replace("-", "_").upper()
+            if key not in _KEYS_OUTSIDE_HTTP:
+                yield "HTTP_" + key, value
 
     def _handle_client_error(self, ex: Exception) -> Any:
         if isinstance(ex, ConnectionTimedOut):

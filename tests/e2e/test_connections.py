@@ -251,3 +251,28 @@ def test_the_sdk_sees_the_413_of_a_body_it_is_still_sending(short):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x" * (50 * BODY_LIMIT_BYTES)}])
     assert refused.value.status_code == 413
     assert refused.value.body["code"] == "request_too_large"
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        b"Host: x\r\nnot a field\r\n\r\n",
+        b"Host: x\r\nX: " + b"a" * 70_000 + b"\r\n\r\n",
+        b"Host: x\r\n" + b"".join(b"X-%d: v\r\n" % n for n in range(101)) + b"\r\n",
+    ],
+    ids=["a line that is not a field", "a line over 64 KiB", "over 100 lines"],
+)
+def test_a_header_block_the_server_cannot_read_is_a_400(short, block):
+    sock = connect(short)
+    sock.sendall(b"GET /health HTTP/1.1\r\n" + block)
+    status, _, _ = read_response(sock)
+    assert status == 400
+
+
+def test_a_folded_header_reaches_the_application_as_one_value(short):
+    """An obsolete folded line continues the field before it: here the API key sits on the folded line."""
+    key = short.user(kudos=7)
+    sock = connect(short)
+    sock.sendall(b"GET /api/v2/find_user HTTP/1.1\r\nHost: x\r\napikey:\r\n " + key.encode() + b"\r\n\r\n")
+    status, _, body = read_response(sock)
+    assert status == 200 and json.loads(body)["kudos"] == 7
