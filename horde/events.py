@@ -3,8 +3,8 @@
 Events carry no state; the state lives in the database and a woken waiter reads
 it. One exception stays inside a process: a publisher may hand its listeners here
 what it has just committed (a submit, the request it finished: horde/chat/finish.py),
-so that they need not read it back. In-process by default; over Redis pub/sub when HORDE_REDIS_URL is set, so a
-waiter in one server process hears a submit handled by another
+so that they need not read it back. In-process by default; over Redis pub/sub when
+HORDE_REDIS_URL is set, so a waiter in one server process hears a submit handled by another
 (horde/redis_events.py). While Redis cannot be reached, waiters read the
 database every POLL_WITHOUT_EVENTS_S instead.
 

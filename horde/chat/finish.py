@@ -12,11 +12,13 @@ import datetime as dt
 from dataclasses import dataclass, fields
 from typing import Any
 
-from horde.chat.models import ChatRequest
+from horde.chat.models import DONE, ChatRequest
 from horde.chat.request_rows import transient
 
 #: The ORM's own key in an instance's dict: not a column.
 _INSTANCE_STATE_KEY = "_sa_instance_state"
+#: The columns the claim wrote that a final answer reads: the finishing statement returns them.
+CLAIM_COLUMNS = ("worker_id", "worker_name", "served_model", "context_adjustments")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,13 @@ class Finish:
     worker_name: str | None
     served_model: str | None
     context_adjustments: list | None
+
+    @classmethod
+    def of(cls, reply: dict, kudos: int, at: dt.datetime, claim: Any) -> Finish:
+        """A done request's finish: its reply, charge and time as written, and `claim` (a row naming
+        CLAIM_COLUMNS) as the finishing statement returned it."""
+        claimed = {name: getattr(claim, name) for name in CLAIM_COLUMNS}
+        return cls(state=DONE, reply=reply, kudos_charged=kudos, finished_at=at, **claimed)
 
     def applied_to(self, request: ChatRequest, payload: dict) -> ChatRequest:
         """The request as a read after the finish would give it, from `request` (the row as this process last

@@ -21,8 +21,8 @@ from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.chat import conformance, pricing
-from horde.chat.finish import Finish
+from horde.chat import pricing, replies
+from horde.chat.finish import CLAIM_COLUMNS, Finish
 from horde.chat.models import (
     CANCELLED,
     DONE,
@@ -108,12 +108,7 @@ _FINISH = (
     .values(state=DONE, reply=bindparam("reply"), finished_at=bindparam("at"), kudos_charged=bindparam("kudos"))
 )
 #: What the finish returns for this process's waiters (chat/finish.py): the claim's columns a final answer reads.
-_CLAIM_COLUMNS = (
-    _REQUESTS.c.worker_id,
-    _REQUESTS.c.worker_name,
-    _REQUESTS.c.served_model,
-    _REQUESTS.c.context_adjustments,
-)
+_CLAIM_COLUMNS = tuple(_REQUESTS.c[name] for name in CLAIM_COLUMNS)
 _FINISH_RETURNING = _FINISH.returning(*_CLAIM_COLUMNS)
 _RESTART = (
     update(_REQUESTS)
@@ -266,8 +261,8 @@ def submit(
     move: the users' rows are locked last, so a submit holds them the shortest (the owner's row is shared
     by every submit of the owner's workers). A refusal raised after it rolls back what it did too."""
     request = _owned_job_and_locked_request(session, owner, body["id"])
-    reply = _reply_of(body)
-    problem = _violation(request, reply)
+    reply = replies.reply_of(body)
+    problem = replies.violation(request, reply)
     if problem:
         _end_job(session, request.job_id, JOB_REFUSED, problem)
         state = _restart_or_fault(
@@ -281,8 +276,8 @@ def submit(
     _end_job(session, request.job_id, JOB_SUBMITTED, None)
     if request.kudos_charged:
         raise errors.DuplicateGen("This request was already charged.")
-    kudos = _price_reply(settings, request, reply)
-    accounts.transfer(session, _moves(request, kudos), request_id=request.id)
+    kudos = replies.price(settings, request, reply)
+    accounts.transfer(session, replies.moves(request, kudos), request_id=request.id)
     at = utcnow()
     params = {"request": request.id, "job": request.job_id, "reply": reply, "at": at, "kudos": kudos}
     finished = session.connection().execute(_FINISH_RETURNING, params).first()
@@ -308,11 +303,11 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
     None, with nothing written, when the reply breaks the request's contract or the request was charged: those
     refusals write in several steps, so `submit` decides them in a transaction. A job that another call ended
     meanwhile gets submit's refusals, in its order."""
-    reply = _reply_of(body)
-    if request.kudos_charged or _violation(request, reply):
+    reply = replies.reply_of(body)
+    if request.kudos_charged or replies.violation(request, reply):
         return None
-    kudos = _price_reply(settings, request, reply)
-    params = accounts.paired_transfer_params(_moves(request, kudos), request_id=request.id) | {
+    kudos = replies.price(settings, request, reply)
+    params = accounts.paired_transfer_params(replies.moves(request, kudos), request_id=request.id) | {
         "request": request.id,
         "job": request.job_id,
         "reply": reply,
@@ -329,14 +324,6 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
     return kudos, _finished(request, reply, kudos, params["at"], settled)
 
 
-def _reply_of(body: dict) -> dict:
-    return {key: body.get(key) for key in ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")}
-
-
-def _violation(request: Any, reply: dict) -> str | None:
-    return conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
-
-
 def _accept_in_one_statement(
     session: Session, settings: Settings, request: Any, reply: dict
 ) -> tuple[int, None, Changed]:
@@ -346,8 +333,8 @@ def _accept_in_one_statement(
         if session.connection().scalar(_JOB_STATE, {"job": request.job_id}) != JOB_PROCESSING:
             _refuse_ended_job(session, request.job_id)
         raise errors.DuplicateGen("This request was already charged.")
-    kudos = _price_reply(settings, request, reply)
-    params = accounts.paired_transfer_params(_moves(request, kudos), request_id=request.id) | {
+    kudos = replies.price(settings, request, reply)
+    params = accounts.paired_transfer_params(replies.moves(request, kudos), request_id=request.id) | {
         "job": request.job_id,
         "reply": reply,
         "kudos": kudos,
@@ -361,48 +348,8 @@ def _accept_in_one_statement(
 
 
 def _finished(request: Any, reply: dict, kudos: int, at: dt.datetime, claim: Any) -> Changed:
-    """The change of a request that finished, with what its waiters here may answer from: what the finish wrote
-    and the claim's columns (`claim`, a row naming _CLAIM_COLUMNS) as the finishing statement returned them."""
-    finish = Finish(
-        state=DONE,
-        reply=reply,
-        kudos_charged=kudos,
-        finished_at=at,
-        worker_id=claim.worker_id,
-        worker_name=claim.worker_name,
-        served_model=claim.served_model,
-        context_adjustments=claim.context_adjustments,
-    )
-    return Changed(request.id, DONE, request.models, finish)
-
-
-def _price_reply(settings: Settings, request: Any, reply: dict) -> int:
-    """Bill the reply (its usage and finish reason completed in place) and price it."""
-    usage = reply["usage"] = _billable_usage(reply, request)
-    reply["finish_reason"] = reply.get("finish_reason") or "stop"
-    return pricing.price(
-        request.job_model,
-        completion_tokens=usage["completion_tokens"],
-        prompt_tokens=request.prompt_tokens,
-        n_images=request.n_images,
-        reference_path=settings.model_reference_path,
-    )
-
-
-def _moves(request: Any, kudos: int) -> list[tuple[int, int, str]]:
-    """The client pays what the worker's owner earns."""
-    return [(request.user_id, -kudos, "charge"), (request.owner_id, kudos, "reward")]
-
-
-def _billable_usage(reply: dict, request: Any) -> dict:
-    usage = dict(reply.get("usage") or {})
-    usage.setdefault("prompt_tokens", request.prompt_tokens)
-    usage["completion_tokens"] = pricing.billable_completion_tokens(
-        usage.get("completion_tokens"), reply, request.max_tokens
-    )
-    if usage.get("reasoning_tokens") is not None:
-        usage["reasoning_tokens"] = min(usage["reasoning_tokens"], usage["completion_tokens"])
-    return usage
+    """The change of a request that finished, with what its waiters here may answer from (chat/finish.py)."""
+    return Changed(request.id, DONE, request.models, Finish.of(reply, kudos, at, claim))
 
 
 def fault(session: Session, settings: Settings, owner: User | Identity, body: dict) -> Changed:

@@ -1,0 +1,51 @@
+"""A worker's reply as its submit judges and bills it: whether it keeps the request's contract, the usage it is
+billed for, its price, and the kudos that price moves. Pure functions of the reply and the request's terms; the
+submit (horde/chat/lifecycle.py) writes what they decide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from horde.chat import conformance, pricing
+from horde.config import Settings
+
+#: The keys of a submit's body that make its reply, as stored on the request.
+REPLY_KEYS = ("content", "reasoning_content", "tool_calls", "finish_reason", "usage")
+
+
+def reply_of(body: dict) -> dict:
+    return {key: body.get(key) for key in REPLY_KEYS}
+
+
+def violation(request: Any, reply: dict) -> str | None:
+    """Why the reply breaks the request's contract (strictly when the request required guarantees), or None."""
+    return conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
+
+
+def price(settings: Settings, request: Any, reply: dict) -> int:
+    """Bill the reply (its usage and finish reason completed in place) and price it."""
+    usage = reply["usage"] = _billable_usage(reply, request)
+    reply["finish_reason"] = reply.get("finish_reason") or "stop"
+    return pricing.price(
+        request.job_model,
+        completion_tokens=usage["completion_tokens"],
+        prompt_tokens=request.prompt_tokens,
+        n_images=request.n_images,
+        reference_path=settings.model_reference_path,
+    )
+
+
+def moves(request: Any, kudos: int) -> list[tuple[int, int, str]]:
+    """The client pays what the worker's owner earns."""
+    return [(request.user_id, -kudos, "charge"), (request.owner_id, kudos, "reward")]
+
+
+def _billable_usage(reply: dict, request: Any) -> dict:
+    usage = dict(reply.get("usage") or {})
+    usage.setdefault("prompt_tokens", request.prompt_tokens)
+    usage["completion_tokens"] = pricing.billable_completion_tokens(
+        usage.get("completion_tokens"), reply, request.max_tokens
+    )
+    if usage.get("reasoning_tokens") is not None:
+        usage["reasoning_tokens"] = min(usage["reasoning_tokens"], usage["completion_tokens"])
+    return usage
