@@ -6,6 +6,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from horde import database
 from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.app import create_app, init_schema
@@ -100,6 +101,22 @@ def test_a_locked_sqlite_database_is_busy_not_a_wrong_statement(tmp_path):
     assert is_unavailable(locked.value) and is_busy(locked.value)
     holder.dispose()
     waiter.dispose()
+
+
+def test_a_transaction_that_cannot_begin_on_a_locked_sqlite_database_is_a_busy_503(tmp_path, monkeypatch):
+    monkeypatch.setattr(database, "SQLITE_BUSY_TIMEOUT_MS", 0)
+    db = database.Database(f"sqlite:///{tmp_path / 'locked.db'}")
+    holder = create_engine(db.url)
+    with holder.connect() as held:
+        held.exec_driver_sql("BEGIN IMMEDIATE")
+        with pytest.raises(ServiceUnavailable) as refused, db.transaction() as session:
+            session.connection()
+        held.exec_driver_sql("ROLLBACK")
+    assert refused.value.message == database.BUSY_MESSAGE
+    with db.transaction() as session:  # the lock is gone: the same database begins again
+        session.connection()
+    holder.dispose()
+    db.dispose()
 
 
 def test_ready_and_the_503_of_both_apis_while_the_database_is_down(proxied):
