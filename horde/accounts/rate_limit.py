@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from horde import errors
+from horde import errors, precompiled
 from horde.database import last_statement_connection
 from horde.timeutil import utcnow
 
@@ -74,7 +74,7 @@ def take_turn(session: Session, user_id: int, client_address: str | None) -> Non
     locks a row its INSERT reads before that INSERT: the turn must come first (decision 0016). The INSERT's own
     taking of the turn then finds it held by its own transaction and goes on."""
     classid, objid = lock_key(user_id, client_address)
-    session.connection().execute(_TAKE_TURN, {"classid": classid, "objid": objid})
+    precompiled.execute(session.connection(), _TAKE_TURN, {"classid": classid, "objid": objid})
 
 
 def turn_function_sql() -> str:
@@ -229,11 +229,13 @@ class InsertBelowLimit:
             params["model_names"] = models
             params["lock_class"], params["lock_id"] = lock_key(values["user_id"], client_address)
         statement = self._statements.get(client_address is not None, postgres, tuple(values))
-        row = connection.execute(statement, params).first()
+        row = precompiled.execute(connection, statement, params).first()
         if row is None:
             refuse_if_over(limit, limit, client_address)
         if not postgres and models:  # SQLite has no INSERT in a WITH clause; its statements cost no round trip
-            connection.execute(self._model_rows, [{"request_id": values["id"], "model": model} for model in models])
+            precompiled.execute_many(
+                connection, self._model_rows, [{"request_id": values["id"], "model": model} for model in models]
+            )
         return row
 
 

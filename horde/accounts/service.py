@@ -22,7 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from horde import errors
+from horde import errors, precompiled
 from horde.accounts.keys import ANONYMOUS_API_KEY, ANONYMOUS_USERNAME, hash_api_key, new_api_key
 from horde.accounts.models import KudosEntry, User
 from horde.database import is_postgresql, table_of
@@ -134,13 +134,15 @@ def transfer(session: Session, moves: list[tuple[int, int, str]], *, request_id:
     ]
     if is_postgresql(session):
         if len(moves) == 2:  # a charge and its reward: one statement, one round trip
-            connection.execute(_PAIRED_TRANSFER, paired_transfer_params(moves, request_id=request_id))
+            precompiled.execute(connection, _PAIRED_TRANSFER, paired_transfer_params(moves, request_id=request_id))
             return
         for move in params:  # a statement per move, in id order: one round trip each
-            connection.execute(_MOVE_WITH_ITS_ENTRY, move)
+            precompiled.execute(connection, _MOVE_WITH_ITS_ENTRY, move)
         return
-    connection.execute(_ADD_TO_BALANCE, params)  # SQLite: in-process, so fewer calls matter more than statements
-    connection.execute(
+    # SQLite: in-process, so fewer calls matter more than statements
+    precompiled.execute_many(connection, _ADD_TO_BALANCE, params)
+    precompiled.execute_many(
+        connection,
         _RECORD,
         [
             {"user_id": user_id, "amount": amount, "kind": kind, "request_id": request_id, "created_at": now}

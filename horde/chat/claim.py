@@ -28,6 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from horde import precompiled
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import JOB_PROCESSING, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel, new_id
 from horde.config import Settings
@@ -201,7 +202,7 @@ class Claimed:
 
 def any_waiting_for(session: Session, models: list[str]) -> bool:
     """One index probe: decisive for a worker whose models have no queue at all."""
-    return bool(session.connection().scalar(_ANY_WAITING, {"worker_models": list(models)}))
+    return bool(precompiled.execute(session.connection(), _ANY_WAITING, {"worker_models": list(models)}).scalar())
 
 
 def claim(
@@ -216,17 +217,20 @@ def claim(
     connection = session.connection()
     job_id, params = _job_params(settings, worker)
     if skip_locked:  # PostgreSQL: one round trip
-        started = connection.execute(_CLAIM_IN_ONE_STATEMENT, worker_params(worker, trusted) | params).first()
+        started = precompiled.execute(
+            connection, _CLAIM_IN_ONE_STATEMENT, worker_params(worker, trusted) | params
+        ).first()
         return None if started is None else Claimed.of_row(job_id, started)
-    row = connection.execute(_BEST, worker_params(worker, trusted)).first()
+    row = precompiled.execute(connection, _BEST, worker_params(worker, trusted)).first()
     if row is None:
         return None
     request_id, models, payload, context_tokens = row
     model = next(model for model in models if model in worker.models)
     take = {"job": job_id, "worker": worker.id, "worker_name": worker.name, "request": request_id, "model": model}
-    if connection.execute(_TAKE, take).rowcount != 1:
+    if precompiled.execute(connection, _TAKE, take).rowcount != 1:
         return None
-    connection.execute(
+    precompiled.execute(
+        connection,
         _NEW_JOB,
         {
             "id": job_id,
@@ -248,7 +252,7 @@ def look_and_claim(
     queue, and the job it claimed (None when it had no free thread, no queue, or no eligible request)."""
     job_id, params = _job_params(settings, worker)
     params |= worker_params(worker, trusted) | {"threads": worker.threads}
-    busy, queued, *started = session.connection().execute(statement, params).one()
+    busy, queued, *started = precompiled.execute(session.connection(), statement, params).one()
     claimed = None if started[0] is None else Claimed.of_row(job_id, started)
     return busy, bool(queued), claimed
 

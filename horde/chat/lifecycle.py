@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from horde import errors
+from horde import errors, precompiled
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
@@ -199,7 +199,7 @@ class OwnedJob:
 
 def owned_job(session: Session, owner: User | Identity, job_id: str) -> OwnedJob:
     """The job (as read, unlocked) when its worker belongs to `owner`."""
-    row = session.connection().execute(_OWNED_JOB, {"job": job_id}).first()
+    row = precompiled.execute(session.connection(), _OWNED_JOB, {"job": job_id}).first()
     if row is None or row.owner_id != owner.id:
         raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
     return OwnedJob(*row)
@@ -214,7 +214,7 @@ def _owned_job_and_locked_request(session: Session, owner: User | Identity, job_
     which cannot deadlock. SQLite needs no lock: its writers already run one at a time.
     """
     statement = _JOB_AND_LOCKED_REQUEST if is_postgresql(session) else _JOB_AND_REQUEST
-    row = session.connection().execute(statement, {"job": job_id}).first()
+    row = precompiled.execute(session.connection(), statement, {"job": job_id}).first()
     if row is None or row.owner_id != owner.id:
         raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
     return row
@@ -280,7 +280,7 @@ def submit(
     accounts.transfer(session, replies.moves(request, kudos), request_id=request.id)
     at = utcnow()
     params = {"request": request.id, "job": request.job_id, "reply": reply, "at": at, "kudos": kudos}
-    finished = session.connection().execute(_FINISH_RETURNING, params).first()
+    finished = precompiled.execute(session.connection(), _FINISH_RETURNING, params).first()
     if finished is None:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
     return kudos, None, _finished(request, reply, kudos, at, finished)
@@ -288,7 +288,7 @@ def submit(
 
 def read_for_submit(session: Session, owner: User | Identity, job_id: str) -> Any:
     """The job and its request as `submit` reads them, without a lock, for accept_alone."""
-    row = session.connection().execute(_JOB_AND_REQUEST, {"job": job_id}).first()
+    row = precompiled.execute(session.connection(), _JOB_AND_REQUEST, {"job": job_id}).first()
     if row is None or row.owner_id != owner.id:
         raise errors.JobNotFound(f"No job '{job_id}' of a worker of this API key.")
     return row
@@ -313,12 +313,12 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
         "reply": reply,
         "kudos": kudos,
     }
-    settled = session.connection().execute(_LOCK_SUBMIT_AND_SETTLE, params).one()
+    settled = precompiled.execute(session.connection(), _LOCK_SUBMIT_AND_SETTLE, params).one()
     if not settled.finished:
         connection = session.connection()
-        if connection.scalar(_JOB_STATE, {"job": request.job_id}) != JOB_PROCESSING:
+        if precompiled.execute(connection, _JOB_STATE, {"job": request.job_id}).scalar() != JOB_PROCESSING:
             _refuse_ended_job(session, request.job_id)
-        if connection.scalar(_KUDOS_CHARGED, {"request": request.id}):
+        if precompiled.execute(connection, _KUDOS_CHARGED, {"request": request.id}).scalar():
             raise errors.DuplicateGen("This request was already charged.")
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
     return kudos, _finished(request, reply, kudos, params["at"], settled)
@@ -330,7 +330,7 @@ def _accept_in_one_statement(
     """PostgreSQL: the job's end, the request's finish and the settlement in one round trip (_SUBMIT_AND_SETTLE).
     The same refusals as the step-by-step path, in the same order; any of them rolls the whole statement back."""
     if request.kudos_charged:  # the step-by-step path's refusals, in its order: the job's own first
-        if session.connection().scalar(_JOB_STATE, {"job": request.job_id}) != JOB_PROCESSING:
+        if precompiled.execute(session.connection(), _JOB_STATE, {"job": request.job_id}).scalar() != JOB_PROCESSING:
             _refuse_ended_job(session, request.job_id)
         raise errors.DuplicateGen("This request was already charged.")
     kudos = replies.price(settings, request, reply)
@@ -339,7 +339,7 @@ def _accept_in_one_statement(
         "reply": reply,
         "kudos": kudos,
     }
-    settled = session.connection().execute(_SUBMIT_AND_SETTLE, params).one()
+    settled = precompiled.execute(session.connection(), _SUBMIT_AND_SETTLE, params).one()
     if not settled.ended:
         _refuse_ended_job(session, request.job_id)
     if not settled.finished:  # cannot happen under the lock; refuse (and roll back the job's end) if it does
@@ -369,8 +369,8 @@ def expire_jobs(session: Session, settings: Settings) -> list[Changed]:
     lock = _LOCK_REQUEST_UNLESS_HELD if is_postgresql(session) else _READ_REQUEST
     reason = f"The worker did not submit the job within its ttl of {int(settings.job_ttl_s)} s."
     changed = []
-    for job_id, request_id in connection.execute(_DUE_JOBS, {"now": now}).all():
-        request = connection.execute(lock, {"request": request_id}).first()
+    for job_id, request_id in precompiled.execute(connection, _DUE_JOBS, {"now": now}).all():
+        request = precompiled.execute(connection, lock, {"request": request_id}).first()
         if request is None or not _try_end_job(session, job_id, JOB_ABORTED, reason):
             continue
         state = _restart_or_fault(session, settings, request, job_id, errors.ChatJobExpired.rc, reason)
@@ -431,7 +431,9 @@ def _charge_streamed(
 
 def _try_end_job(session: Session, job_id: str, state: str, reason: str | None) -> bool:
     """Compare-and-set: end the job only from `processing`. False when another call ended it first."""
-    ended = session.connection().execute(_END_JOB, {"job": job_id, "new_state": state, "why": reason, "at": utcnow()})
+    ended = precompiled.execute(
+        session.connection(), _END_JOB, {"job": job_id, "new_state": state, "why": reason, "at": utcnow()}
+    )
     return ended.rowcount == 1
 
 
@@ -443,7 +445,7 @@ def _end_job(session: Session, job_id: str, state: str, reason: str | None) -> N
 
 def _refuse_ended_job(session: Session, job_id: str) -> None:
     """The refusal for a job that another call ended first."""
-    if session.connection().scalar(_JOB_STATE, {"job": job_id}) == JOB_SUBMITTED:
+    if precompiled.execute(session.connection(), _JOB_STATE, {"job": job_id}).scalar() == JOB_SUBMITTED:
         raise errors.DuplicateGen("This job was already submitted.")
     raise errors.AbortedGen("This job is no longer assigned to the worker.")
 
@@ -456,4 +458,4 @@ def _restart_or_fault(
     final = request.attempts >= settings.max_attempts
     statement, state = (_FAULT, FAULTED) if final else (_RESTART, WAITING)
     params = {"request": request.id, "job": job_id, "rc": rc, "message": message, "at": utcnow()}
-    return state if session.connection().execute(statement, params).rowcount == 1 else None
+    return state if precompiled.execute(session.connection(), statement, params).rowcount == 1 else None

@@ -16,6 +16,7 @@ from sqlalchemy import and_, bindparam, case, insert, or_, select, type_coerce
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
+from horde import precompiled
 from horde.accounts import rate_limit
 from horde.accounts.models import User
 from horde.chat.models import (
@@ -74,25 +75,25 @@ def transient(values: Mapping[Any, Any]) -> ChatRequest:
 
 def read_request(session: Session, request_id: str) -> ChatRequest | None:
     """The whole row, as a transient ChatRequest (one statement, no identity map)."""
-    row = session.connection().execute(_READ_REQUEST, {"request_id": request_id}).first()
+    row = precompiled.execute(session.connection(), _READ_REQUEST, {"request_id": request_id}).first()
     return None if row is None else transient(row._mapping)
 
 
 def follow_request(session: Session, request_id: str) -> ChatRequest | None:
     """The row for a waiter, which rereads it on every event (each progress of a stream): its payload is
     None until the request is final, so that a long prompt is not decoded again on every read."""
-    row = session.connection().execute(_FOLLOW_REQUEST, {"request_id": request_id}).first()
+    row = precompiled.execute(session.connection(), _FOLLOW_REQUEST, {"request_id": request_id}).first()
     return None if row is None else transient(row._mapping)
 
 
 def read_state(session: Session, request_id: str) -> str | None:
-    return session.connection().execute(_READ_STATE, {"request_id": request_id}).scalar()
+    return precompiled.execute(session.connection(), _READ_STATE, {"request_id": request_id}).scalar()
 
 
 def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
     """(every worker, its owner's trust by owner id). The workers are rows carrying the Worker columns that
     admission reads (declarations, lengths, threads, last pop), not ORM objects."""
-    rows = session.connection().execute(_ROSTER).all()
+    rows = precompiled.execute(session.connection(), _ROSTER).all()
     trust = {row.owner_id: bool(row.owner_trusted) for row in rows}
     return cast(list[Worker], list(rows)), trust
 

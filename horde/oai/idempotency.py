@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import CursorResult, Integer, Table, Update, bindparam, case, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from horde import errors
+from horde import errors, precompiled
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, ChatRequest
 from horde.coalesced_writes import CoalescedWrites
@@ -189,7 +189,7 @@ def delivered_releases(
 def _release_all_delivered(runtime: Runtime, rows: Table, request_ids: Sequence[str]) -> None:
     """One holder less for each of `request_ids` (distinct), all delivered: one statement."""
     with runtime.db.autocommit() as session:
-        session.connection().execute(_delivered_statement(rows), {"ids": list(request_ids)})
+        precompiled.execute(session.connection(), _delivered_statement(rows), {"ids": list(request_ids)})
 
 
 @functools.cache
@@ -223,8 +223,10 @@ def _holders_statement(rows: Table, *, delivered: bool) -> Update:
 def hold(runtime: Runtime, request_id: str, delta: int, table: RequestTable = ChatRequest) -> None:
     """Holders + `delta`, never below 0 (one statement)."""
     with runtime.db.autocommit() as session:
-        session.connection().execute(
-            _holders_statement(table_of(table), delivered=False), {"id_": request_id, "delta": delta}
+        precompiled.execute(
+            session.connection(),
+            _holders_statement(table_of(table), delivered=False),
+            {"id_": request_id, "delta": delta},
         )
 
 

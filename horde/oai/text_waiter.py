@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Row, bindparam, select
 
-from horde import errors
+from horde import errors, precompiled
 from horde.chat import queue as chat_queue
 from horde.database import table_of
 from horde.events import request_channel
@@ -62,7 +62,7 @@ def watch(
             gap, pool = None, (0, 0)
             if read or keepalive_due or now >= next_read:
                 with runtime.db.read() as session:
-                    request = session.connection().execute(_READ, {"id_": request_id}).first()
+                    request = precompiled.execute(session.connection(), _READ, {"id_": request_id}).first()
                     if request is not None and request.state == WAITING:
                         workers = roster.cached(runtime.snapshots, session, runtime.text_checkins.generation)
                         online = roster.online_among(workers, settings.worker_online_window_s, request.models)

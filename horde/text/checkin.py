@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from horde import errors
+from horde import errors, precompiled
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.text.models import JOB_SUBMITTED, TextJob
@@ -110,7 +110,7 @@ _RECENT_SPEEDS = (
 
 def tokens_per_s(session: Session, worker_id: str) -> float | None:
     """Median speed of the worker's latest submitted generations; None before its first."""
-    rows = session.connection().execute(_RECENT_SPEEDS, {"worker": worker_id}).all()
+    rows = precompiled.execute(session.connection(), _RECENT_SPEEDS, {"worker": worker_id}).all()
     speeds = [tokens / max((ended - started).total_seconds(), 0.001) for tokens, started, ended in rows if ended]
     return statistics.median(speeds) if speeds else None
 

@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from horde import errors
+from horde import errors, precompiled
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
@@ -109,6 +109,7 @@ _NEXT = (
     .order_by(*QUEUE_ORDER)
     .limit(1)
 )
+_INSERT_JOBS = insert(_JOBS)
 #: PostgreSQL: rows another claim holds are skipped, so concurrent pops take different requests.
 _NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=_REQUESTS)
 
@@ -116,9 +117,10 @@ _NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=_REQUESTS)
 def next_request(session: Session, offer: Offer, *, skip_locked: bool, prefer_users: list[int]) -> Row | None:
     """The best waiting request for the worker: its priority users first, then priority class, kudos, age."""
     query = _NEXT_UNLOCKED if skip_locked else _NEXT
-    if prefer_users:
+    if prefer_users:  # a statement of its own: run as SQLAlchemy runs it, never kept (precompiled keeps plans)
         query = query.order_by(None).order_by(case((TextRequest.user_id.in_(prefer_users), 0), else_=1), *QUEUE_ORDER)
-    return session.connection().execute(query, offer_params(offer)).first()
+        return session.connection().execute(query, offer_params(offer)).first()
+    return precompiled.execute(session.connection(), query, offer_params(offer)).first()
 
 
 class Claimed(NamedTuple):
@@ -137,7 +139,7 @@ def claim(session: Session, settings: Settings, request: Row, worker: TextWorker
     job_ids = []
     connection = session.connection()
     for _ in range(amount):
-        if connection.execute(_TAKE_ONE, {"id_": request.id}).rowcount != 1:
+        if precompiled.execute(connection, _TAKE_ONE, {"id_": request.id}).rowcount != 1:
             break
         job_ids.append(new_id())
     if job_ids:
@@ -154,7 +156,7 @@ def claim(session: Session, settings: Settings, request: Row, worker: TextWorker
             }
             for job_id in job_ids
         ]
-        connection.execute(insert(_JOBS), rows)
+        precompiled.execute_many(connection, _INSERT_JOBS, rows)
     return Claimed(job_ids, model)
 
 
@@ -216,7 +218,7 @@ _JOB_STATE = select(_JOBS.c.state).where(_JOBS.c.id == bindparam("id_"))
 
 def owned_job(session: Session, owner: User | Identity, job_id: str) -> Row:
     """The job with what a submit needs of its worker and request (`_OWNED_JOB`), if the owner's worker runs it."""
-    job = session.connection().execute(_OWNED_JOB, {"id_": job_id}).first()
+    job = precompiled.execute(session.connection(), _OWNED_JOB, {"id_": job_id}).first()
     if job is None:
         raise errors.InvalidJobID(f"No text job '{job_id}'.")
     if job.owner_id != owner.id:
@@ -232,7 +234,7 @@ def _request_of(session: Session, job: TextJob | Row) -> TextRequest:
 
 
 def _refuse_ended(session: Session, job_id: str) -> None:
-    state = session.connection().scalar(_JOB_STATE, {"id_": job_id})
+    state = precompiled.execute(session.connection(), _JOB_STATE, {"id_": job_id}).scalar()
     if state == JOB_SUBMITTED:
         raise errors.DuplicateGen("This generation was already submitted.")
     raise errors.AbortedGen(f"This generation is no longer assigned to the worker (it is {state}).")
@@ -255,7 +257,8 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
     )
     now = utcnow()
     connection = session.connection()
-    landed = connection.execute(
+    landed = precompiled.execute(
+        connection,
         _SUBMIT_JOB,
         {
             "id_": job.id,
@@ -271,7 +274,7 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
     )
     if landed.rowcount != 1:
         _refuse_ended(session, job.id)
-    connection.execute(_FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
+    precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
     # Charge the requester and reward the worker's owner, as chat's settlement does.
     moves = [(job.user_id, -kudos, "charge"), (job.owner_id, kudos, "reward")]
     accounts.transfer(session, moves, request_id=job.request_id)

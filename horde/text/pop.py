@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from horde import precompiled
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.database import table_of
@@ -133,7 +134,7 @@ def _claim_or_explain(
 
 def _any_waiting(runtime: Runtime) -> bool:
     with runtime.db.read() as session:
-        return session.connection().scalar(_ANY_WAITING) is not None
+        return precompiled.execute(session.connection(), _ANY_WAITING).scalar() is not None
 
 
 def _user_ids(session: Session, names: list[str] | None) -> list[int]:

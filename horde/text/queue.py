@@ -7,6 +7,7 @@ import statistics
 from sqlalchemy import Row, bindparam, exists, func, literal, or_, select
 from sqlalchemy.orm import Session
 
+from horde import precompiled
 from horde.chat.queue import served_before
 from horde.database import table_of
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
@@ -52,8 +53,8 @@ _RECENT_DURATIONS = (
 def waiting_count(session: Session, models: list[str]) -> int:
     """Generations waiting for any of `models` (every waiting one for none)."""
     if not models:
-        return session.connection().scalar(_WAITING) or 0
-    return session.connection().scalar(_WAITING_FOR_MODELS, {"models": list(models)}) or 0
+        return precompiled.execute(session.connection(), _WAITING).scalar() or 0
+    return precompiled.execute(session.connection(), _WAITING_FOR_MODELS, {"models": list(models)}).scalar() or 0
 
 
 def position(session: Session, request: TextRequest | Row) -> int:
@@ -72,6 +73,6 @@ def position(session: Session, request: TextRequest | Row) -> int:
 
 
 def typical_job_s(session: Session, default_s: float) -> float:
-    rows = session.connection().execute(_RECENT_DURATIONS).all()
+    rows = precompiled.execute(session.connection(), _RECENT_DURATIONS).all()
     durations = [(ended - started).total_seconds() for started, ended in rows if ended and started]
     return statistics.median(durations) if durations else default_s

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
+from horde import precompiled
 from horde.accounts.models import User
 from horde.database import table_of
 from horde.text import queue
@@ -48,7 +49,7 @@ _ROSTER = select(
 
 def read(session: Session) -> list[Row]:
     """Every worker, fresh: its text declarations and last text pop, and its owner's trust (`owner_trusted`)."""
-    return list(session.connection().execute(_ROSTER).all())
+    return list(precompiled.execute(session.connection(), _ROSTER).all())
 
 
 def cached(snapshots: Snapshots, session: Session, generation: int) -> list[Row]:

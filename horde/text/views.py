@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
+from horde import precompiled
 from horde.chat import queue as chat_queue
 from horde.database import table_of
 from horde.text import checkin, queue
@@ -39,7 +40,7 @@ _SUBMITTED_JOBS = (
 
 def submitted_jobs(session: Session, request_id: str) -> list[Row]:
     """The request's generations in the order they landed, as rows (every column of text_jobs)."""
-    return list(session.connection().execute(_SUBMITTED_JOBS, {"request": request_id}))
+    return list(precompiled.execute(session.connection(), _SUBMITTED_JOBS, {"request": request_id}))
 
 
 def status(session: Session, settings: Settings, request: TextRequest) -> dict:

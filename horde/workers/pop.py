@@ -10,7 +10,7 @@ from sqlalchemy import case, func, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from horde import errors
+from horde import errors, precompiled
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
 from horde.chat import claim as chat_claim
@@ -158,9 +158,9 @@ def claim_or_explain(
     # Text jobs share the worker's threads.
     walk = runtime.db.is_postgresql
     first_look = _BUSY_THREADS_AND_QUEUE_WALKING if walk else _BUSY_THREADS_AND_QUEUE
-    busy, queued, *_ = (
-        session.connection().execute(first_look, {"worker": worker.id, "worker_models": list(worker.models)}).one()
-    )
+    busy, queued, *_ = precompiled.execute(
+        session.connection(), first_look, {"worker": worker.id, "worker_models": list(worker.models)}
+    ).one()
     busy -= ending_jobs
     queued = bool(queued)
     if busy >= worker.threads or not queued:  # all threads busy, or the common empty pop
@@ -194,13 +194,13 @@ def _not_claimed(
 
 
 def _waiting_for_other_models(session: Session) -> dict[str, int]:
-    waiting = session.connection().scalar(_WAITING) or 0
+    waiting = precompiled.execute(session.connection(), _WAITING).scalar() or 0
     return {"models": waiting} if waiting else {}
 
 
 def busy_threads(session: Session, worker_id: str) -> int:
     """The worker's running jobs, chat and text together."""
-    return session.connection().scalar(_BUSY_THREADS, {"worker": worker_id}) or 0
+    return precompiled.execute(session.connection(), _BUSY_THREADS, {"worker": worker_id}).scalar() or 0
 
 
 def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:

@@ -1,0 +1,305 @@
+"""Hot statements compiled once per process and run on the DBAPI cursor of a SQLAlchemy Connection.
+
+Why: `Connection.execute` spends about 17 µs of Python on every statement before and after the driver's own
+work (the cache key, the parameters' construction, the execution context, the result object), ten times what
+SQLite needs to answer a lookup by key. Under bench/load.py that overhead was a sixth of a server's CPU. A
+statement of the hot paths is the same object on every call, so its SQL, its parameters' order and their
+type conversions, and its result's conversions can be worked out once; what is left per call is the driver.
+
+What stays the same as `Connection.execute`: the statement runs in the connection's transaction (begun on
+first use as SQLAlchemy would begin it), listeners of `before_cursor_execute` hear it (tests count statements
+that way), and a driver's error becomes SQLAlchemy's DBAPIError, invalidating the connection when the driver
+says it was lost. A statement this module cannot compile once (a list expanded into the SQL on every run, a
+column name that cannot be an attribute) runs through `Connection.execute` instead, unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Connection, Executable
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError, InvalidRequestError, MultipleResultsFound, NoResultFound
+from sqlalchemy.sql.compiler import SQLCompiler
+
+#: Plans kept per process: one per statement, dialect and set of parameter names. The hot paths have a few
+#: dozen; past the bound, statements run through Connection.execute (nothing is evicted, nothing grows).
+MAX_PLANS = 1024
+_FALLBACK = object()
+_plans: dict[tuple, Any] = {}
+
+
+class Rows:
+    """A statement's rows, all fetched, with the Result methods the hot paths call."""
+
+    __slots__ = ("_rows", "rowcount")
+
+    def __init__(self, rows: list[Any], rowcount: int):
+        self._rows, self.rowcount = rows, rowcount
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+    def first(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def one(self) -> Any:
+        if len(self._rows) != 1:
+            raise NoResultFound("No row was found") if not self._rows else MultipleResultsFound("Several rows")
+        return self._rows[0]
+
+    def all(self) -> list[Any]:
+        return list(self._rows)
+
+    def scalar(self) -> Any:
+        return self._rows[0][0] if self._rows else None
+
+
+class _RowBase(tuple):
+    """A row: a tuple whose columns are also attributes, and `_mapping` (name → value) as SQLAlchemy's Row has."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...]
+
+    @property
+    def _mapping(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self, strict=True))
+
+
+class _Plan:
+    """One statement compiled for one dialect and one set of parameter names."""
+
+    __slots__ = (
+        "converters",
+        "dialect",
+        "executemany",
+        "params",
+        "positional",
+        "result",
+        "result_types",
+        "row_factory",
+        "sql",
+        "statement",
+    )
+
+    def __init__(self, compiled: SQLCompiler, dialect: Dialect, given: Mapping[str, Any], executemany: bool):
+        statement = compiled.statement
+        #: Kept so that the statement (a key of the plans by identity) lives as long as its plan.
+        self.statement, self.executemany, self.dialect = statement, executemany, dialect
+        names = {name: bind for bind, name in compiled.bind_names.items()}
+        escaped = compiled.escaped_bind_names
+        #: driver's name -> (the bind's own name, index in its list) for the elements of an expanded list
+        elements: dict[str, tuple[str, int]] = {}
+        if compiled.post_compile_params:
+            expanded = compiled.construct_expanded_state(dict(given), escape_names=False)
+            self.sql, self.positional = expanded.statement, compiled.positional
+            order = expanded.positiontup if compiled.positional else list(expanded.parameters)
+            for name, element_names in expanded.parameter_expansion.items():
+                elements.update((element, (name, index)) for index, element in enumerate(element_names))
+        else:
+            self.sql, self.positional = compiled.string, compiled.positional
+            order = compiled.positiontup if compiled.positional else list(names)
+        defaults = _python_defaults(compiled)
+        #: (name the driver sees, key the caller passes, index in its list or None, the bind, its conversion,
+        #: the column's Python default for a column the caller leaves out, or None)
+        self.params = []
+        for name in order or ():
+            bind_name, index = elements.get(name, (name, None))
+            bind = names[bind_name]
+            convert = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            self.params.append((escaped.get(name, name), bind.key, index, bind, convert, defaults.get(bind_name)))
+        columns = compiled._result_columns  # what SQLAlchemy's own result metadata reads, in order
+        fields = [column.keyname for column in columns]
+        self.result = bool(fields)
+        self.result_types = [column.type.dialect_impl(dialect) for column in columns]
+        #: The result's conversions, worked out at the first run from the column types the driver reports.
+        self.converters: list[tuple[int, Callable[[Any], Any]]] | None = None
+        if fields:
+            try:
+                self.row_factory = type("Row", (_RowBase, namedtuple("Row", fields)), {"__slots__": ()})
+            except ValueError:  # a name namedtuple refuses (a duplicate, a keyword, one with a leading "_")
+                raise _NotPlannable from None
+
+    def parameters(self, given: Mapping[str, Any]) -> Any:
+        values = []
+        for _name, key, index, bind, convert, default in self.params:
+            if index is not None:
+                value = given[key][index]
+            elif key in given:
+                value = given[key]
+            elif default is not None:
+                value = default()
+            elif bind.callable is not None:
+                value = bind.callable()
+            elif bind.required:
+                raise InvalidRequestError(f"A value is required for bind parameter {key!r}")
+            else:
+                value = bind.value
+            values.append(value if convert is None else convert(value))
+        if self.positional:
+            return tuple(values)
+        return {name: value for (name, *_), value in zip(self.params, values, strict=True)}
+
+
+class _NotPlannable(Exception):
+    pass
+
+
+def _python_defaults(compiled: SQLCompiler) -> dict[str, Callable[[], Any]]:
+    """Bind name -> the value maker of each column whose Python default (INSERT) or onupdate (UPDATE) the
+    statement leaves to the execution, as SQLAlchemy's execution context fills them. A default that wants
+    that context (a function of one argument) cannot be planned."""
+    makers: dict[str, Callable[[], Any]] = {}
+    prefetched: list[tuple[Any, Any]] = [(column, column.default) for column in compiled.insert_prefetch]
+    prefetched += [(column, column.onupdate) for column in compiled.update_prefetch]
+    for column, default in prefetched:
+        name = compiled._within_exec_param_key_getter(column)
+        if getattr(default, "is_scalar", False):
+            makers[name] = functools.partial(_constant, default.arg)
+        elif getattr(default, "is_callable", False) and hasattr(default.arg, "__wrapped__"):
+            makers[name] = default.arg.__wrapped__  # the function of no argument SQLAlchemy wrapped
+        else:
+            raise _NotPlannable
+    return makers
+
+
+def _constant(value: Any) -> Any:
+    return value
+
+
+def execute(connection: Connection, statement: Executable, params: Mapping[str, Any] | None = None) -> Rows | Any:
+    """Run `statement` with `params` on `connection` as `connection.execute` would, compiled once per process.
+    The result answers first(), one(), all(), scalar(), rowcount and iteration; rows are tuples whose columns
+    are also attributes, with `_mapping`."""
+    given = params or {}
+    plan = _plan(statement, connection.dialect, given, executemany=False)
+    if plan is _FALLBACK:
+        return connection.execute(statement, given)
+    return _run(connection, plan, plan.parameters(given), many=False)
+
+
+def execute_many(connection: Connection, statement: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Run a statement that returns nothing once per element of `rows` (all with the same keys), as
+    `connection.execute(statement, rows)` would: one executemany on the driver."""
+    if not rows:
+        return
+    plan = _plan(statement, connection.dialect, rows[0], executemany=True)
+    if plan is _FALLBACK or plan.result:
+        connection.execute(statement, list(rows))
+        return
+    _run(connection, plan, [plan.parameters(row) for row in rows], many=True)
+
+
+class _Expanding:
+    """The plans of a statement with lists expanded into its SQL (an IN of a list): one per lengths of its lists."""
+
+    __slots__ = ("by_lengths", "compiled", "keys")
+
+    def __init__(self, compiled: SQLCompiler):
+        self.compiled = compiled
+        self.by_lengths: dict[tuple[int, ...], _Plan] = {}
+        self.keys = tuple(bind.key for bind in compiled.post_compile_params)
+
+    def plan(self, dialect: Dialect, given: Mapping[str, Any], executemany: bool) -> Any:
+        lengths = tuple(len(given[key]) for key in self.keys)
+        plan = self.by_lengths.get(lengths)
+        if plan is None:
+            plan = _Plan(self.compiled, dialect, given, executemany)
+            if len(self.by_lengths) < MAX_PLANS:
+                self.by_lengths[lengths] = plan
+        return plan
+
+
+def _plan(statement: Executable, dialect: Dialect, given: Mapping[str, Any], executemany: bool) -> Any:
+    key = (id(statement), id(dialect), tuple(given), executemany)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _planned(statement, dialect, given, executemany)
+        if len(_plans) < MAX_PLANS:
+            _plans[key] = plan
+    if plan.__class__ is _Expanding:
+        try:
+            return plan.plan(dialect, given, executemany)
+        except (_NotPlannable, KeyError, TypeError):  # e.g. a list left out or not a list: SQLAlchemy says so
+            return _FALLBACK
+    return plan
+
+
+def _planned(statement: Executable, dialect: Dialect, given: Mapping[str, Any], executemany: bool) -> Any:
+    compiled = cast(Any, statement).compile(dialect=dialect, column_keys=sorted(given), for_executemany=executemany)
+    if not isinstance(compiled, SQLCompiler) or compiled.literal_execute_params:
+        return _FALLBACK
+    if compiled.post_compile_params and executemany:  # each row's lists may have lengths of their own
+        return _FALLBACK
+    try:
+        if compiled.post_compile_params:
+            expanding = _Expanding(compiled)
+            expanding.plan(dialect, given, executemany)  # the first one, to know it can be planned
+            return expanding
+        return _Plan(compiled, dialect, given, executemany)
+    except (_NotPlannable, KeyError, TypeError):
+        return _FALLBACK
+
+
+def _run(connection: Connection, plan: _Plan, parameters: Any, *, many: bool) -> Rows:
+    if not connection.in_transaction():
+        connection.begin()  # what Connection.execute's autobegin does: on SQLite, the engine's BEGIN
+    dbapi_connection = connection.connection.dbapi_connection
+    cursor = dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        heard = connection.dispatch.before_cursor_execute
+        if heard:
+            heard(connection, cursor, plan.sql, parameters, None, many)
+        if many:
+            cursor.executemany(plan.sql, parameters)
+        else:
+            cursor.execute(plan.sql, parameters)
+        rows = _fetched(cursor, plan) if plan.result else []
+        return Rows(rows, cursor.rowcount)
+    except connection.dialect.loaded_dbapi.Error as exc:
+        raise _wrapped(connection, exc, plan.sql, parameters, cursor) from exc
+    finally:
+        cursor.close()
+
+
+def _fetched(cursor: Any, plan: _Plan) -> list[Any]:
+    rows = cursor.fetchall()
+    converters = plan.converters
+    if converters is None:
+        converters = plan.converters = _converters(cursor, plan)
+    make = cast(Any, plan.row_factory)._make
+    if not converters:
+        return [make(row) for row in rows]
+    converted = []
+    for row in rows:
+        values = list(row)
+        for i, convert in converters:
+            values[i] = convert(values[i])
+        converted.append(make(values))
+    return converted
+
+
+def _converters(cursor: Any, plan: _Plan) -> list[tuple[int, Callable[[Any], Any]]]:
+    """(column, conversion) for the columns that have one, from the types the driver reports, as SQLAlchemy
+    asks for them: a statement's result has the same column types on every run."""
+    description = cursor.description or ()
+    converters: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, kind in enumerate(plan.result_types):
+        driver_type = description[i][1] if i < len(description) else None
+        convert = kind.result_processor(plan.dialect, driver_type)
+        if convert is not None:
+            converters.append((i, convert))
+    return converters
+
+
+def _wrapped(connection: Connection, exc: Any, sql: str, parameters: Any, cursor: Any) -> Exception:
+    dialect = connection.dialect
+    lost = dialect.is_disconnect(exc, connection.connection.dbapi_connection, cursor)
+    if lost:
+        connection.invalidate(exc)
+    return DBAPIError.instance(
+        sql, parameters, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost, dialect=dialect
+    )

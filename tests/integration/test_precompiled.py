@@ -1,0 +1,151 @@
+"""horde.precompiled runs a statement as Connection.execute would: same rows, same conversions, same
+transaction, same errors, heard by the same listeners. Each check compares with SQLAlchemy itself."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import pytest
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    event,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError, InvalidRequestError, NoResultFound
+
+from horde import precompiled
+
+_METADATA = MetaData()
+PROBES = Table(
+    "precompiled_probes",
+    _METADATA,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(40), nullable=False, unique=True),
+    Column("at", DateTime, nullable=True),
+    Column("doc", JSON, nullable=True),
+    Column("flag", Boolean, nullable=False, default=False),
+    Column("serial", Integer, nullable=False, default=lambda: next(_SERIALS)),
+    Column("told", Integer, nullable=True, default=lambda context: 7),
+)
+_SERIALS = itertools.count(100)
+_INSERT = insert(PROBES)
+_INSERT_NAME = insert(PROBES).values(name=bindparam("name")).returning(PROBES.c.flag, PROBES.c.serial)
+_INSERT_RETURNING = insert(PROBES).returning(PROBES.c.id, PROBES.c.at, PROBES.c.doc, PROBES.c.flag)
+_BY_NAMES = select(PROBES).where(PROBES.c.name.in_(bindparam("names", expanding=True))).order_by(PROBES.c.id)
+_RENAME = update(PROBES).where(PROBES.c.name == bindparam("old")).values(name=bindparam("new"))
+_COUNT = select(func.count()).select_from(PROBES)
+_LITERAL_EXECUTE = select(PROBES.c.name).where(PROBES.c.id == literal(1, literal_execute=True))
+_AT = dt.datetime(2026, 11, 30, 12, 34, 56, 789000)
+
+
+@pytest.fixture
+def engine(runtime):
+    engine = runtime.db.engine
+    _METADATA.create_all(engine)
+    yield engine
+    _METADATA.drop_all(engine)
+
+
+def _rows(engine, name_count=3):
+    with engine.begin() as connection:
+        for i in range(name_count):
+            doc = None if i == 0 else {"i": i, "list": [1, "two"]}
+            connection.execute(_INSERT, {"name": f"n{i}", "at": _AT, "doc": doc, "flag": i % 2 == 1})
+
+
+def test_rows_and_their_conversions_are_sqlalchemys(engine):
+    _rows(engine)
+    with engine.connect() as connection:
+        for names in (["n1"], ["n0", "n2"], ["n0", "n1", "n2"], [], ["n2", "n1"]):
+            expected = connection.execute(_BY_NAMES, {"names": names}).all()
+            got = precompiled.execute(connection, _BY_NAMES, {"names": names}).all()
+            assert [tuple(row) for row in got] == [tuple(row) for row in expected]
+            assert [row._mapping for row in got] == [dict(row._mapping) for row in expected]
+        row = precompiled.execute(connection, _BY_NAMES, {"names": ["n1"]}).one()
+        assert row.at == _AT and isinstance(row.at, dt.datetime)
+        assert row.doc == {"i": 1, "list": [1, "two"]} and row.flag is True
+        assert precompiled.execute(connection, _COUNT).scalar() == 3
+
+
+def test_insert_returning_update_rowcount_and_executemany(engine):
+    with engine.begin() as connection:
+        written = precompiled.execute(connection, _INSERT_RETURNING, {"name": "a", "at": _AT, "doc": [1], "flag": True})
+        row = written.one()
+        assert (row.at, row.doc, row.flag) == (_AT, [1], True)
+        precompiled.execute_many(connection, _INSERT, [{"name": f"m{i}", "flag": False} for i in range(4)])
+        assert precompiled.execute(connection, _RENAME, {"old": "m1", "new": "renamed"}).rowcount == 1
+        assert precompiled.execute(connection, _RENAME, {"old": "nobody", "new": "x"}).rowcount == 0
+    with engine.connect() as connection:
+        names = connection.execute(select(PROBES.c.name).order_by(PROBES.c.id)).scalars().all()
+        assert names == ["a", "m0", "renamed", "m2", "m3"]
+
+
+def test_a_statement_runs_in_the_connections_transaction_begun_as_sqlalchemy_begins_it(engine):
+    with engine.connect() as connection:
+        assert not connection.in_transaction()
+        precompiled.execute(connection, _INSERT, {"name": "rolled back", "flag": False})
+        assert connection.in_transaction()
+        connection.rollback()
+    with engine.connect() as connection:
+        assert connection.execute(_COUNT).scalar() == 0
+
+
+def test_a_drivers_error_is_sqlalchemys(engine):
+    _rows(engine, 1)
+    with engine.connect() as connection, pytest.raises(IntegrityError) as raised:
+        precompiled.execute(connection, _INSERT, {"name": "n0", "flag": False})
+    assert not raised.value.connection_invalidated
+
+
+def test_listeners_hear_each_statement(engine):
+    heard = []
+
+    def record(_connection, _cursor, statement, parameters, _context, executemany):
+        heard.append((statement, executemany))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        with engine.begin() as connection:
+            precompiled.execute(connection, _COUNT)
+            precompiled.execute_many(connection, _INSERT, [{"name": "x", "flag": True}, {"name": "y", "flag": True}])
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    ours = [(statement.split()[0], many) for statement, many in heard if not statement.startswith("BEGIN")]
+    assert ours == [("SELECT", False), ("INSERT", True)]
+
+
+def test_what_cannot_be_compiled_once_runs_through_sqlalchemy(engine):
+    _rows(engine, 2)
+    with engine.connect() as connection:
+        assert precompiled.execute(connection, _LITERAL_EXECUTE).scalar() == "n0"
+
+
+def test_a_missing_value_and_a_missing_row_are_refused(engine):
+    with engine.connect() as connection:
+        with pytest.raises(InvalidRequestError):
+            precompiled.execute(connection, _RENAME, {"new": "x"})
+        with pytest.raises(NoResultFound):
+            precompiled.execute(connection, _BY_NAMES, {"names": ["absent"]}).one()
+
+
+def test_the_columns_python_defaults_fill_what_the_caller_leaves_out(engine):
+    with engine.begin() as connection:
+        first = precompiled.execute(connection, _INSERT_NAME, {"name": "a"}).one()
+        second = precompiled.execute(connection, _INSERT_NAME, {"name": "b"}).one()
+        assert first.flag is False and second.serial == first.serial + 1
+        precompiled.execute(connection, _INSERT, {"name": "c"})  # a default that wants SQLAlchemy's context
+        told = connection.execute(select(PROBES.c.told).where(PROBES.c.name == "c")).scalar()
+    assert told == 7
