@@ -21,7 +21,7 @@ from horde import errors, precompiled
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.chat import pricing, replies
+from horde.chat import model_rows, pricing, replies
 from horde.chat.finish import CLAIM_COLUMNS, Finish
 from horde.chat.models import (
     CANCELLED,
@@ -162,7 +162,11 @@ def _submit_and_settle_statement(*, lock_first: bool):
         .cte("submitted")
     )
     finished = _FINISH.where(exists(select(submitted.c.id))).returning(_REQUESTS.c.id, *_CLAIM_COLUMNS).cte("finished")
-    ctes = ([locked] if lock_first else []) + [submitted, finished]
+    ctes = ([locked] if lock_first else []) + [
+        submitted,
+        finished,
+        model_rows.forget_finished_cte(select(finished.c.id)),
+    ]
     return select(
         select(func.count()).select_from(submitted).scalar_subquery().label("ended"),
         select(func.count()).select_from(finished).scalar_subquery().label("finished"),
@@ -283,6 +287,7 @@ def submit(
     finished = precompiled.execute(session.connection(), _FINISH_RETURNING, params).first()
     if finished is None:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
+    model_rows.forget_finished(session, request.id)
     return kudos, None, _finished(request, reply, kudos, at, finished)
 
 

@@ -2,15 +2,19 @@
 
 A pop's first look (claim.ANY_WAITING_FOR) walks the model rows of the worker's models and asks each
 request whether it waits. Rows of ended requests would make that walk grow with the Horde's history (every
-request ever made for a model), so the sweeper drops them: a request that has ended (done, faulted,
-cancelled) never waits again, and nothing else reads its model rows (its own `models` column keeps them).
+request ever made for a model), so they are dropped: a request that has ended (done, faulted, cancelled)
+never waits again, and nothing else reads its model rows (its own `models` column keeps them). A submit that
+finishes its request drops them in the same transaction (on PostgreSQL, the same statement): under load the
+ended requests of one sweep interval would otherwise lie under every look (on SQLite, 150 of them made a
+look 64 µs where it takes 8). The sweeper drops the rest (faulted, cancelled, and any from before).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import CTE, Select, bindparam, delete, select
 from sqlalchemy.orm import Session
 
+from horde import precompiled
 from horde.chat.request_rows import ENDED, REQUEST_MODELS, REQUESTS
 
 #: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from
@@ -26,6 +30,25 @@ _FORGET_ENDED = delete(REQUEST_MODELS).where(
         .scalar_subquery()
     )
 )
+
+
+_FORGET_FINISHED = delete(REQUEST_MODELS).where(REQUEST_MODELS.c.request_id == bindparam("finished_request"))
+
+
+def forget_finished(session: Session, request_id: str) -> None:
+    """Drop the model rows of `request_id`, which this transaction has just finished."""
+    precompiled.execute(session.connection(), _FORGET_FINISHED, {"finished_request": request_id})
+
+
+def forget_finished_cte(finished_ids: Select) -> CTE:
+    """PostgreSQL: a data-modifying WITH clause that drops the model rows of the requests `finished_ids` selects,
+    for a statement that finishes its request."""
+    return (
+        delete(REQUEST_MODELS)
+        .where(REQUEST_MODELS.c.request_id.in_(finished_ids))
+        .returning(REQUEST_MODELS.c.request_id)
+        .cte("forgotten_models")
+    )
 
 
 def forget_ended(session: Session, batch: int = FORGET_PER_SWEEP) -> int:

@@ -1,4 +1,5 @@
-"""The sweeper drops the model rows of ended requests, so a pop's first look does not grow with history."""
+"""The model rows of ended requests are dropped, so a pop's first look does not grow with history: a submit
+drops those of the request it finishes at once, the sweeper those of every other ended request."""
 
 from __future__ import annotations
 
@@ -19,6 +20,22 @@ def _cancel(client, key, request_id):
     assert response.status_code == 200, response.json
 
 
+def test_a_submit_drops_the_model_rows_of_the_request_it_finishes_and_no_others(runtime, client, make_user):
+    _, owner = make_user("owner")
+    pop(client, owner, models=["m1", "m2"])
+    both = {"models": ["m1", "m2"], "messages": [{"role": "user", "content": "Hello"}]}
+    finished = client.post("/api/v2/generate/chat/async", json=both, headers={"apikey": owner}).json["id"]
+    job = pop(client, owner, models=["m1", "m2"])["id"]
+    running = queued_id(client, owner, model="m1")
+    assert pop(client, owner, name="w2", models=["m1"])["id"] is not None
+    waiting = queued_id(client, owner, model="m2")
+    assert [_model_rows(runtime, request) for request in (finished, running, waiting)] == [2, 1, 1]
+
+    submit(client, owner, job)
+
+    assert [_model_rows(runtime, request) for request in (finished, running, waiting)] == [0, 1, 1]
+
+
 def test_a_sweep_drops_the_model_rows_of_ended_requests_only(runtime, client, make_user):
     _, owner = make_user("owner")
     pop(client, owner, models=["m1", "m2"])
@@ -30,7 +47,7 @@ def test_a_sweep_drops_the_model_rows_of_ended_requests_only(runtime, client, ma
     processing = queued_id(client, owner, model="m2")
     assert pop(client, owner, models=["m1", "m2"])["id"] is not None
     waiting = queued_id(client, owner, model="m1")
-    assert [_model_rows(runtime, request) for request in (done, cancelled, processing, waiting)] == [2, 1, 1, 1]
+    assert [_model_rows(runtime, request) for request in (done, cancelled, processing, waiting)] == [0, 1, 1, 1]
 
     service.sweep(runtime)
 
