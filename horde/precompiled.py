@@ -25,11 +25,12 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, InvalidRequestError, MultipleResultsFound, NoResultFound
 from sqlalchemy.sql.compiler import SQLCompiler
 
-#: Plans kept per process: one per statement, dialect and set of parameter names. The hot paths have a few
-#: dozen; past the bound, statements run through Connection.execute (nothing is evicted, nothing grows).
+#: Plans kept per dialect (an engine's): one per statement and set of parameter names. The hot paths have a
+#: few dozen; past the bound, new statements run through Connection.execute (nothing is evicted, nothing
+#: grows). A dialect's plans are kept on it (they refer to it), so they go with it when its engine does.
 MAX_PLANS = 1024
+_PLANS_ATTRIBUTE = "_horde_precompiled_plans"
 _FALLBACK = object()
-_plans: dict[tuple, Any] = {}
 
 
 class Rows:
@@ -214,12 +215,16 @@ class _Expanding:
 
 
 def _plan(statement: Executable, dialect: Dialect, given: Mapping[str, Any], executemany: bool) -> Any:
-    key = (id(statement), id(dialect), tuple(given), executemany)
-    plan = _plans.get(key)
+    plans = dialect.__dict__.get(_PLANS_ATTRIBUTE)
+    if plans is None:
+        plans = {}
+        setattr(dialect, _PLANS_ATTRIBUTE, plans)
+    key = (id(statement), tuple(given), executemany)
+    plan = plans.get(key)
     if plan is None:
-        plan = _planned(statement, dialect, given, executemany)
-        if len(_plans) < MAX_PLANS:
-            _plans[key] = plan
+        if len(plans) >= MAX_PLANS:
+            return _FALLBACK
+        plan = plans[key] = _planned(statement, dialect, given, executemany)
     if plan.__class__ is _Expanding:
         try:
             return plan.plan(dialect, given, executemany)

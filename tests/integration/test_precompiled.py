@@ -4,7 +4,9 @@ transaction, same errors, heard by the same listeners. Each check compares with 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import itertools
+import weakref
 
 import pytest
 from sqlalchemy import (
@@ -17,6 +19,7 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
+    create_engine,
     event,
     func,
     insert,
@@ -149,3 +152,16 @@ def test_the_columns_python_defaults_fill_what_the_caller_leaves_out(engine):
         precompiled.execute(connection, _INSERT, {"name": "c"})  # a default that wants SQLAlchemy's context
         told = connection.execute(select(PROBES.c.told).where(PROBES.c.name == "c")).scalar()
     assert told == 7
+
+
+def test_an_engines_plans_go_with_it(tmp_path):
+    engine = create_engine(f"sqlite:///{tmp_path / 'gone.db'}")
+    _METADATA.create_all(engine)
+    with engine.connect() as connection:
+        precompiled.execute(connection, _BY_NAMES, {"names": ["a", "b"]}).all()
+        precompiled.execute(connection, _COUNT).scalar()
+    dialect = weakref.ref(engine.dialect)
+    engine.dispose()
+    del engine, connection
+    gc.collect()
+    assert dialect() is None
