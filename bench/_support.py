@@ -55,6 +55,20 @@ def table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(out)
 
 
+#: The additions of the speed probe: about half a second to one second of CPU on the 2-core machines we use.
+SPEED_PROBE_ADDITIONS = 10_000_000
+
+
+def machine_speed_s() -> float:
+    """Seconds a Python loop of SPEED_PROBE_ADDITIONS additions takes now: a shared machine's speed can change by
+    two within an hour, so a run prints it beside its figures, and runs made at different moments can be told
+    apart. Only runs made side by side compare code."""
+    started, total = time.perf_counter(), 0
+    for number in range(SPEED_PROBE_ADDITIONS):
+        total += number
+    return time.perf_counter() - started
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 

@@ -560,7 +560,7 @@ def main(argv=None) -> int:
                 return 2
             print(f"PostgreSQL skipped: {args.admin_url} is unreachable ({problem})")
             backends.remove("postgresql")
-    started = time.perf_counter()
+    started, speed_before_s = time.perf_counter(), S.machine_speed_s()
     rows, all_ok = [], True
     modes = [False] if args.no_submit_pop else [False, True]
     for backend in backends:
@@ -609,6 +609,10 @@ def main(argv=None) -> int:
             ],
             rows,
         )
+    )
+    print(
+        f"machine: a Python loop of {S.SPEED_PROBE_ADDITIONS:,} additions took {speed_before_s:.2f} s before the runs "
+        f"and {S.machine_speed_s():.2f} s after (compare figures only between runs made side by side)"
     )
     print(f"total {time.perf_counter() - started:.1f} s")
     if args.check and not all_ok:
