@@ -77,7 +77,6 @@ class _Plan:
     __slots__ = (
         "converters",
         "dialect",
-        "executemany",
         "params",
         "positional",
         "result",
@@ -87,10 +86,9 @@ class _Plan:
         "statement",
     )
 
-    def __init__(self, compiled: SQLCompiler, dialect: Dialect, given: Mapping[str, Any], executemany: bool):
-        statement = compiled.statement
+    def __init__(self, compiled: SQLCompiler, dialect: Dialect, given: Mapping[str, Any]):
         #: Kept so that the statement (a key of the plans by identity) lives as long as its plan.
-        self.statement, self.executemany, self.dialect = statement, executemany, dialect
+        self.statement, self.dialect = compiled.statement, dialect
         names = {name: bind for bind, name in compiled.bind_names.items()}
         escaped = compiled.escaped_bind_names
         #: driver's name -> (the bind's own name, index in its list) for the elements of an expanded list
@@ -206,11 +204,11 @@ class _Expanding:
         self.by_lengths: dict[tuple[int, ...], _Plan] = {}
         self.keys = tuple(bind.key for bind in compiled.post_compile_params)
 
-    def plan(self, dialect: Dialect, given: Mapping[str, Any], executemany: bool) -> Any:
+    def plan(self, dialect: Dialect, given: Mapping[str, Any]) -> Any:
         lengths = tuple(len(given[key]) for key in self.keys)
         plan = self.by_lengths.get(lengths)
         if plan is None:
-            plan = _Plan(self.compiled, dialect, given, executemany)
+            plan = _Plan(self.compiled, dialect, given)
             if len(self.by_lengths) < MAX_PLANS:
                 self.by_lengths[lengths] = plan
         return plan
@@ -229,7 +227,7 @@ def _plan(statement: Executable, dialect: Dialect, given: Mapping[str, Any], exe
         plan = plans[key] = _planned(statement, dialect, given, executemany)
     if plan.__class__ is _Expanding:
         try:
-            return plan.plan(dialect, given, executemany)
+            return plan.plan(dialect, given)
         except (_NotPlannable, KeyError, TypeError):  # e.g. a list left out or not a list: SQLAlchemy says so
             return _FALLBACK
     return plan
@@ -244,9 +242,9 @@ def _planned(statement: Executable, dialect: Dialect, given: Mapping[str, Any], 
     try:
         if compiled.post_compile_params:
             expanding = _Expanding(compiled)
-            expanding.plan(dialect, given, executemany)  # the first one, to know it can be planned
+            expanding.plan(dialect, given)  # the first one, to know it can be planned
             return expanding
-        return _Plan(compiled, dialect, given, executemany)
+        return _Plan(compiled, dialect, given)
     except (_NotPlannable, KeyError, TypeError):
         return _FALLBACK
 
