@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from gevent.monkey import get_original
-from sqlalchemy import Connection, CursorResult, Engine, Executable, Table, create_engine, event, text
+from sqlalchemy import Connection, CursorResult, Engine, Executable, Table, create_engine, event, make_url, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
@@ -45,9 +45,14 @@ POSTGRES_AUTOCOMMIT_POOL_OVERFLOW = 0
 #: The index-walking autocommit engine's pool (a worker's claim: two statements a pop). The three pools make 40
 #: connections a process, as the two did before claims left the transactional pool.
 POSTGRES_WALKING_POOL_SIZE = 8
-#: Its sessions plan with sorts off: an ORDER BY ... LIMIT walks its index in order and stops at the first row
-#: that passes the filters, where the planner, unable to estimate the filters, would sort the whole table.
-POSTGRES_WALKING_OPTIONS = "-c enable_sort=off"
+#: Every session keeps one plan per prepared statement (decision 0020): the hot statements are prepared (psycopg
+#: prepares a statement on its fifth run), and with the tables' statistics PostgreSQL's default would plan them
+#: again on every run, to compare a plan for the given values that is never better for these statements.
+POSTGRES_SESSION_OPTIONS = "-c plan_cache_mode=force_generic_plan"
+#: The walking pool's sessions also plan with sorts off: an ORDER BY ... LIMIT walks its index in order and stops at
+#: the first row that passes the filters, where the planner, unable to estimate the filters, would sort the whole
+#: table.
+POSTGRES_WALKING_OPTIONS = POSTGRES_SESSION_OPTIONS + " -c enable_sort=off"
 #: A pooled PostgreSQL connection idle this long is pinged before use (see _ping_idle_connections).
 PING_IF_IDLE_S = 1.0
 _CHECKED_IN_AT = "horde_checked_in_at"
@@ -387,15 +392,16 @@ def _has_unread_input(dbapi_connection: Any) -> bool:
 
 
 def _postgresql_engine(
-    url: str, pool_size: int, overflow: int, *, server_options: str | None = None, **options: Any
+    url: str, pool_size: int, overflow: int, *, server_options: str = POSTGRES_SESSION_OPTIONS, **options: Any
 ) -> Engine:
-    """`server_options`: settings every session of the pool starts with (libpq's `options`, "-c name=value")."""
+    """`server_options`: settings every session of the pool starts with (libpq's `options`, "-c name=value"),
+    after the URL's own `options`, which they would otherwise replace."""
+    given = make_url(url).query.get("options")
     connect_args: dict[str, Any] = {
         "connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
         "cursor_factory": DescribedOnceCursor,
+        "options": f"{given} {server_options}" if isinstance(given, str) else server_options,
     }
-    if server_options:
-        connect_args["options"] = server_options
     engine = create_engine(url, pool_size=pool_size, max_overflow=overflow, connect_args=connect_args, **options)
     _ping_idle_connections(engine)
     event.listen(engine, "do_connect", _connect_waiting_on_the_hub)

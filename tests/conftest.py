@@ -38,6 +38,15 @@ def database_url(request, tmp_path, postgres):
 
 
 @pytest.fixture
+def postgresql_runtime(runtime):
+    """The runtime, for tests of what only PostgreSQL has (server sessions, their pools and plans): skipped on
+    SQLite. A test module may define its own, to say why in its skip."""
+    if not runtime.db.is_postgresql:
+        pytest.skip("a PostgreSQL server's sessions: SQLite has none")
+    return runtime
+
+
+@pytest.fixture
 def redis_prefix():
     return f"horde_test_{uuid.uuid4().hex[:12]}"
 

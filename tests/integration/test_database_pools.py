@@ -13,13 +13,6 @@ from sqlalchemy import event, text
 BURSTS = {"engine": 12, "autocommit_engine": 12, "walking_engine": 6}
 
 
-@pytest.fixture
-def postgresql_runtime(runtime):
-    if not runtime.db.is_postgresql:
-        pytest.skip("SQLite's connections are per thread, not a pool of server sessions")
-    return runtime
-
-
 def _burst(engine, size: int) -> None:
     """`size` connections checked out at once, each running a statement, then all returned."""
     with contextlib.ExitStack() as stack:
