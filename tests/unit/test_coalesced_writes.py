@@ -1,6 +1,7 @@
 """Coalesced writes: those that arrive while one runs go together in the next; outside gevent each runs at once."""
 
 import threading
+import time
 
 from horde.coalesced_writes import CoalescedWrites, distinct_rounds
 from horde.ops.drain import DRAIN
@@ -36,6 +37,27 @@ def test_writes_that_arrive_while_one_runs_go_together_in_the_next_and_count_for
     held.release.set()
     wait_until(lambda: DRAIN.requests_in_flight == in_flight, timeout_s=JOIN_S, what="the writes")
     assert held.batches == [["a"], ["b", "c"], ["b"]]
+
+
+def test_a_busy_writer_starts_its_writes_an_interval_apart_and_what_arrives_meanwhile_goes_together():
+    """Under load each write ends before the next item arrives: without the interval every batch held one."""
+    interval_s = 0.5
+    started: list[tuple[float, list[str]]] = []
+    writes = CoalescedWrites(
+        "test writes",
+        lambda items: started.append((time.monotonic(), list(items))),
+        background=True,
+        busy_interval_s=interval_s,
+    )
+    added = time.monotonic()
+    writes.add("a")
+    wait_until(lambda: len(started) == 1, timeout_s=JOIN_S, what="the first write")
+    writes.add("b")
+    writes.add("c")
+    wait_until(lambda: len(started) == 2, timeout_s=JOIN_S, what="the second write")
+    (first_at, first), (second_at, second) = started
+    assert first == ["a"] and first_at - added < interval_s  # an idle writer writes at once
+    assert second == ["b", "c"] and second_at - first_at >= interval_s
 
 
 def test_a_failed_write_is_logged_and_the_writer_goes_on():
