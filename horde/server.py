@@ -41,6 +41,9 @@ KEY_PURGE_EVERY_SWEEPS = 60
 #: as long as it waits; a request line and usual headers fit in one read, and a large body is read past the
 #: buffer, straight into its destination.
 READ_BUFFER_BYTES = 2048
+#: A response's first write goes out in the same send as its headers up to this size (copied once). gevent sends
+#: the headers alone first: two packets, and two wake-ups of the reader, for every answer that fits in one.
+HEADERS_WITH_FIRST_WRITE_MAX_BYTES = 64 * 1024
 
 
 #: Header fields the environ carries under CGI's names (gevent's get_environ sets them), not as HTTP_ keys.
@@ -111,6 +114,18 @@ class HordeHandler(WSGIHandler):
         if self._header_timer is not None:
             self._header_timer.close()
             self._header_timer = None
+
+    def _write_with_headers(self, data: Any) -> None:
+        """gevent's, with the headers and this first write (chunk framing included) sent as one."""
+        if not data or len(data) > HEADERS_WITH_FIRST_WRITE_MAX_BYTES:
+            return super()._write_with_headers(data)
+        pieces: list[Any] = []
+        self._sendall = pieces.append  # gevent's sends, held
+        try:
+            super()._write_with_headers(data)
+        finally:
+            del self._sendall
+        return self._sendall(b"".join(pieces))
 
     def get_environ(self) -> dict:
         environ = super().get_environ()

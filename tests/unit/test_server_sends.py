@@ -1,0 +1,77 @@
+"""An answer that fits in one send goes out in one: its headers and first write together (horde/server.py).
+gevent sent the headers alone first, so every small answer cost two packets and woke its reader twice."""
+
+from __future__ import annotations
+
+import gevent
+import gevent.socket
+import pytest
+from gevent.pywsgi import WSGIServer
+
+from horde.server import HEADERS_WITH_FIRST_WRITE_MAX_BYTES, HordeHandler
+
+SMALL_BODY = b'{"id": "x", "object": "chat.completion"}'
+LARGE_BODY = b"x" * (HEADERS_WITH_FIRST_WRITE_MAX_BYTES + 1)
+CHUNKS = [b"data: one\n\n", b"data: two\n\n"]
+
+
+def _app(environ, start_response):
+    path = environ["PATH_INFO"]
+    if path == "/stream":  # no Content-Length on HTTP/1.1: chunked
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        return iter(CHUNKS)
+    body = LARGE_BODY if path == "/large" else SMALL_BODY
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+@pytest.fixture
+def served():
+    sends: list[bytes] = []
+
+    class Recording(HordeHandler):
+        def _sendall(self, data):  # what gevent hands the socket, one call per send
+            sends.append(bytes(data))
+            return super()._sendall(data)
+
+    server = WSGIServer(("127.0.0.1", 0), _app, handler_class=Recording, log=None)
+    server.start()
+    try:
+        yield server.server_port, sends
+    finally:
+        server.stop(timeout=1)
+
+
+def _get(port: int, path: str) -> bytes:
+    """The whole answer to one GET on a connection the client then closes."""
+    with gevent.socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".encode())
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def test_a_small_answer_goes_out_in_one_send_with_its_headers(served):
+    port, sends = served
+    answer = gevent.spawn(_get, port, "/small").get(timeout=10)
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(SMALL_BODY)
+    assert sends == [answer]
+
+
+def test_a_stream_s_first_chunk_goes_with_the_headers_and_each_later_chunk_alone(served):
+    port, sends = served
+    answer = gevent.spawn(_get, port, "/stream").get(timeout=10)
+    assert b"Transfer-Encoding: chunked" in answer
+    assert len(sends) == 3  # the headers with the first chunk, the second chunk, the last (empty) chunk
+    assert sends[0].endswith(b"%x\r\n%s\r\n" % (len(CHUNKS[0]), CHUNKS[0]))
+    assert sends[1] == b"%x\r\n%s\r\n" % (len(CHUNKS[1]), CHUNKS[1])
+    assert b"".join(sends) == answer
+
+
+def test_a_first_write_past_the_bound_is_not_copied_but_sent_after_its_headers(served):
+    port, sends = served
+    answer = gevent.spawn(_get, port, "/large").get(timeout=10)
+    assert answer.endswith(LARGE_BODY)
+    assert sends[-1] == LARGE_BODY and b"".join(sends) == answer
+    assert sends[0].startswith(b"HTTP/1.1 200 OK\r\n") and sends[0].endswith(b"\r\n\r\n")
