@@ -13,6 +13,9 @@ an empty queue. Alternating, one request at a time:
           pop claims the job, to ended_at, set when its submit lands).
 
 Each path also gets the server's mean CPU per request (from /proc; one request runs at a time).
+Last, the OpenAI SDK and a plain http.client call a local server that answers at once (bench/_canned.py):
+the difference is the SDK's own time, part of every front figure, and the added latency is also printed
+without it.
 
 With --llama, the same comparison against a real llama-server on the tiny model: the
 Horde path (/v1 → openai-backend worker → llama-server) and a direct call to
@@ -26,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import http.client
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -151,6 +156,38 @@ def native_call(session: requests.Session, url: str, body: dict, poll_s: float) 
         if time.perf_counter() > deadline:
             raise RuntimeError(f"native: request {request_id} not done after 60 s")
         time.sleep(poll_s)
+
+
+def client_floor(n: int, body: dict, gap_s: float) -> tuple[float, float]:
+    """Medians (s) of a call to a local server that answers at once (bench/_canned.py): by the OpenAI SDK as
+    front_call makes it, and by a plain http.client POST of the same body. Their difference is the SDK's own
+    time, which every figure of the front's path includes."""
+    canned = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_canned.py"))], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        port = int(canned.stdout.readline())
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="canned", max_retries=0, timeout=30)
+        plain = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        payload = json.dumps(body).encode()
+
+        def plain_call() -> Sample:
+            wall_start, started = time.time(), time.perf_counter()
+            plain.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
+            answer = json.loads(plain.getresponse().read())
+            elapsed = time.perf_counter() - started
+            if not answer["choices"]:
+                raise RuntimeError("canned: no choices")
+            return Sample(elapsed, None, wall_start, time.time())
+
+        calls = [("sdk", lambda: front_call(client, body)), ("plain", plain_call)]
+        alternate(3, calls, gap_s)
+        results = alternate(n, calls, gap_s)
+        plain.close()
+        return S.median([s.elapsed for s in results["sdk"]]), S.median([s.elapsed for s in results["plain"]])
+    finally:
+        canned.kill()
+        canned.wait()
 
 
 def row(name: str, values: list[float], reference: float | None = None) -> list:
@@ -284,6 +321,13 @@ def scripted_bench(args) -> None:
         )
         print_phases([("front", front), ("completions", text), ("native", native)], jobs)
         print(cpu_line([("front", front), ("completions", text), ("native (its polls included)", native)]))
+        sdk_s, plain_s = client_floor(args.n, body, args.gap_ms / 1000)
+        print(
+            f"the OpenAI SDK's own time: a call to a local server that answers at once took {sdk_s * 1000:.2f} ms "
+            f"by the SDK and {plain_s * 1000:.2f} ms by http.client (medians); without the SDK's "
+            f"{(sdk_s - plain_s) * 1000:.2f} ms, the front's added latency is "
+            f"{(front_med - worker_med - (sdk_s - plain_s)) * 1000:.2f} ms"
+        )
     finally:
         horde.close()
         rules_dir.cleanup()
