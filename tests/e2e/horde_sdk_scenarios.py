@@ -2,8 +2,8 @@
 
 python -m tests.e2e.horde_sdk_scenarios SCENARIO '{"key": ..., ...}' prints one JSON object.
 Scenarios: `generate` (simple client, with an SDK worker thread serving the jobs; the 0.18.0 simple
-client counts one response per text request, so with n > 1 it returns at its `timeout` with the
-generations the status lists by then), `cancel` (manual
+client counts one response per text request, so with n > 1 it returns at its `timeout`, or as soon as it
+sees one generation, and the scenario then reads the status until the request is done), `cancel` (manual
 client: queue, DELETE, status), `worker` (pop and submit request models only).
 """
 
@@ -99,6 +99,8 @@ def generate(args: dict) -> dict:
             ),
             timeout=args.get("timeout", 120),
         )
+        if args.get("worker_key") and not status.done:
+            status = _until_done(str(job_id), status)
     finally:
         stop.set()
         if worker.is_alive():
@@ -114,6 +116,18 @@ def generate(args: dict) -> dict:
         ],
         "served": served,
     }
+
+
+def _until_done(job_id: str, status: TextGenerateStatusResponse) -> TextGenerateStatusResponse:
+    """The request's status once it is done, as the serving worker thread goes on. The 0.18.0 simple client
+    stops when it sees as many generations as it counts responses (one): with n > 1 it may stop between two
+    submits, or wait out its timeout when it first looks after both."""
+    client = AIHordeAPIManualClient()
+    deadline = time.monotonic() + WORKER_DEADLINE_S
+    while not status.done and time.monotonic() < deadline:
+        time.sleep(POP_INTERVAL_S)
+        status = client.submit_request(TextGenerateStatusRequest(id=job_id), TextGenerateStatusResponse)
+    return status
 
 
 def cancel(args: dict) -> dict:

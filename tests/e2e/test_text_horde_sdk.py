@@ -68,7 +68,8 @@ def test_simple_client_gets_a_generation_from_an_sdk_worker(horde):
 
 
 def test_simple_client_with_n_above_one_gets_one_job_per_generation(horde):
-    """The SDK waits out SDK_N_TIMEOUT_S here (it expects one response); the worker serves both jobs long before."""
+    """The SDK waits out SDK_N_TIMEOUT_S here (it expects one response), or stops when it sees one generation
+    between the worker's two submits; the scenario then reads the status until the request is done."""
     model = unique_model("text")
     client_key, worker_key = horde.user(kudos=100), horde.user()
     result = run_sdk(
