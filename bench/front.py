@@ -158,7 +158,7 @@ def native_call(session: requests.Session, url: str, body: dict, poll_s: float) 
         time.sleep(poll_s)
 
 
-def client_floor(n: int, body: dict, gap_s: float) -> tuple[float, float]:
+def client_floor(n: int, warmup: int, body: dict, gap_s: float) -> tuple[float, float]:
     """Medians (s) of a call to a local server that answers at once (bench/_canned.py): by the OpenAI SDK as
     front_call makes it, and by a plain http.client POST of the same body. Their difference is the SDK's own
     time, which every figure of the front's path includes."""
@@ -181,7 +181,7 @@ def client_floor(n: int, body: dict, gap_s: float) -> tuple[float, float]:
             return Sample(elapsed, None, wall_start, time.time())
 
         calls = [("sdk", lambda: front_call(client, body)), ("plain", plain_call)]
-        alternate(3, calls, gap_s)
+        alternate(warmup, calls, gap_s)
         results = alternate(n, calls, gap_s)
         plain.close()
         return S.median([s.elapsed for s in results["sdk"]]), S.median([s.elapsed for s in results["plain"]])
@@ -321,7 +321,7 @@ def scripted_bench(args) -> None:
         )
         print_phases([("front", front), ("completions", text), ("native", native)], jobs)
         print(cpu_line([("front", front), ("completions", text), ("native (its polls included)", native)]))
-        sdk_s, plain_s = client_floor(args.n, body, args.gap_ms / 1000)
+        sdk_s, plain_s = client_floor(args.n, args.warmup, body, args.gap_ms / 1000)
         print(
             f"the OpenAI SDK's own time: a call to a local server that answers at once took {sdk_s * 1000:.2f} ms "
             f"by the SDK and {plain_s * 1000:.2f} ms by http.client (medians); without the SDK's "

@@ -195,7 +195,8 @@ def execute_many(connection: Connection, statement: Executable, rows: Sequence[M
 
 
 class _Expanding:
-    """The plans of a statement with lists expanded into its SQL (an IN of a list): one per lengths of its lists."""
+    """The plans of a statement with lists expanded into its SQL (an IN of a list): one per lengths of its lists,
+    at most MAX_PLANS; a length past them runs through Connection.execute, as a statement past the bound does."""
 
     __slots__ = ("by_lengths", "compiled", "keys")
 
@@ -208,9 +209,9 @@ class _Expanding:
         lengths = tuple(len(given[key]) for key in self.keys)
         plan = self.by_lengths.get(lengths)
         if plan is None:
-            plan = _Plan(self.compiled, dialect, given)
-            if len(self.by_lengths) < MAX_PLANS:
-                self.by_lengths[lengths] = plan
+            if len(self.by_lengths) >= MAX_PLANS:  # planning it on every call would cost more than SQLAlchemy
+                raise _NotPlannable
+            plan = self.by_lengths[lengths] = _Plan(self.compiled, dialect, given)
         return plan
 
 

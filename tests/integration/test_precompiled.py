@@ -154,6 +154,27 @@ def test_the_columns_python_defaults_fill_what_the_caller_leaves_out(engine):
     assert told == 7
 
 
+def test_list_lengths_past_the_bound_run_through_sqlalchemy_and_are_not_kept(engine, monkeypatch):
+    monkeypatch.setattr(precompiled, "MAX_PLANS", 2)
+    built = []
+    plan_class = precompiled._Plan
+
+    def counted_plan(*args):
+        built.append(1)
+        return plan_class(*args)
+
+    monkeypatch.setattr(precompiled, "_Plan", counted_plan)
+    _rows(engine, 3)
+    statement = select(PROBES.c.name).where(PROBES.c.name.in_(bindparam("names", expanding=True)))
+    with engine.connect() as connection:
+        for names in (["n0"], ["n0", "n1"], ["n0", "n1", "n2"], ["n2", "n1", "n0"]):
+            found = [row[0] for row in precompiled.execute(connection, statement, {"names": names})]
+            assert sorted(found) == sorted(names)
+    assert len(built) == 2  # the third length, asked twice, is never planned: compiling it each call costs more
+    kept = [plan for plan in engine.dialect._horde_precompiled_plans.values() if hasattr(plan, "by_lengths")]
+    assert [sorted(plan.by_lengths) for plan in kept if plan.compiled.statement is statement] == [[(1,), (2,)]]
+
+
 def test_an_engines_plans_go_with_it(tmp_path):
     engine = create_engine(f"sqlite:///{tmp_path / 'gone.db'}")
     _METADATA.create_all(engine)
