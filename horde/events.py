@@ -1,10 +1,11 @@
 """Request events: a waiter hears that a request or the job queue changed.
 
 Events carry no state; the state lives in the database and a woken waiter reads
-it. One exception stays inside a process: a publisher may hand its listeners here
-what it has just committed (a submit, the request it finished: horde/chat/finish.py),
-so that they need not read it back. In-process by default; over Redis pub/sub when
-HORDE_REDIS_URL is set, so a waiter in one server process hears a submit handled by another
+it. One exception: a publisher may hand its listeners what it has just committed
+(a submit, the request it finished: horde/chat/finish.py), so that they need not
+read it back; over Redis it travels with the event when a HandoverCodec encodes it.
+In-process by default; over Redis pub/sub when HORDE_REDIS_URL is set, so a
+waiter in one server process hears a submit handled by another
 (horde/redis_events.py). While Redis cannot be reached, waiters read the
 database every POLL_WITHOUT_EVENTS_S instead.
 
@@ -21,11 +22,22 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
+from typing import Protocol
 
 from horde.cooperative import pass_turn
 
 #: While Redis is unreachable, waiters and long-polls read the database this often instead.
 POLL_WITHOUT_EVENTS_S = 1.0
+
+
+class HandoverCodec(Protocol):
+    """Carries a handover to the other processes with its event (horde/redis_events.py)."""
+
+    def encode(self, handover: object) -> bytes | None:
+        """The handover as bytes, or None to send the event bare (the listeners there read instead)."""
+
+    def decode(self, data: bytes) -> object:
+        """What `encode` wrote; raises (ValueError, KeyError, TypeError) on anything else."""
 
 
 def request_channel(request_id: str) -> str:

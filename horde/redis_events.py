@@ -13,6 +13,10 @@ waits there does it go to every process (each wakes its longest waiting pop). A
 pop woken by such a local announcement that cannot take the job, with no other
 pop here to pass it to, hands it to the other processes once.
 
+An event published with a handover (a submit's finish) reaches the listeners here
+at once, with it, and the other processes through Redis: with it as well when the
+bus's HandoverCodec encodes it (decision 0021), else bare.
+
 A publish does not wait for Redis: it joins an outbox that one sender per process
 writes as a pipeline, so a handler never waits a round trip for it, and the
 publishes of a busy moment share one write and one read (about a tenth of the CPU
@@ -32,7 +36,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from horde.cooperative import pass_turn
-from horde.events import POLL_WITHOUT_EVENTS_S, LocalEventBus, Subscription
+from horde.events import POLL_WITHOUT_EVENTS_S, HandoverCodec, LocalEventBus, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +48,16 @@ LISTEN_TICK_S = 1.0
 RECONNECT_S = 0.5
 #: At most this many publishes go in one pipeline; a longer outbox is sent in several.
 PUBLISHES_PER_PIPELINE = 256
+#: Between a message's origin mark and the handover it carries.
+HANDOVER_SEPARATOR = b"\n"
 
 
 class RedisEventBus(LocalEventBus):
     """Publishes through Redis; one listener per process dispatches to local subscribers."""
 
-    def __init__(self, url: str, prefix: str):
+    def __init__(self, url: str, prefix: str, handover_codec: HandoverCodec | None = None):
         super().__init__()
+        self._codec = handover_codec
         self._prefix = f"{prefix}:events:"
         # No retries inside redis-py: a failed publish falls back at once, the listener retries on its own.
         self._redis = redis.Redis.from_url(
@@ -64,7 +71,8 @@ class RedisEventBus(LocalEventBus):
         self._pubsub = None
         self._closed = threading.Event()
         #: Marks what this process sends to the others only, so that its listener skips it: the announcements it
-        #: passes on, and the events whose listeners here it has woken already (a handover).
+        #: passes on, and the events whose listeners here it has woken already (a handover, which may follow the
+        #: mark after HANDOVER_SEPARATOR). Every process's mark has the same length and no separator in it.
         self._others_only_mark = f"others-only-from:{uuid.uuid4().hex}".encode()
         #: Channels to publish, each with whether this process counts on hearing it back from Redis (else a
         #: failed send drops it) and the message's data.
@@ -85,11 +93,14 @@ class RedisEventBus(LocalEventBus):
         """To Redis for every process, without waiting for it; also locally at once while this process's
         listener cannot hear Redis (a failed send dispatches locally what it could not deliver). A job
         announcement that a pop waiting here takes stays here. An event with a `handover` reaches the
-        listeners here at once, with it, and the other processes through Redis, without it."""
+        listeners here at once, with it, and the other processes through Redis, with it when the codec
+        encodes it."""
         heard_back = self._subscribed is True
         if handover is not None:
             self._dispatch(channel, handover)
-            self._outbox.append((channel, False, self._others_only_mark))
+            carried = self._codec.encode(handover) if self._codec is not None else None
+            data = self._others_only_mark if carried is None else self._others_only_mark + HANDOVER_SEPARATOR + carried
+            self._outbox.append((channel, False, data))
             self._outbox_filled.set()
             return
         if heard_back and self._wake_a_poller_here(channel):
@@ -178,11 +189,26 @@ class RedisEventBus(LocalEventBus):
                 continue
             if message.get("type") == "psubscribe":
                 self._set_subscribed(True)
-            elif message.get("type") == "pmessage" and message.get("data") != self._others_only_mark:
+            elif message.get("type") == "pmessage" and not message.get("data", b"").startswith(self._others_only_mark):
                 channel = message["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()
-                self._dispatch(channel[prefix_length:])
+                channel = channel[prefix_length:]
+                # A handover is decoded only where someone here listens to its channel.
+                listened = bool(self._subscribers.get(channel))
+                self._dispatch(channel, self._carried(message.get("data", b"")) if listened else None)
+
+    def _carried(self, data: bytes) -> object | None:
+        """The handover another process sent after its mark, or None (a bare event, or one that does not
+        decode: its listeners read the database instead)."""
+        _, separator, carried = data.partition(HANDOVER_SEPARATOR)
+        if not separator or self._codec is None:
+            return None
+        try:
+            return self._codec.decode(carried)
+        except (ValueError, KeyError, TypeError):
+            log.warning("an event's handover from another process did not decode; its listeners read instead")
+            return None
 
     def _set_subscribed(self, subscribed: bool, why: str = "") -> None:
         """On every change, wake every waiter: it re-reads what events it may have missed."""

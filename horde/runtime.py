@@ -8,6 +8,7 @@ from typing import Any
 
 from horde.accounts.identity import IdentityCache
 from horde.chat.claimed_jobs import ClaimedJobs
+from horde.chat.finish import FINISH_WIRE
 from horde.chat.snapshots import Snapshots
 from horde.coalesced_writes import CoalescedWrites
 from horde.config import Settings
@@ -46,10 +47,11 @@ class Runtime:
 def make_event_bus(settings: Settings) -> LocalEventBus:
     """Redis when HORDE_REDIS_URL is set (imported only then), else the in-process bus.
 
-    It lives here, above both buses, so that horde.events never imports the Redis bus built on it.
+    It lives here, above both buses, so that horde.events never imports the Redis bus built on it. A submit's
+    finish travels with its event to the other processes (decision 0021).
     """
     if settings.redis_url:
         from horde.redis_events import RedisEventBus
 
-        return RedisEventBus(settings.redis_url, settings.redis_prefix)
+        return RedisEventBus(settings.redis_url, settings.redis_prefix, handover_codec=FINISH_WIRE)
     return LocalEventBus()

@@ -157,3 +157,52 @@ def test_a_handover_reaches_the_listeners_here_at_once_and_the_other_processes_w
     assert theirs.take_handover() is None, "what was handed over stays in the process that handed it"
     sent_before(here, here)
     assert not ours.wait(0), "the process that handed it over skips the event's return from Redis"
+
+
+class _Words:
+    """A codec for the tests: carries a str, refuses anything else (a bare event)."""
+
+    @staticmethod
+    def encode(handover):
+        return handover.encode() if isinstance(handover, str) else None
+
+    @staticmethod
+    def decode(data):
+        if data.startswith(b"!"):
+            raise ValueError("not a word")
+        return data.decode()
+
+
+@pytest.fixture
+def carrying(redis):
+    """Two connected buses that carry what their codec encodes (decision 0021)."""
+    prefix = f"horde_test_{uuid.uuid4().hex[:12]}"
+    pair = [RedisEventBus(redis.url, prefix, _Words()), RedisEventBus(redis.url, prefix, _Words())]
+    redis.start()
+    wait_until(lambda: all(bus.status() == "ok" for bus in pair), DEADLINE_S, "both buses to subscribe")
+    yield pair
+    for bus in pair:
+        bus.close()
+
+
+def test_a_handover_the_codec_encodes_reaches_the_other_processes_with_it(carrying):
+    here, there = carrying
+    ours, theirs = here.subscribe("request:carried"), there.subscribe("request:carried")
+    here.publish("request:carried", "finished")
+    assert ours.wait(0) and ours.take_handover() == "finished"
+    assert theirs.wait(DEADLINE_S), "the other process hears the event through Redis"
+    assert theirs.take_handover() == "finished", "with the handover, decoded there"
+    sent_before(here, here)
+    assert not ours.wait(0), "the process that handed it over still skips the event's return from Redis"
+
+
+def test_a_handover_the_codec_refuses_or_that_does_not_decode_arrives_bare(carrying):
+    """A bare event costs the listener a read of the database, never a wrong answer or a dead listener."""
+    here, there = carrying
+    theirs = there.subscribe("request:bare")
+    here.publish("request:bare", object())  # the codec does not encode it
+    assert theirs.wait(DEADLINE_S) and theirs.take_handover() is None
+    here.publish("request:bare", "!garbled")  # encoded, but its decoding fails there
+    assert theirs.wait(DEADLINE_S) and theirs.take_handover() is None
+    here.publish("request:bare", "after")
+    assert theirs.wait(DEADLINE_S) and theirs.take_handover() == "after", "the listener lives on"
