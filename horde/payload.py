@@ -1,6 +1,9 @@
 """Loading a native payload with its marshmallow schema, for every native route and the front's hand-over.
 
 A failure is 400 BadRequest naming the first failing key, so every payload is refused the same way.
+
+A body that its clients send again byte for byte (a worker's pop, every few seconds) is loaded once:
+RepeatedBodies keeps the load by the raw body, so a repeat costs neither the JSON parse nor the schema.
 """
 
 from __future__ import annotations
@@ -10,7 +13,11 @@ from typing import Any
 from marshmallow import Schema, ValidationError
 from marshmallow.schema import SCHEMA
 
-from horde import errors
+from horde import errors, request_json
+
+#: The repeated bodies kept per schema, and the largest kept: at most about 4 MiB of raw bodies, and their loads.
+REPEATED_BODIES_MAX_ENTRIES = 1024
+REPEATED_BODY_MAX_BYTES = 4096
 
 
 def load(schema: Schema, data: Any) -> dict:
@@ -41,3 +48,39 @@ def _first_error(messages, prefix=""):
             return _first_error(first, prefix)
         return prefix, str(first)
     return prefix, str(messages)
+
+
+class RepeatedBodies:
+    """`load` for raw bodies that recur: a body loaded before (byte for byte) is answered from its kept load.
+
+    Only a body that loaded is kept (a refused one is refused again, each time), and only up to
+    REPEATED_BODY_MAX_BYTES; past REPEATED_BODIES_MAX_ENTRIES the oldest kept goes first. Each caller gets its
+    own copy of the load, which it may change.
+    """
+
+    def __init__(self, schema: Schema, *, max_entries: int = REPEATED_BODIES_MAX_ENTRIES):
+        self.schema = schema
+        self.max_entries = max_entries
+        self._loads: dict[bytes, dict] = {}
+
+    def load(self, raw: bytes) -> dict:
+        """`raw` parsed (request_json.parse) and loaded with the schema; refused as `load` refuses it."""
+        kept = self._loads.get(raw)
+        if kept is not None:
+            return _copied(kept)
+        loaded = load(self.schema, request_json.parse(raw))
+        if len(raw) > REPEATED_BODY_MAX_BYTES:
+            return loaded
+        if len(self._loads) >= self.max_entries:
+            self._loads.pop(next(iter(self._loads)), None)
+        self._loads[raw] = loaded
+        return _copied(loaded)
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a load's dicts and lists (their leaves, strings and numbers, are immutable)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value

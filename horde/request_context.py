@@ -28,3 +28,8 @@ def api_key() -> str | None:
 def json_body() -> Any:
     """The parsed body (None when empty), read within the HORDE_MAX_BODY_BYTES limit."""
     return request_json.read_json(request, runtime().settings.max_body_bytes)
+
+
+def raw_body() -> bytes:
+    """The body's bytes, read within the HORDE_MAX_BODY_BYTES limit (for payload.RepeatedBodies)."""
+    return request_json.read(request, runtime().settings.max_body_bytes)

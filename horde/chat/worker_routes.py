@@ -9,9 +9,8 @@ from flask_restx import Namespace, Resource
 from horde.chat import lifecycle, worker_calls
 from horde.events import progress_channel
 from horde.ops.metrics import long_poll
-from horde.ops.request_context import note
 from horde.payload import load
-from horde.request_context import api_key, json_body, runtime
+from horde.request_context import api_key, json_body, raw_body, runtime
 from horde.swagger import body_model
 from horde.workers import pop as pop_service
 from horde.workers.schemas import (
@@ -44,9 +43,7 @@ class Pop(Resource):
     @namespace.response(200, "A job, or none and why", pop_answer_model)
     def post(self) -> dict:
         """Check in and take the best eligible job, long-polling up to `wait` seconds."""
-        body = json_body()
-        if isinstance(body, dict):
-            note(worker=body.get("name"))
+        body = raw_body()
         with long_poll():
             return pop_service.pop(runtime(), api_key(), body)
 

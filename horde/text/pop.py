@@ -20,7 +20,7 @@ from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.database import table_of
 from horde.events import request_channel
-from horde.payload import load
+from horde.payload import RepeatedBodies
 from horde.text import checkin, eligibility, lifecycle, views
 from horde.text.models import WAITING, TextRequest
 from horde.text.schemas import POP_SCHEMA
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 POP_DEFAULTS = (("threads", 1), ("max_length", 512), ("max_context_length", 2048), ("amount", 1), ("wait", 0))
 LONG_POLL_RECHECK_S = 5.0
 ANY_MODEL_CHANNEL = "text-jobs:*"
+#: A worker sends the same pop body every time: loaded once.
+POP_BODIES = RepeatedBodies(POP_SCHEMA)
 _TEXT_REQUESTS = table_of(TextRequest)
 #: Whether any text request waits: a woken poller that found none it may take then wakes another.
 _ANY_WAITING = (
@@ -62,10 +64,10 @@ def empty_answer(skipped: dict) -> dict:
     }
 
 
-def pop(runtime: Runtime, api_key: str | None, body: object) -> dict:
+def pop(runtime: Runtime, api_key: str | None, raw_body: bytes) -> dict:
     """Check in and claim, long-polling up to `wait` s. An announced job wakes one poller; one that finds
     nothing it may take while text requests wait passes the announcement on, as on chat's pop."""
-    pop_body = {key: value for key, value in load(POP_SCHEMA, body).items() if value is not None}
+    pop_body = {key: value for key, value in POP_BODIES.load(raw_body).items() if value is not None}
     for key, default in POP_DEFAULTS:
         pop_body.setdefault(key, default)
     owner = worker_owner(runtime, api_key)

@@ -9,7 +9,7 @@ from horde.accounts.auth import authenticate
 from horde.chat.routes import OTHER_MODEL_TYPES
 from horde.chat.schemas import TotalsSchema
 from horde.client_address import client_address
-from horde.request_context import api_key, json_body, runtime
+from horde.request_context import api_key, json_body, raw_body, runtime
 from horde.swagger import body_model
 from horde.text import pop, service, stats
 from horde.text.schemas import (
@@ -84,7 +84,7 @@ class Pop(Resource):
     @namespace.response(200, "Generations, or none and why", pop_answer_model)
     def post(self) -> tuple[dict, int] | dict:
         """Check in and take up to `amount` generations of one request, within the worker's free threads."""
-        return pop.pop(runtime(), api_key(), json_body())
+        return pop.pop(runtime(), api_key(), raw_body())
 
 
 @namespace.route("/submit")

@@ -19,7 +19,8 @@ from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
 from horde.database import table_of
 from horde.events import jobs_channel, progress_channel
 from horde.ops.drain import DRAIN
-from horde.payload import load
+from horde.ops.request_context import note
+from horde.payload import RepeatedBodies
 from horde.text import lifecycle as text_lifecycle
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
@@ -42,11 +43,14 @@ _BUSY_THREADS_AND_QUEUE_WALKING = select(_BUSY, chat_claim.ANY_WAITING_FOR, chat
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
 #: PostgreSQL, a pop with nothing to write (on the walking pool): the look and the claim in one round trip.
 _LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(_BUSY)
+#: A worker sends the same pop body every time: loaded once.
+POP_BODIES = RepeatedBodies(POP_SCHEMA)
 
 
-def pop(runtime: Runtime, api_key: str | None, body: Any) -> dict:
+def pop(runtime: Runtime, api_key: str | None, raw_body: bytes) -> dict:
     """POST /pop: validate, authenticate, then `serve`."""
-    request = load(POP_SCHEMA, body)
+    request = POP_BODIES.load(raw_body)
+    note(worker=request["name"])
     return serve(runtime, worker_owner(runtime, api_key), request)
 
 
