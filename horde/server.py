@@ -71,6 +71,7 @@ class HordeHandler(WSGIHandler):
         super().__init__(sock, address, server, rfile)
         self._requests_read = 0
         self._header_timer: gevent.Timeout | None = None
+        self._held: list[Any] | None = None
 
     def handle_one_request(self) -> Any:
         try:
@@ -119,13 +120,31 @@ class HordeHandler(WSGIHandler):
         """gevent's, with the headers and this first write (chunk framing included) sent as one."""
         if not data or len(data) > HEADERS_WITH_FIRST_WRITE_MAX_BYTES:
             return super()._write_with_headers(data)
-        pieces: list[Any] = []
-        self._sendall = pieces.append  # gevent's sends, held
+        self._held = []  # gevent's sends, held
         try:
             super()._write_with_headers(data)
         finally:
-            del self._sendall
-        return self._sendall(b"".join(pieces))
+            pieces, self._held = self._held, None
+        return self._send_now(b"".join(pieces))
+
+    def _sendall(self, data: Any) -> None:
+        """gevent's hook for every send: held while the headers wait for the first write, else sent now."""
+        if self._held is not None:
+            self._held.append(data)
+        else:
+            self._send_now(data)
+
+    def _send_now(self, data: Any) -> None:
+        """gevent's sendall, with one send() first: gevent's asks the kernel for the socket's send buffer size on
+        every call, a system call per answer for nothing when the first send takes it all, as it usually does.
+        What the first send leaves (or a failure, which it raises again and records) goes to gevent's."""
+        try:
+            sent = self.socket.send(data)
+        except OSError:
+            sent = 0
+        if sent < len(data):
+            super()._sendall(memoryview(data)[sent:] if sent else data)
+        self.response_length += sent
 
     def get_environ(self) -> dict:
         environ = super().get_environ()

@@ -13,6 +13,8 @@ from horde.server import HEADERS_WITH_FIRST_WRITE_MAX_BYTES, HordeHandler
 SMALL_BODY = b'{"id": "x", "object": "chat.completion"}'
 LARGE_BODY = b"x" * (HEADERS_WITH_FIRST_WRITE_MAX_BYTES + 1)
 CHUNKS = [b"data: one\n\n", b"data: two\n\n"]
+#: Far more than a loopback socket's send buffer: the first send() takes only part of it.
+HUGE_BODY = bytes(range(256)) * (32 * 1024)
 
 
 def _app(environ, start_response):
@@ -20,7 +22,7 @@ def _app(environ, start_response):
     if path == "/stream":  # no Content-Length on HTTP/1.1: chunked
         start_response("200 OK", [("Content-Type", "text/event-stream")])
         return iter(CHUNKS)
-    body = LARGE_BODY if path == "/large" else SMALL_BODY
+    body = {"/large": LARGE_BODY, "/huge": HUGE_BODY}.get(path, SMALL_BODY)
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]
 
@@ -30,9 +32,9 @@ def served():
     sends: list[bytes] = []
 
     class Recording(HordeHandler):
-        def _sendall(self, data):  # what gevent hands the socket, one call per send
+        def _send_now(self, data):  # what goes to the socket, one call per send
             sends.append(bytes(data))
-            return super()._sendall(data)
+            return super()._send_now(data)
 
     server = WSGIServer(("127.0.0.1", 0), _app, handler_class=Recording, log=None)
     server.start()
@@ -75,3 +77,11 @@ def test_a_first_write_past_the_bound_is_not_copied_but_sent_after_its_headers(s
     assert answer.endswith(LARGE_BODY)
     assert sends[-1] == LARGE_BODY and b"".join(sends) == answer
     assert sends[0].startswith(b"HTTP/1.1 200 OK\r\n") and sends[0].endswith(b"\r\n\r\n")
+
+
+def test_an_answer_larger_than_the_send_buffer_arrives_whole_and_counted(served):
+    """The first send() takes what the buffer holds; the rest follows, in order, and the length counts it all."""
+    port, sends = served
+    answer = gevent.spawn(_get, port, "/huge").get(timeout=30)
+    assert answer.endswith(b"\r\n\r\n" + HUGE_BODY)
+    assert sends[-1] == HUGE_BODY
