@@ -8,6 +8,7 @@ RepeatedBodies keeps the load by the raw body, so a repeat costs neither the JSO
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from marshmallow import Schema, ValidationError
@@ -62,6 +63,7 @@ class RepeatedBodies:
         self.schema = schema
         self.max_entries = max_entries
         self._loads: dict[bytes, dict] = {}
+        self._evicting = threading.Lock()
 
     def load(self, raw: bytes) -> dict:
         """`raw` parsed (request_json.parse) and loaded with the schema; refused as `load` refuses it."""
@@ -71,9 +73,10 @@ class RepeatedBodies:
         loaded = load(self.schema, request_json.parse(raw))
         if len(raw) > REPEATED_BODY_MAX_BYTES:
             return loaded
-        if len(self._loads) >= self.max_entries:
-            self._loads.pop(next(iter(self._loads)), None)
-        self._loads[raw] = loaded
+        with self._evicting:  # no other thread's insert between finding the oldest and dropping it
+            if len(self._loads) >= self.max_entries:
+                self._loads.pop(next(iter(self._loads)), None)
+            self._loads[raw] = loaded
         return _copied(loaded)
 
 
