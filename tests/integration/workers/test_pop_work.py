@@ -1,9 +1,11 @@
 """A pop does only the work that can change something: no write for an unchanged check-in, no expiry
-sweep (the sweeper's job), no user lookup for a key it authenticated seconds ago, and no second look at
-the queue for an announcement whose job was taken meanwhile."""
+sweep (the sweeper's job), no user lookup for a key it authenticated seconds ago, no second load of a body
+it loaded before, and no second look at the queue for an announcement whose job was taken meanwhile."""
 
 import datetime as dt
 import threading
+import uuid
+from unittest import mock
 
 from sqlalchemy import update
 
@@ -12,8 +14,10 @@ from horde.accounts.identity import IdentityCache
 from horde.chat import service
 from horde.chat.models import ChatJob
 from horde.events import jobs_channel
+from horde.text.pop import POP_BODIES as TEXT_POP_BODIES
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
+from horde.workers.pop import POP_BODIES
 from horde_testing.processes import wait_until
 from tests.support.native import pop, queued_id
 from tests.support.statements import statements
@@ -30,6 +34,29 @@ def test_a_repeated_pop_that_changes_nothing_writes_nothing(client, make_user, r
         assert pop(client, key, "w1")["id"] is None
     assert writes(seen) == []
     assert not [statement for statement in seen if "from users" in statement or "from workers" in statement]
+
+
+def test_a_pop_body_sent_again_is_not_loaded_again_and_a_refused_one_is_refused_again(client, make_user, runtime):
+    _, key = make_user("owner")
+    name = f"loaded-once-{uuid.uuid4().hex[:8]}"  # a body no earlier test sent
+    with mock.patch.object(POP_BODIES.schema, "load", wraps=POP_BODIES.schema.load) as loads:
+        for _ in range(3):
+            assert pop(client, key, name)["id"] is None
+        assert loads.call_count == 1
+        for _ in range(2):
+            refused = client.post("/api/v2/generate/chat/pop", json={"name": name}, headers={"apikey": key})
+            assert refused.status_code == 400 and refused.json["message"].endswith("Missing data for required field.")
+        assert loads.call_count == 3
+
+
+def test_a_text_pop_body_sent_again_is_not_loaded_again(client, make_user, runtime):
+    _, key = make_user("owner")
+    body = {"name": f"text-loaded-once-{uuid.uuid4().hex[:8]}", "models": ["m1"], "bridge_agent": "test:1:local"}
+    with mock.patch.object(TEXT_POP_BODIES.schema, "load", wraps=TEXT_POP_BODIES.schema.load) as loads:
+        for _ in range(3):
+            popped = client.post("/api/v2/generate/text/pop", json=body, headers={"apikey": key})
+            assert popped.status_code == 200, popped.json
+        assert loads.call_count == 1
 
 
 def test_changed_declarations_are_written_at_once_and_used_by_the_claim(client, make_user, runtime):
