@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -49,9 +50,22 @@ POP_BODIES = RepeatedBodies(POP_SCHEMA)
 
 def pop(runtime: Runtime, api_key: str | None, raw_body: bytes) -> dict:
     """POST /pop: validate, authenticate, then `serve`."""
-    request = POP_BODIES.load(raw_body)
+    try:
+        request = POP_BODIES.load(raw_body)
+    except errors.BadRequest:
+        note(worker=_name_in(raw_body))  # a refused pop's log line still names the worker that sent it
+        raise
     note(worker=request["name"])
     return serve(runtime, worker_owner(runtime, api_key), request)
+
+
+def _name_in(raw_body: bytes) -> object:
+    """The `name` a refused pop body gives, if it is a JSON object at all."""
+    try:
+        body = json.loads(raw_body)
+    except (ValueError, RecursionError):
+        return None
+    return body.get("name") if isinstance(body, dict) else None
 
 
 def next_job(runtime: Runtime, owner: Identity, request: dict) -> dict:

@@ -73,3 +73,15 @@ def test_json_lines(runtime, make_user, lines):
     assert record["route"] == "/api/v2/generate/chat/async"
     assert record["method"] == "POST" and record["user"] == user.id and isinstance(record["status"], int)
     assert isinstance(record["duration_ms"], float) and record["time"].endswith("Z")
+
+
+@pytest.mark.parametrize("repeat", [1, 2], ids=["first", "again"])
+def test_a_pop_names_its_worker_even_when_refused(client, make_user, lines, repeat):
+    """A worker's pop body is loaded once (payload.RepeatedBodies); its log line names the worker either way,
+    and so does the line of a pop refused for its body."""
+    _, key = make_user("owner")
+    for _ in range(repeat):
+        client.post("/api/v2/generate/chat/pop", json=declaration("logged-worker"), headers={"apikey": key})
+    client.post("/api/v2/generate/chat/pop", json={"name": "refused-worker"}, headers={"apikey": key})
+    assert all("worker=logged-worker" in line for line in lines[:repeat])
+    assert "status=400" in lines[-1] and "worker=refused-worker" in lines[-1]
