@@ -189,14 +189,16 @@ class RedisEventBus(LocalEventBus):
                 continue
             if message.get("type") == "psubscribe":
                 self._set_subscribed(True)
-            elif message.get("type") == "pmessage" and not message.get("data", b"").startswith(self._others_only_mark):
+            elif message.get("type") == "pmessage":
+                data = message.get("data", b"")
+                if data.startswith(self._others_only_mark):
+                    continue
                 channel = message["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()
                 channel = channel[prefix_length:]
                 # A handover is decoded only where someone here listens to its channel.
-                listened = bool(self._subscribers.get(channel))
-                self._dispatch(channel, self._carried(message.get("data", b"")) if listened else None)
+                self._dispatch(channel, self._carried(data) if self._subscribers.get(channel) else None)
 
     def _carried(self, data: bytes) -> object | None:
         """The handover another process sent after its mark, or None (a bare event, or one that does not

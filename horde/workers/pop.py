@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,7 @@ from sqlalchemy import case, func, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from horde import errors, precompiled
+from horde import errors, precompiled, request_json
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
 from horde.chat import claim as chat_claim
@@ -62,8 +61,8 @@ def pop(runtime: Runtime, api_key: str | None, raw_body: bytes) -> dict:
 def _name_in(raw_body: bytes) -> object:
     """The `name` a refused pop body gives, if it is a JSON object at all."""
     try:
-        body = json.loads(raw_body)
-    except (ValueError, RecursionError):
+        body = request_json.parse(raw_body)
+    except errors.BadRequest:
         return None
     return body.get("name") if isinstance(body, dict) else None
 
