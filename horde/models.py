@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import Engine, Table
 
 from horde.accounts import rate_limit
-from horde.accounts.models import KudosEntry, User
+from horde.accounts.models import KudosEntry, RateCount, User
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
@@ -20,6 +20,7 @@ from horde.workers.models import KnownModel, Worker
 MODELS = (
     User,
     KudosEntry,
+    RateCount,
     Worker,
     KnownModel,
     ChatRequest,

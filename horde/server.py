@@ -180,8 +180,9 @@ def listen(host: str, port: int) -> socket.socket:
 def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops.
 
-    Drop expired idempotency keys and stored responses.
+    Drop the rate counts of seconds past the window, expired idempotency keys and stored responses.
     """
+    from horde.accounts import rate_limit
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
     from horde.text import service as text_service
@@ -193,6 +194,8 @@ def sweeper(runtime: Runtime) -> None:
         try:
             service.sweep(runtime)
             text_service.sweep(runtime)
+            with runtime.db.autocommit() as session:
+                rate_limit.forget_past_seconds(session)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)

@@ -5,6 +5,15 @@ CREATE TABLE known_models (
 );
 
 
+CREATE TABLE rate_counts (
+	user_id INTEGER NOT NULL, 
+	client_address VARCHAR(64) NOT NULL, 
+	epoch_second BIGINT NOT NULL, 
+	admitted INTEGER NOT NULL, 
+	PRIMARY KEY (user_id, client_address, epoch_second)
+);
+
+
 CREATE TABLE users (
 	id SERIAL NOT NULL, 
 	username VARCHAR(100) NOT NULL, 
@@ -253,16 +262,12 @@ CREATE TABLE text_request_models (
 CREATE INDEX ix_text_request_models_model ON text_request_models (model);
 
 CREATE OR REPLACE FUNCTION horde_rate_turn(
-    lock_class integer, lock_id integer, caller integer, since timestamp without time zone, address varchar
+    lock_class integer, lock_id integer, caller integer, address varchar, since_second bigint
 ) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(lock_class, lock_id);
-    IF address IS NULL THEN
-        RETURN (SELECT count(*) FROM chat_requests WHERE user_id = caller AND created_at >= since)
-             + (SELECT count(*) FROM text_requests WHERE user_id = caller AND created_at >= since);
-    END IF;
-    RETURN (SELECT count(*) FROM chat_requests WHERE user_id = caller AND created_at >= since AND client_address = address)
-             + (SELECT count(*) FROM text_requests WHERE user_id = caller AND created_at >= since AND client_address = address);
+    RETURN (SELECT coalesce(sum(admitted), 0) FROM rate_counts
+            WHERE user_id = caller AND client_address = address AND epoch_second >= since_second);
 END
 $$;
 

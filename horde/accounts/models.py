@@ -1,10 +1,10 @@
-"""Account tables: users and the kudos ledger that explains every balance."""
+"""Account tables: users, the kudos ledger that explains every balance, and the callers' rate counts."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String
+from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.database import Base
@@ -38,3 +38,19 @@ class KudosEntry(Base):
     kind: Mapped[str] = mapped_column(String(16))  # grant | adjustment | charge | reward
     request_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class RateCount(Base):
+    """A caller's admissions in one second (horde/accounts/rate_limit.py): the rate budget sums a caller's
+    seconds of the window, at most RATE_WINDOW_S + 1 rows, however many requests they hold.
+
+    No foreign key: a caller's row is written by every admission, and the sweeper drops seconds past the window."""
+
+    __tablename__ = "rate_counts"
+
+    user_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: The anonymous user's caller is its client address; every other user's budget is its own, "".
+    client_address: Mapped[str] = mapped_column(String(64), primary_key=True)
+    #: Seconds since the Unix epoch (UTC) of the admissions counted here.
+    epoch_second: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    admitted: Mapped[int] = mapped_column(Integer)

@@ -1,62 +1,100 @@
-"""The per-caller request budget stays exact when one caller's admissions run at once (several processes).
+"""The per-caller request budget: exact when one caller's admissions run at once (several processes), and
+read in constant time however many requests the caller sent in the window.
 
-An admission's INSERT writes the request only while the caller's requests of the last RATE_WINDOW_S are
-fewer than the limit. On PostgreSQL two admissions of one caller could both count limit - 1 and both be
-admitted, so the count waits for the caller's turn first: a transaction-scoped advisory lock keyed by the
-caller. The lock and the count are the PL/pgSQL function RATE_TURN_FUNCTION, called in the INSERT's
-WHERE: a statement's snapshot predates any wait inside it, but each query of a VOLATILE function takes a
-snapshot of its own, so the count, made after the wait, sees every request of the admissions that held
-the turn before. The turn is held until the INSERT's transaction ends: when the INSERT is the admission's
-only statement it runs in autocommit, one round trip, and the turn is held only while it runs. On SQLite
-writers run one at a time (BEGIN IMMEDIATE): the INSERT counts with subqueries, with no turn to take.
-See docs/decisions/0009-exact-rate-limit.md and 0016-rate-turn-in-the-insert.md.
+A caller (the user; the anonymous user: one client address) has at most the limit of admissions in any
+RATE_WINDOW_S. Each admission adds one to the caller's count of its second (the `rate_counts` table), and
+the budget is the sum of the caller's seconds since the one RATE_WINDOW_S before this one: at most
+RATE_WINDOW_S + 1 rows, where a count of the caller's requests read one row per request (under
+bench/load.py up to about 1,400 a caller). A second is counted whole, so an admission leaves the budget
+between RATE_WINDOW_S and RATE_WINDOW_S + 1 s after it was made: never earlier, so no window of
+RATE_WINDOW_S ever holds more than the limit. Chat and text admissions share the counts: one budget.
 
-Chat and text requests share the budget: each kind's models module declares its requests table here
-(`counts_requests_of`), and every admission counts the rows of all of them (`used_since`, and the function's
-body, `turn_function_sql`), whatever its kind.
+An admission's INSERT writes the request only while that sum is below the limit, and adds to the count in
+the same statement. On PostgreSQL two admissions of one caller could both read limit - 1 and both be
+admitted, so the sum waits for the caller's turn first: a transaction-scoped advisory lock keyed by the
+caller. The lock and the sum are the PL/pgSQL function RATE_TURN_FUNCTION, called in the INSERT's WHERE:
+a statement's snapshot predates any wait inside it, but each query of a VOLATILE function takes a
+snapshot of its own, so the sum, made after the wait, sees the counts of the admissions that held the turn
+before. The turn is held until the INSERT's transaction ends: when the INSERT is the admission's only
+statement it runs in autocommit, one round trip, and the turn is held only while it runs. On SQLite
+writers run one at a time (BEGIN IMMEDIATE): the INSERT sums with a subquery, with no turn to take.
+See docs/decisions/0009-exact-rate-limit.md, 0016-rate-turn-in-the-insert.md and
+0022-rate-counted-by-the-second.md.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
-    DateTime,
     Executable,
     Integer,
     ScalarSelect,
     String,
     Table,
     bindparam,
+    delete,
     func,
     insert,
-    literal,
     select,
+    text,
 )
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from horde import errors, precompiled
-from horde.database import last_statement_connection
-from horde.timeutil import utcnow
+from horde.accounts.models import RateCount
+from horde.database import last_statement_connection, table_of
 
 RATE_WINDOW_S = 60
 #: pg_advisory_xact_lock(classid, objid) keyspaces: classid says what objid counts. Chat and text admissions
 #: share one budget, so they share these keys. ("RL" and 1 or 2, below 2**31.)
 RATE_LIMIT_USER_LOCK_CLASS = 0x524C_0001  # objid: the user's id
 RATE_LIMIT_ADDRESS_LOCK_CLASS = 0x524C_0002  # objid: 32 bits of the client address's SHA-256 (anonymous callers)
+#: The caller key's address of a user counted as a whole (every user but the anonymous one).
+WHOLE_USER = ""
 
-Statement = TypeVar("Statement")
-#: The requests tables the budget counts, in the order their kinds declared them.
-_counted_tables: tuple[Table, ...] = ()
-
-#: Takes the caller's turn and counts its requests since `since` (the anonymous user's: those from one address).
+RATE_COUNTS = table_of(RateCount)
+#: Takes the caller's turn and sums its counts since `since_second` (the anonymous user's: one address's).
 RATE_TURN_FUNCTION = "horde_rate_turn"
 _TAKE_TURN = select(func.pg_advisory_xact_lock(bindparam("classid", type_=Integer), bindparam("objid", type_=Integer)))
+_CALLER = (
+    RATE_COUNTS.c.user_id == bindparam("user_id", type_=Integer),
+    RATE_COUNTS.c.client_address == bindparam("rate_address", type_=String),
+)
+_USED = select(func.coalesce(func.sum(RATE_COUNTS.c.admitted), 0)).where(
+    *_CALLER, RATE_COUNTS.c.epoch_second >= bindparam("since_second", type_=BigInteger)
+)
+_COUNT_ONE = (
+    sqlite.insert(RATE_COUNTS)
+    .values(
+        user_id=bindparam("user_id", type_=Integer),
+        client_address=bindparam("rate_address", type_=String),
+        epoch_second=bindparam("now_second", type_=BigInteger),
+        admitted=1,
+    )
+    .on_conflict_do_update(
+        index_elements=[RATE_COUNTS.c.user_id, RATE_COUNTS.c.client_address, RATE_COUNTS.c.epoch_second],
+        set_={"admitted": RATE_COUNTS.c.admitted + 1},
+    )
+)
+_FORGET_PAST = delete(RATE_COUNTS).where(RATE_COUNTS.c.epoch_second < bindparam("since_second", type_=BigInteger))
+
+
+def epoch_second() -> int:
+    """This second, as the counts are keyed (seconds since the Unix epoch)."""
+    return int(time.time())
+
+
+def _window(now_second: int) -> dict[str, int]:
+    """The seconds the budget sums: from the one RATE_WINDOW_S before `now_second`, which an admission of the
+    window's first instant may still be counted in."""
+    return {"now_second": now_second, "since_second": now_second - RATE_WINDOW_S}
 
 
 def lock_key(user_id: int, client_address: str | None) -> tuple[int, int]:
@@ -78,92 +116,71 @@ def take_turn(session: Session, user_id: int, client_address: str | None) -> Non
 
 
 def turn_function_sql() -> str:
-    """CREATE OR REPLACE FUNCTION for RATE_TURN_FUNCTION(lock_class, lock_id, caller, since, address): waits for
-    the caller's turn (lock_key), then returns its requests of every counted table created since `since`, those
-    from `address` alone when it is not null. The schema (horde/models.py, sql/) creates it on PostgreSQL."""
-    by_user = "user_id = caller AND created_at >= since"
-    counts = [f"(SELECT count(*) FROM {table.name} WHERE {{where}})" for table in _counted_tables] or ["0"]
-    total = "\n             + ".join(counts)
+    """CREATE OR REPLACE FUNCTION for RATE_TURN_FUNCTION(lock_class, lock_id, caller, address, since_second): waits
+    for the caller's turn (lock_key), then sums the caller's counts (user `caller`, `address`: WHOLE_USER or the
+    anonymous user's client address) of the seconds from `since_second`. The schema (horde/models.py, sql/)
+    creates it on PostgreSQL."""
     return f"""CREATE OR REPLACE FUNCTION {RATE_TURN_FUNCTION}(
-    lock_class integer, lock_id integer, caller integer, since timestamp without time zone, address varchar
+    lock_class integer, lock_id integer, caller integer, address varchar, since_second bigint
 ) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(lock_class, lock_id);
-    IF address IS NULL THEN
-        RETURN {total.format(where=by_user)};
-    END IF;
-    RETURN {total.format(where=by_user + " AND client_address = address")};
+    RETURN (SELECT coalesce(sum(admitted), 0) FROM {RATE_COUNTS.name}
+            WHERE user_id = caller AND client_address = address AND epoch_second >= since_second);
 END
 $$;"""
 
 
-def counts_requests_of(table: Table) -> None:
-    """Count `table`'s rows (with user_id, client_address and created_at columns) in every caller's budget."""
-    global _counted_tables
-    if table not in _counted_tables:
-        _counted_tables = (*_counted_tables, table)
-
-
-class CountingStatements(Generic[Statement]):
-    """Statements that count the budget (they name every counted table), built on first use for each shape
-    (`build`'s arguments) and built again if a kind declares its table after that."""
-
-    def __init__(self, build: Callable[..., Statement]):
-        self._build = build
-        self._built: dict[tuple, Statement] = {}
-
-    def get(self, *shape: Any) -> Statement:
-        key = (shape, _counted_tables)
-        statement = self._built.get(key)
-        if statement is None:
-            statement = self._built[key] = self._build(*shape)
-        return statement
-
-
-def used_since(*, by_address: bool) -> ColumnElement[int]:
-    """The caller's requests of every counted table created since the bind parameter `since`: those of
-    `user_id`, and with `by_address` only those from `client_address`. A SQL expression, to select."""
-    counts = [_created_since(table, by_address=by_address) for table in _counted_tables]
-    return sum(counts[1:], counts[0]) if counts else literal(0)
-
-
-def _created_since(table: Table, *, by_address: bool) -> ScalarSelect:
-    conditions = [
-        table.c.user_id == bindparam("user_id"),
-        table.c.created_at >= bindparam("since", type_=DateTime),
-    ]
-    if by_address:
-        conditions.append(table.c.client_address == bindparam("client_address"))
-    return select(func.count()).where(*conditions).scalar_subquery()
-
-
 def _used_under_turn() -> ColumnElement[int]:
-    """RATE_TURN_FUNCTION's count (bind parameters lock_class, lock_id, user_id, since, client_address)."""
+    """RATE_TURN_FUNCTION's sum (bind parameters lock_class, lock_id, user_id, rate_address, since_second)."""
     return getattr(func, RATE_TURN_FUNCTION)(
         bindparam("lock_class", type_=Integer),
         bindparam("lock_id", type_=Integer),
         bindparam("user_id", type_=Integer),
-        bindparam("since", type_=DateTime),
-        bindparam("client_address", type_=String),
+        bindparam("rate_address", type_=String),
+        bindparam("since_second", type_=BigInteger),
         type_=Integer,
     )
+
+
+def _used() -> ScalarSelect:
+    """The caller's sum without a turn (SQLite, whose writers run one at a time), as a SQL expression."""
+    return _USED.scalar_subquery()
+
+
+def _counted_with(created_rows: Any) -> Any:
+    """PostgreSQL: the CTE that adds the admission to its caller's count of `now_second`, once `created_rows`
+    (the INSERT's RETURNING, a CTE named "created") holds the request: a refused admission counts nothing.
+
+    Why SQL text: SQLAlchemy keeps one list of a statement's Python column defaults, and a second INSERT
+    compiled into the same WITH empties it (sqlalchemy/sql/crud.py says that several DML in one statement are
+    not supported), so the request's own defaults would be lost. A text clause is not compiled as DML."""
+    counted = text(
+        f"INSERT INTO {RATE_COUNTS.name} (user_id, client_address, epoch_second, admitted) "
+        f"SELECT :user_id, :rate_address, :now_second, 1 FROM {created_rows.name} "
+        "ON CONFLICT (user_id, client_address, epoch_second) "
+        f"DO UPDATE SET admitted = {RATE_COUNTS.name}.admitted + 1"
+    ).bindparams(
+        bindparam("user_id", type_=Integer),
+        bindparam("rate_address", type_=String),
+        bindparam("now_second", type_=BigInteger),
+    )
+    return counted.columns().cte("counted")
 
 
 def _insert_statement(
     requests: Table,
     request_models: Table,
     selected: Mapping[str, ColumnElement[Any]],
-    per_address: bool,
     postgres: bool,
     returning: Sequence[str],
     where: Sequence[ColumnElement[bool]],
 ) -> Executable:
-    """INSERT the row (`selected`: column name → value) only while the caller's requests of every counted table
-    since `since` (those of `user_id`; with `per_address` only those from `client_address`) are fewer than
-    `limit`, and `where` holds; it returns `returning`, or no row when nothing was written. On PostgreSQL
-    (`postgres`) the count waits for the caller's turn (RATE_TURN_FUNCTION), and the request's model rows
-    (`model_names`) come in the same statement, a data-modifying WITH."""
-    used = _used_under_turn() if postgres else used_since(by_address=per_address)
+    """INSERT the row (`selected`: column name → value) only while the caller's counts since `since_second` sum
+    to less than `limit`, and `where` holds; it returns `returning`, or no row when nothing was written. On
+    PostgreSQL (`postgres`) the sum waits for the caller's turn (RATE_TURN_FUNCTION), and the same statement adds
+    the admission to its count and writes the request's model rows (`model_names`), data-modifying WITHs."""
+    used = _used_under_turn() if postgres else _used()
     chosen = select(*selected.values()).where(*where, used < bindparam("limit", type_=Integer))
     created = insert(requests).from_select(list(selected), chosen)
     if not postgres:
@@ -175,13 +192,13 @@ def _insert_statement(
         .from_select(["request_id", "model"], select(created_rows.c.id, model_names))
         .cte("model_rows")
     )
-    return select(*(created_rows.c[name] for name in returning)).add_cte(model_rows)
+    return select(*(created_rows.c[name] for name in returning)).add_cte(model_rows, _counted_with(created_rows))
 
 
 class InsertBelowLimit:
-    """An admission's INSERT that is also its rate count, for one kind's requests table, exact when one caller's
-    requests arrive at once: on PostgreSQL it takes the caller's turn itself (RATE_TURN_FUNCTION), and runs in
-    autocommit when it is its transaction's only statement (horde/database.py, last_statement_connection).
+    """An admission's INSERT that is also its rate check and count, for one kind's requests table, exact when one
+    caller's requests arrive at once: on PostgreSQL it takes the caller's turn itself (RATE_TURN_FUNCTION), and
+    runs in autocommit when it is its transaction's only statement (horde/database.py, last_statement_connection).
 
     The row's values bind as given; `computed` (column name → SQL expression, e.g. a priority from the balance,
     with `where` joining what it reads) are worked out by the INSERT itself."""
@@ -198,24 +215,22 @@ class InsertBelowLimit:
         self._requests, self._request_models = requests, request_models
         self._model_rows = insert(request_models)
         self._returning, self._computed, self._where = tuple(returning), dict(computed or {}), tuple(where)
-        self._statements = CountingStatements(self._statement)
+        #: (postgres, the columns given) → the statement, built on first use: a statement object is also the key
+        #: of its compiled plan (horde/precompiled.py).
+        self._built: dict[tuple[bool, tuple[str, ...]], Executable] = {}
 
-    def _statement(self, per_address: bool, postgres: bool, names: tuple[str, ...]) -> Executable:
-        bound = {name: bindparam(f"new_{name}", type_=self._requests.c[name].type) for name in names}
-        selected = bound | self._computed
-        return _insert_statement(
-            self._requests,
-            self._request_models,
-            selected,
-            per_address,
-            postgres,
-            self._returning,
-            self._where,
-        )
+    def _statement(self, postgres: bool, names: tuple[str, ...]) -> Executable:
+        statement = self._built.get((postgres, names))
+        if statement is None:
+            bound = {name: bindparam(f"new_{name}", type_=self._requests.c[name].type) for name in names}
+            statement = self._built[(postgres, names)] = _insert_statement(
+                self._requests, self._request_models, bound | self._computed, postgres, self._returning, self._where
+            )
+        return statement
 
     def run(self, session: Session, values: Mapping[str, Any], *, limit: int, client_address: str | None) -> Any:
         """Write the request (`values`: column → value) and its model rows unless the caller (`values`'s
-        user_id; the anonymous user: `client_address`) has `limit` requests of the window: 429 then, with
+        user_id; the anonymous user: `client_address`) has `limit` admissions in the window: 429 then, with
         nothing written. The `returning` columns of the written row.
 
         Call it last in its transaction: on PostgreSQL, when nothing ran before it, it commits as it runs."""
@@ -223,32 +238,41 @@ class InsertBelowLimit:
         postgres = connection.dialect.name == "postgresql"
         models = list(dict.fromkeys(values["models"]))
         params = {f"new_{name}": value for name, value in values.items()}
-        params |= {"user_id": values["user_id"], "since": utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)}
-        params |= {"limit": limit, "client_address": client_address}
+        caller_second = _caller(values["user_id"], client_address) | _window(epoch_second())
+        params |= caller_second
+        params["limit"] = limit
         if postgres:
             params["model_names"] = models
             params["lock_class"], params["lock_id"] = lock_key(values["user_id"], client_address)
-        statement = self._statements.get(client_address is not None, postgres, tuple(values))
-        row = precompiled.execute(connection, statement, params).first()
+        row = precompiled.execute(connection, self._statement(postgres, tuple(values)), params).first()
         if row is None:
             refuse_if_over(limit, limit, client_address)
-        if not postgres and models:  # SQLite has no INSERT in a WITH clause; its statements cost no round trip
-            precompiled.execute_many(
-                connection, self._model_rows, [{"request_id": values["id"], "model": model} for model in models]
-            )
+        if not postgres:  # SQLite has no INSERT in a WITH clause; its statements cost no round trip
+            precompiled.execute(connection, _COUNT_ONE, caller_second)
+            if models:
+                precompiled.execute_many(
+                    connection, self._model_rows, [{"request_id": values["id"], "model": model} for model in models]
+                )
         return row
 
 
-_USED = CountingStatements(lambda by_address: select(used_since(by_address=by_address)))
+def _caller(user_id: int, client_address: str | None) -> dict[str, Any]:
+    """The bind parameters of the caller's counts: the user, and the anonymous user's client address."""
+    return {"user_id": user_id, "rate_address": WHOLE_USER if client_address is None else client_address}
 
 
 def refuse_if_used_up(session: Session, user_id: int, client_address: str | None, limit: int) -> None:
-    """429 when the caller (the anonymous user: `client_address`) has `limit` requests of the window: a count of
+    """429 when the caller (the anonymous user: `client_address`) has `limit` admissions in the window: a sum of
     its own, for a refusal of another check that the rate's comes before."""
-    params = {"user_id": user_id, "since": utcnow() - dt.timedelta(seconds=RATE_WINDOW_S)}
-    params["client_address"] = client_address
-    used = session.connection().scalar(_USED.get(client_address is not None), params) or 0
+    params = _caller(user_id, client_address) | _window(epoch_second())
+    used = precompiled.execute(session.connection(), _USED, params).scalar() or 0
     refuse_if_over(used, limit, client_address)
+
+
+def forget_past_seconds(session: Session) -> int:
+    """Delete the counts of seconds no budget sums any more (the sweeper's): how many."""
+    since_second = _window(epoch_second())["since_second"]
+    return precompiled.execute(session.connection(), _FORGET_PAST, {"since_second": since_second}).rowcount or 0
 
 
 def refuse_if_over(used: int, limit: int, client_address: str | None) -> None:

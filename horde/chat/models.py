@@ -12,8 +12,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.accounts import rate_limit
-from horde.database import Base, table_of
+from horde.database import Base
 from horde.timeutil import utcnow
 
 
@@ -111,9 +110,6 @@ class ChatRequest(Base):
     @property
     def only_worker_ids(self) -> list[str]:
         return [item for item in (self.only_workers or "").split("|") if item]
-
-
-rate_limit.counts_requests_of(table_of(ChatRequest))
 
 
 class ChatRequestModel(Base):

@@ -14,8 +14,7 @@ import uuid
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.accounts import rate_limit
-from horde.database import Base, table_of
+from horde.database import Base
 from horde.timeutil import utcnow
 
 #: Request states: `waiting` while generations remain to hand out, `processing` while the last ones run.
@@ -87,9 +86,6 @@ class TextRequest(Base):
     body_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     holders: Mapped[int] = mapped_column(Integer, default=0)
     delivered: Mapped[bool] = mapped_column(Boolean, default=False)
-
-
-rate_limit.counts_requests_of(table_of(TextRequest))
 
 
 class TextRequestModel(Base):

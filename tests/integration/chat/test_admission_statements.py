@@ -106,14 +106,14 @@ def test_a_declaration_changed_in_this_process_applies_to_the_very_next_request(
 
 
 def _counts_the_rate(statement: str) -> bool:
-    """PostgreSQL: the function that takes the caller's turn and counts (horde/accounts/rate_limit.py). SQLite:
-    the count's subqueries, of chat and text requests."""
-    return f"{RATE_TURN_FUNCTION}(" in statement or ("count(*)" in statement and "text_requests" in statement)
+    """PostgreSQL: the function that takes the caller's turn and sums its counts (horde/accounts/rate_limit.py).
+    SQLite: the sum's subquery."""
+    return f"{RATE_TURN_FUNCTION}(" in statement or "sum(rate_counts.admitted)" in statement
 
 
 def _inserts(runtime) -> list[str]:
-    """body_hash and holders included, so no UPDATE follows; on PostgreSQL the model rows come in the same
-    statement (one round trip). The request's INSERT counts the caller's rate."""
+    """body_hash and holders included, so no UPDATE follows; on PostgreSQL the model rows and the caller's count
+    come in the same statement (one round trip). The request's INSERT sums the caller's counts."""
     if runtime.db.is_postgresql:
         return ["with created as"]
-    return ["insert into chat_requests", "insert into chat_request_models"]
+    return ["insert into chat_requests", "insert into rate_counts", "insert into chat_request_models"]

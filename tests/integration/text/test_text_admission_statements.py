@@ -51,9 +51,13 @@ def test_a_front_admission_reads_neither_the_caller_nor_the_workers_once_the_vie
     seen = [s for s in seen if not s.startswith(("begin", "commit", "rollback"))]
     if runtime.db.is_postgresql:  # the INSERT takes the caller's turn itself, and runs alone in autocommit
         assert [s.split(" (")[0] for s in seen] == ["with created as"] and in_a_transaction == [], seen
-        assert f"{RATE_TURN_FUNCTION}(" in seen[0]
+        assert f"{RATE_TURN_FUNCTION}(" in seen[0] and "counted as (insert into rate_counts" in seen[0]
     else:
-        assert [s.split(" (")[0] for s in seen] == ["insert into text_requests", "insert into text_request_models"]
+        assert [s.split(" (")[0] for s in seen] == [
+            "insert into text_requests",
+            "insert into rate_counts",
+            "insert into text_request_models",
+        ]
     assert admitted.request is not None
     stored = _stored(runtime, admitted.request.id)
     assert stored.params["max_context_length"] == 4096  # the worker's context, from the view
