@@ -17,7 +17,9 @@ not empty; `--no-submit-pop` skips that row).
 
 Printed: completed requests/s; latency p50 and p99 for JSON and for streamed
 requests; the server's CPU ms per completed request (/proc, every server process); on PostgreSQL the
-database transactions per completed request (its statistics; an autocommit statement counts as one);
+database transactions per completed request (its statistics; an autocommit statement counts as one) and,
+when PostgreSQL runs on this machine, its CPU ms per completed request (/proc, the backends serving the
+bench's database);
 the count of 5xx answers; requests not in a final state after the run; and whether
 every balance equals the sum of its ledger entries (and no request was charged
 twice). With --check the exit code is 1 when any of those counts is wrong (never a
@@ -43,6 +45,7 @@ import random
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import _support as S
 import gevent
@@ -405,11 +408,14 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
     pids = server_pids(setup.server)
     cpu_before, own_before = cpu_of(pids), S.cpu_seconds(os.getpid())
     xacts_before = database_transactions(setup.runtime)
+    backends = database_backends(setup.runtime)
+    database_cpu_before = cpu_of(backends)
     window.start = time.monotonic()
     gevent.sleep(args.duration)
     window.end = time.monotonic()
     cpu_after, own_after = cpu_of(server_pids(setup.server)), S.cpu_seconds(os.getpid())
     xacts_after = database_transactions(setup.runtime)
+    database_cpu_after = cpu_of(backends)
     elapsed = window.end - window.start
     stop_clients.set()
     gevent.joinall(callers, timeout=DRAIN_TIMEOUT_S)
@@ -419,6 +425,7 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
     counts = final_counts(setup.runtime)
 
     server_cpu = sum(cpu_after.get(p, 0) - cpu_before.get(p, 0) for p in cpu_before)
+    database_cpu = sum(database_cpu_after.get(p, 0) - database_cpu_before.get(p, 0) for p in database_cpu_before)
     completed = clients.window_completed
     fivexx = clients.server_errors + workers.server_errors
     errors = clients.errors + workers.errors
@@ -449,6 +456,7 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
         S.ms(S.percentile(clients.stream_s, 99)),
         f"{1000 * server_cpu / completed:.2f}" if completed else "-",
         f"{(xacts_after - xacts_before) / completed:.1f}" if completed and xacts_before is not None else "-",
+        f"{1000 * database_cpu / completed:.2f}" if completed and database_cpu_before else "-",
         f"{100 * (own_after - own_before) / elapsed:.0f}",
         fivexx,
         len(errors),
@@ -480,6 +488,27 @@ def database_transactions(runtime) -> int | None:
             )
             .scalar_one()
         )
+
+
+def database_backends(runtime) -> list[int]:
+    """PostgreSQL on this machine: the processes of the backends connected to the bench's database now (the
+    servers' pools keep theirs open through the run); none elsewhere: SQLite, or a server whose process ids are
+    not this machine's."""
+    if not runtime.db.is_postgresql:
+        return []
+    with runtime.db.read() as session:
+        pids = session.connection().exec_driver_sql(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        pids = [pid for (pid,) in pids]
+    return [pid for pid in pids if _is_postgres_process(pid)]
+
+
+def _is_postgres_process(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"
+    except OSError:
+        return False
 
 
 def _online(runtime) -> int:
@@ -615,6 +644,7 @@ def main(argv=None) -> int:
                 "stream p99 ms",
                 "server CPU ms/req",
                 "db xacts/req",
+                "db CPU ms/req",
                 "bench CPU %",
                 "5xx",
                 "errors",
