@@ -5,6 +5,12 @@ load. This process remembers, per worker name, the row it last wrote or read: a
 pop whose owner and declarations match it skips the database until
 `last_pop_at` is due for a refresh (every CHECK_IN_REFRESH_S, well inside the
 online window). A change of declarations is written at once.
+
+One pop per worker and process writes a due refresh: a worker's slots pop at once,
+and each writing the same row waited for the others' transactions (under
+bench/load.py the wait sampled most often in PostgreSQL). The rest go on with the
+view they have until the refresh is remembered, or until another CHECK_IN_REFRESH_S
+has passed if it failed.
 """
 
 from __future__ import annotations
@@ -93,6 +99,8 @@ class CheckIns(Generic[View]):
         self.refresh_s = refresh_s
         self._declared = declared
         self._entries: dict[str, tuple[int, tuple, float, View]] = {}
+        #: Worker name → time.monotonic() when a pop of this process took on its due refresh.
+        self._refreshing: dict[str, float] = {}
         self._lock = threading.Lock()
         #: Counts the check-ins of this process that wrote a worker new to it or new declarations: a view of
         #: the workers taken before the count moved may lack them (admission's roster, chat/snapshots.py).
@@ -104,10 +112,18 @@ class CheckIns(Generic[View]):
         if entry is None:
             return None
         owner, declarations, written_at, view = entry
-        refresh_s = min(self.refresh_s, window_s / REFRESHES_PER_WINDOW)
-        if owner != owner_id or time.monotonic() - written_at >= refresh_s or declarations != self._declared(pop):
+        if owner != owner_id or declarations != self._declared(pop):
             return None
-        return view
+        refresh_s = min(self.refresh_s, window_s / REFRESHES_PER_WINDOW)
+        now = time.monotonic()
+        if now - written_at < refresh_s:
+            return view
+        with self._lock:
+            taken_at = self._refreshing.get(view.name)
+            if taken_at is not None and now - taken_at < refresh_s:
+                return view  # another pop here is writing the refresh
+            self._refreshing[view.name] = now
+        return None
 
     def remember(self, pop: dict, view: View, written_at: float) -> None:
         """Call after the check-in committed; `written_at` is time.monotonic() from before it began."""
@@ -115,6 +131,8 @@ class CheckIns(Generic[View]):
         with self._lock:
             if len(self._entries) >= CHECK_IN_CACHE_MAX_ENTRIES:
                 self._entries.clear()
+                self._refreshing.clear()
+            self._refreshing.pop(view.name, None)
             previous = self._entries.get(view.name)
             if previous is None or previous[:2] != (view.owner_id, declarations):
                 self.generation += 1
