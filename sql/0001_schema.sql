@@ -70,7 +70,6 @@ CREATE TABLE chat_requests (
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
 
-CREATE INDEX ix_chat_requests_address_created ON chat_requests (client_address, created_at);
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
@@ -161,7 +160,6 @@ CREATE TABLE text_requests (
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
 
-CREATE INDEX ix_text_requests_address_created ON text_requests (client_address, created_at);
 CREATE INDEX ix_text_requests_body_hash ON text_requests (body_hash);
 CREATE INDEX ix_text_requests_queue ON text_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_text_requests_user_created ON text_requests (user_id, created_at);

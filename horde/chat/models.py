@@ -59,7 +59,6 @@ class ChatRequest(Base):
         # Matches QUEUE_ORDER, so a claim walks the index and stops at the first eligible request.
         Index("ix_chat_requests_queue", "state", "priority_class", text("priority DESC"), "created_at", "id"),
         Index("ix_chat_requests_user_created", "user_id", "created_at"),
-        Index("ix_chat_requests_address_created", "client_address", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -87,7 +86,7 @@ class ChatRequest(Base):
     kudos_charged: Mapped[int] = mapped_column(Integer, default=0)
     context_adjustments: Mapped[list | None] = mapped_column(JSON, nullable=True)
     client_agent: Mapped[str] = mapped_column(String(300), default="unknown:0:unknown")
-    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)  # anonymous callers' limit
+    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the caller's; the anonymous rate budget's key
     #: Hash of the client's body, so that a retry of the same body can find this request.
     body_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     #: Open client connections waiting on this request; a drop cancels only when none is left.

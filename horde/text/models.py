@@ -39,7 +39,6 @@ class TextRequest(Base):
     __table_args__ = (
         Index("ix_text_requests_queue", "state", "priority_class", text("priority DESC"), "created_at", "id"),
         Index("ix_text_requests_user_created", "user_id", "created_at"),
-        Index("ix_text_requests_address_created", "client_address", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -69,7 +68,7 @@ class TextRequest(Base):
     params: Mapped[dict] = mapped_column(JSON)
     webhook: Mapped[str | None] = mapped_column(Text, nullable=True)
     client_agent: Mapped[str] = mapped_column(String(300), default="unknown:0:unknown")
-    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)  # anonymous callers' limit
+    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the caller's; the anonymous rate budget's key
 
     n: Mapped[int] = mapped_column(Integer, default=1)
     waiting: Mapped[int] = mapped_column(Integer, default=1)
