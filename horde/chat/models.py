@@ -86,7 +86,8 @@ class ChatRequest(Base):
     kudos_charged: Mapped[int] = mapped_column(Integer, default=0)
     context_adjustments: Mapped[list | None] = mapped_column(JSON, nullable=True)
     client_agent: Mapped[str] = mapped_column(String(300), default="unknown:0:unknown")
-    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the caller's; the anonymous rate budget's key
+    #: The caller's address; the anonymous user's rate budget is counted by it (rate_counts).
+    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)
     #: Hash of the client's body, so that a retry of the same body can find this request.
     body_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     #: Open client connections waiting on this request; a drop cancels only when none is left.

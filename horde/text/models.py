@@ -68,7 +68,8 @@ class TextRequest(Base):
     params: Mapped[dict] = mapped_column(JSON)
     webhook: Mapped[str | None] = mapped_column(Text, nullable=True)
     client_agent: Mapped[str] = mapped_column(String(300), default="unknown:0:unknown")
-    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the caller's; the anonymous rate budget's key
+    #: The caller's address; the anonymous user's rate budget is counted by it (rate_counts).
+    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     n: Mapped[int] = mapped_column(Integer, default=1)
     waiting: Mapped[int] = mapped_column(Integer, default=1)
