@@ -180,7 +180,8 @@ def listen(host: str, port: int) -> socket.socket:
 def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops.
 
-    Drop the rate counts of seconds past the window, expired idempotency keys and stored responses.
+    Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
+    keys and stored responses.
     """
     from horde.accounts import rate_limit
     from horde.oai import idempotency
@@ -194,9 +195,11 @@ def sweeper(runtime: Runtime) -> None:
         try:
             service.sweep(runtime)
             text_service.sweep(runtime)
-            with runtime.db.autocommit() as session:
-                rate_limit.forget_past_seconds(session)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
+                # With the purges, not every sweep: a budget's sum reads its caller's seconds from the window's start on
+                # the primary key, so older rows are never read, and the DELETE reads the whole table.
+                with runtime.db.autocommit() as session:
+                    rate_limit.forget_past_seconds(session)
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)
         except ServiceUnavailable:

@@ -34,7 +34,6 @@ from sqlalchemy import (
     ColumnElement,
     Executable,
     Integer,
-    ScalarSelect,
     String,
     Table,
     bindparam,
@@ -143,11 +142,6 @@ def _used_under_turn() -> ColumnElement[int]:
     )
 
 
-def _used() -> ScalarSelect:
-    """The caller's sum without a turn (SQLite, whose writers run one at a time), as a SQL expression."""
-    return _USED.scalar_subquery()
-
-
 def _counted_with(created_rows: Any) -> Any:
     """PostgreSQL: the CTE that adds the admission to its caller's count of `now_second`, once `created_rows`
     (the INSERT's RETURNING, a CTE named "created") holds the request: a refused admission counts nothing.
@@ -180,7 +174,7 @@ def _insert_statement(
     to less than `limit`, and `where` holds; it returns `returning`, or no row when nothing was written. On
     PostgreSQL (`postgres`) the sum waits for the caller's turn (RATE_TURN_FUNCTION), and the same statement adds
     the admission to its count and writes the request's model rows (`model_names`), data-modifying WITHs."""
-    used = _used_under_turn() if postgres else _used()
+    used = _used_under_turn() if postgres else _USED.scalar_subquery()  # SQLite: its writers take no turn
     chosen = select(*selected.values()).where(*where, used < bindparam("limit", type_=Integer))
     created = insert(requests).from_select(list(selected), chosen)
     if not postgres:
