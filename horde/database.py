@@ -16,7 +16,20 @@ from pathlib import Path
 from typing import Any, cast
 
 from gevent.monkey import get_original
-from sqlalchemy import Connection, CursorResult, Engine, Executable, Table, create_engine, event, make_url, text
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    CursorResult,
+    Engine,
+    Executable,
+    Table,
+    create_engine,
+    event,
+    func,
+    make_url,
+    text,
+    true,
+)
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
@@ -49,10 +62,18 @@ POSTGRES_WALKING_POOL_SIZE = 8
 #: prepares a statement on its fifth run), and with the tables' statistics PostgreSQL's default would plan them
 #: again on every run, to compare a plan for the given values that is never better for these statements.
 POSTGRES_SESSION_OPTIONS = "-c plan_cache_mode=force_generic_plan"
+#: A commit where no kudos move need not wait until its WAL is on the disk (decision 0023): a database crash may
+#: lose the last fraction of a second of such commits, never one that moves kudos, since a commit that waits
+#: writes every commit before it to the disk too.
+POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION = "-c synchronous_commit=off"
+#: PostgreSQL: a condition that holds and makes its statement's transaction commit as
+#: POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION does, for a statement whose transaction moves no kudos (no round trip of
+#: its own; the setting ends with the transaction).
+COMMITS_WITHOUT_FLUSH: ColumnElement[bool] = func.set_config("synchronous_commit", "off", true()) == "off"
 #: The walking pool's sessions also plan with sorts off: an ORDER BY ... LIMIT walks its index in order and stops at
 #: the first row that passes the filters, where the planner, unable to estimate the filters, would sort the whole
-#: table.
-POSTGRES_WALKING_OPTIONS = POSTGRES_SESSION_OPTIONS + " -c enable_sort=off"
+#: table. The pool runs only a pop's look and claim, which move no kudos: their commits do not wait for the disk.
+POSTGRES_WALKING_OPTIONS = f"{POSTGRES_SESSION_OPTIONS} -c enable_sort=off {POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION}"
 #: A pooled PostgreSQL connection idle this long is pinged before use (see _ping_idle_connections).
 PING_IF_IDLE_S = 1.0
 _CHECKED_IN_AT = "horde_checked_in_at"

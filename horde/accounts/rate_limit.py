@@ -48,7 +48,7 @@ from sqlalchemy.orm import Session
 
 from horde import errors, precompiled
 from horde.accounts.models import RateCount
-from horde.database import last_statement_connection, table_of
+from horde.database import COMMITS_WITHOUT_FLUSH, last_statement_connection, table_of
 
 RATE_WINDOW_S = 60
 #: pg_advisory_xact_lock(classid, objid) keyspaces: classid says what objid counts. Chat and text admissions
@@ -176,6 +176,8 @@ def _insert_statement(
     the admission to its count and writes the request's model rows (`model_names`), data-modifying WITHs."""
     used = _used_under_turn() if postgres else _USED.scalar_subquery()  # SQLite: its writers take no turn
     chosen = select(*selected.values()).where(*where, used < bindparam("limit", type_=Integer))
+    if postgres:  # no kudos move in an admission's transaction (decision 0023)
+        chosen = chosen.where(COMMITS_WITHOUT_FLUSH)
     created = insert(requests).from_select(list(selected), chosen)
     if not postgres:
         return created.returning(*(requests.c[name] for name in returning))
