@@ -47,6 +47,14 @@ def postgresql_runtime(runtime):
 
 
 @pytest.fixture
+def sqlite_runtime(runtime):
+    """The runtime, for tests of what only SQLite does (its driver's statement cache): skipped on PostgreSQL."""
+    if not runtime.db.is_sqlite:
+        pytest.skip("SQLite's own driver: PostgreSQL has other sessions")
+    return runtime
+
+
+@pytest.fixture
 def redis_prefix():
     return f"horde_test_{uuid.uuid4().hex[:12]}"
 

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
-from horde.database import table_of
+from horde.database import like_planned_once, table_of
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK, feature_names, guarantee_names
 from horde.workers.models import Worker
@@ -86,7 +86,10 @@ def _eligible_for_worker() -> ColumnElement[bool]:
         requests.context_tokens <= bindparam("max_context_length", type_=Integer),
         requests.required_features.op("&")(bindparam("missing_features", type_=Integer)) == 0,
         requests.required_guarantees.op("&")(bindparam("missing_guarantees", type_=Integer)) == 0,
-        or_(requests.only_workers.is_(None), requests.only_workers.like(bindparam("only_pattern", type_=String))),
+        or_(
+            requests.only_workers.is_(None),
+            like_planned_once(requests.only_workers, bindparam("only_pattern", type_=String)),
+        ),
         or_(requests.trusted_only.is_(False), cast(bindparam("trusted", type_=Boolean), Boolean)),
         or_(
             requests.tools_temperature.is_(None),

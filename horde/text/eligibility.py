@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Boolean, ColumnElement, and_, bindparam, case, exists, func, literal, not_, or_, select
+from sqlalchemy import Boolean, ColumnElement, String, and_, bindparam, case, exists, func, literal, not_, or_, select
 from sqlalchemy.orm import Session
 
+from horde.database import like_planned_once
 from horde.text.checkin import TextWorkerView
 from horde.text.models import WAITING, TextRequest, TextRequestModel
 
@@ -36,6 +37,8 @@ _SERVES_MODEL = or_(
         )
     ),
 )
+#: The worker's id between bars ("%|id|%"), as a request's only_workers and blocked_workers list workers.
+_WORKER_PATTERN = bindparam("worker_pattern", type_=String)
 #: (skipped reason, SQL condition a request must meet) pairs, built once: the offer comes in the bind parameters
 #: of `offer_params`, so a pop neither builds nor hashes these statements again.
 CONDITIONS: list[tuple[str, ColumnElement[bool]]] = [
@@ -49,10 +52,10 @@ CONDITIONS: list[tuple[str, ColumnElement[bool]]] = [
     (
         "worker_id",
         and_(
-            or_(TextRequest.only_workers.is_(None), TextRequest.only_workers.like(bindparam("worker_pattern"))),
+            or_(TextRequest.only_workers.is_(None), like_planned_once(TextRequest.only_workers, _WORKER_PATTERN)),
             or_(
                 TextRequest.blocked_workers.is_(None),
-                not_(TextRequest.blocked_workers.like(bindparam("worker_pattern"))),
+                not_(like_planned_once(TextRequest.blocked_workers, _WORKER_PATTERN)),
             ),
         ),
     ),

@@ -16,7 +16,7 @@ from horde.accounts.identity import Identity
 from horde.chat import claim as chat_claim
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
-from horde.database import table_of
+from horde.database import like_planned_once, table_of
 from horde.events import jobs_channel, progress_channel
 from horde.ops.drain import DRAIN
 from horde.ops.request_context import note
@@ -237,7 +237,11 @@ def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
         ("max_context_length", ChatRequest.context_tokens > worker.max_context_length),
         ("features", ChatRequest.required_features.op("&")(missing_features) != 0),
         ("guarantees", ChatRequest.required_guarantees.op("&")(missing_guarantees) != 0),
-        ("worker_id", ChatRequest.only_workers.is_not(None) & ~ChatRequest.only_workers.like(f"%|{worker.id}|%")),
+        (
+            "worker_id",
+            ChatRequest.only_workers.is_not(None)
+            & ~like_planned_once(ChatRequest.only_workers, literal(f"%|{worker.id}|%")),
+        ),
         ("untrusted", ChatRequest.trusted_only.is_(True) & literal(not trusted)),
     ]
     if worker.max_temperature_with_tools is not None:
