@@ -55,6 +55,7 @@ def create(
             request_id=request_id,
             roster_generation=runtime.checkins.generation,
         )
+    runtime.snapshots.queue_changed()
     announce_jobs(runtime.bus, request.models)
     return request
 

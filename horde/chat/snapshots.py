@@ -50,6 +50,13 @@ class Snapshots:
         #: Keys being taken again right now, by how many callers.
         self._taking: dict[Hashable, int] = {}
         self._lock = threading.Lock()
+        #: This process's changes of the chat queue (admissions, claims), for views of the queue to key by: they
+        #: are taken again after such a change at once, and after another process's within max_age_s.
+        self.queue_generation = 0
+
+    def queue_changed(self) -> None:
+        """An admission or a claim of this process changed the chat queue."""
+        self.queue_generation += 1
 
     def cached(self, key: Hashable, compute: Callable[[], T], version: object = None) -> T:
         """compute(), or its value of less than max_age_s ago when it was taken at the same `version`. Other

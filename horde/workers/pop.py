@@ -41,6 +41,8 @@ _BUSY_THREADS_AND_QUEUE = select(_BUSY, chat_claim.ANY_WAITING_FOR)
 #: PostgreSQL: the same look also prepares the claim's plan for the rest of the transaction.
 _BUSY_THREADS_AND_QUEUE_WALKING = select(_BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX)
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
+#: runtime.snapshots' key of the count of every waiting chat request.
+WAITING_COUNT_KEY = "chat-waiting-count"
 #: PostgreSQL, a pop with nothing to write (on the walking pool): the look and the claim in one round trip.
 _LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(_BUSY)
 #: A worker sends the same pop body every time: loaded once.
@@ -170,7 +172,8 @@ def claim_or_explain(
     if not plan_in_transaction:  # the walking pool's session: the look and the claim are one statement
         busy, queued, claimed = chat_claim.look_and_claim(session, runtime.settings, worker, trusted, _LOOK_AND_CLAIM)
         if claimed is None:
-            return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None, queued
+            return _not_claimed(runtime, session, worker, trusted, busy, queued, explain=explain), None, queued
+        runtime.snapshots.queue_changed()
         return _job_answer(runtime, claimed, worker), claimed, queued
     # Text jobs share the worker's threads.
     walk = runtime.db.is_postgresql
@@ -181,10 +184,11 @@ def claim_or_explain(
     busy -= ending_jobs
     queued = bool(queued)
     if busy >= worker.threads or not queued:  # all threads busy, or the common empty pop
-        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None, queued
+        return _not_claimed(runtime, session, worker, trusted, busy, queued, explain=explain), None, queued
     claimed = chat_claim.claim(session, runtime.settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
     if claimed is None:
-        return _not_claimed(session, worker, trusted, busy, queued, explain=explain), None, queued
+        return _not_claimed(runtime, session, worker, trusted, busy, queued, explain=explain), None, queued
+    runtime.snapshots.queue_changed()
     return _job_answer(runtime, claimed, worker), claimed, queued
 
 
@@ -198,7 +202,7 @@ def _job_answer(runtime: Runtime, claimed: chat_claim.Claimed, worker: WorkerVie
 
 
 def _not_claimed(
-    session: Session, worker: WorkerView, trusted: bool, busy: int, queued: bool, *, explain: bool
+    runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, busy: int, queued: bool, *, explain: bool
 ) -> dict[str, Any]:
     """An empty pop's answer: its threads all busy, or with `explain` why the waiting requests were not its."""
     if busy >= worker.threads:
@@ -206,12 +210,21 @@ def _not_claimed(
     if not explain:
         return {"id": None, "skipped": {}}
     if not queued:
-        return {"id": None, "skipped": _waiting_for_other_models(session)}
-    return {"id": None, "skipped": skipped_counts(session, worker, trusted)}
+        return {"id": None, "skipped": _waiting_for_other_models(runtime, session)}
+    return {"id": None, "skipped": skipped_counts(runtime, session, worker, trusted)}
 
 
-def _waiting_for_other_models(session: Session) -> dict[str, int]:
-    waiting = precompiled.execute(session.connection(), _WAITING).scalar() or 0
+def _waiting_for_other_models(runtime: Runtime, session: Session) -> dict[str, int]:
+    """The skipped counts of a worker whose models have no queue: every waiting request, under `models`.
+
+    Counted at most once a second per process, and again after this process's own admissions and claims
+    (runtime.snapshots): the count reads the whole queue, and the empty pops of every idle worker ask for it."""
+    snapshots = runtime.snapshots
+    waiting = snapshots.cached(
+        WAITING_COUNT_KEY,
+        lambda: precompiled.execute(session.connection(), _WAITING).scalar() or 0,
+        snapshots.queue_generation,
+    )
     return {"models": waiting} if waiting else {}
 
 
@@ -220,10 +233,10 @@ def busy_threads(session: Session, worker_id: str) -> int:
     return precompiled.execute(session.connection(), _BUSY_THREADS, {"worker": worker_id}).scalar() or 0
 
 
-def skipped_counts(session: Session, worker: WorkerView, trusted: bool) -> dict:
+def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trusted: bool) -> dict:
     """Why the waiting requests were not given to this worker, by first failing reason."""
     if not chat_claim.any_waiting_for(session, worker.models):
-        return _waiting_for_other_models(session)
+        return _waiting_for_other_models(runtime, session)
     serves = (
         select(literal(1))
         .where(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(worker.models))
