@@ -50,12 +50,12 @@ class Snapshots:
         #: Keys being taken again right now, by how many callers.
         self._taking: dict[Hashable, int] = {}
         self._lock = threading.Lock()
-        #: This process's changes of the chat queue (admissions, claims), for views of the queue to key by: they
-        #: are taken again after such a change at once, and after another process's within max_age_s.
+        #: This process's committed changes of the chat queue (admissions, claims), for views of the queue to key
+        #: by: they are taken again after such a change at once, and after another process's within max_age_s.
         self.queue_generation = 0
 
     def queue_changed(self) -> None:
-        """An admission or a claim of this process changed the chat queue."""
+        """An admission or a claim of this process has changed the chat queue (called after its commit)."""
         self.queue_generation += 1
 
     def cached(self, key: Hashable, compute: Callable[[], T], version: object = None) -> T:

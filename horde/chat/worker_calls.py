@@ -138,6 +138,7 @@ def _announce(runtime: Runtime, request: lifecycle.Changed, first: tuple[dict, C
     claimed = None if first is None else first[1]
     runtime.bus.publish(request_channel(request.id), request.finish)
     if claimed is not None:
+        runtime.snapshots.queue_changed()
         runtime.bus.publish(progress_channel(claimed.request_id))
     if request.state == WAITING and (claimed is None or claimed.request_id != request.id):
         announce_jobs(runtime.bus, request.models)

@@ -143,6 +143,7 @@ def _pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, 
         runtime.checkins.remember(request, worker, started)
     if claimed is not None:
         runtime.claimed_jobs.remember(claimed, worker.id, owner.id)
+        runtime.snapshots.queue_changed()  # after the commit: a view taken again now sees the claim
         runtime.bus.publish(progress_channel(claimed.request_id))
     return result, queued
 
@@ -173,7 +174,6 @@ def claim_or_explain(
         busy, queued, claimed = chat_claim.look_and_claim(session, runtime.settings, worker, trusted, _LOOK_AND_CLAIM)
         if claimed is None:
             return _not_claimed(runtime, session, worker, trusted, busy, queued, explain=explain), None, queued
-        runtime.snapshots.queue_changed()
         return _job_answer(runtime, claimed, worker), claimed, queued
     # Text jobs share the worker's threads.
     walk = runtime.db.is_postgresql
@@ -188,7 +188,6 @@ def claim_or_explain(
     claimed = chat_claim.claim(session, runtime.settings, worker, trusted, skip_locked=runtime.db.is_postgresql)
     if claimed is None:
         return _not_claimed(runtime, session, worker, trusted, busy, queued, explain=explain), None, queued
-    runtime.snapshots.queue_changed()
     return _job_answer(runtime, claimed, worker), claimed, queued
 
 

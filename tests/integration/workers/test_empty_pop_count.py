@@ -9,7 +9,7 @@ from sqlalchemy import insert
 
 from horde.chat.models import ChatRequest
 from horde.database import table_of
-from tests.support.native import pop, queued_id
+from tests.support.native import declaration, pop, queued_id, submit
 from tests.support.statements import statements
 
 #: The count's statement, as tests.support.statements records it.
@@ -46,6 +46,16 @@ def test_a_claim_of_this_process_is_counted_at_once(client, queued_for_a):
     owner, _ = queued_for_a
     assert pop(client, owner, "b", models=["m2"])["skipped"] == {"models": 1}
     assert pop(client, owner, "a", models=["m1"])["id"]
+    assert pop(client, owner, "b", models=["m2"])["skipped"] == {}
+
+
+def test_a_claim_carried_by_a_submit_is_counted_at_once(client, queued_for_a):
+    owner, _ = queued_for_a
+    queued_id(client, owner, model="m1")
+    job = pop(client, owner, "a", models=["m1"])["id"]
+    assert pop(client, owner, "b", models=["m2"])["skipped"] == {"models": 1}
+    answer = submit(client, owner, job, pop=declaration("a", models=["m1"]))
+    assert answer.status_code == 200 and answer.json["next"]["id"], answer.json
     assert pop(client, owner, "b", models=["m2"])["skipped"] == {}
 
 
