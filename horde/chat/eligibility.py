@@ -67,6 +67,10 @@ def fits(worker: Worker, need: Need) -> bool:
     return worker.max_length >= need.max_tokens and worker.max_context_length >= need.context_tokens
 
 
+#: A request's `only` list names the worker (bind parameter `only_pattern`, see worker_params).
+LISTS_THE_WORKER = like_planned_once(table_of(ChatRequest).c.only_workers, bindparam("only_pattern", type_=String))
+
+
 def _eligible_for_worker() -> ColumnElement[bool]:
     """The SQL form of the rules, with the worker's declarations as bind parameters (see worker_params).
 
@@ -86,10 +90,7 @@ def _eligible_for_worker() -> ColumnElement[bool]:
         requests.context_tokens <= bindparam("max_context_length", type_=Integer),
         requests.required_features.op("&")(bindparam("missing_features", type_=Integer)) == 0,
         requests.required_guarantees.op("&")(bindparam("missing_guarantees", type_=Integer)) == 0,
-        or_(
-            requests.only_workers.is_(None),
-            like_planned_once(requests.only_workers, bindparam("only_pattern", type_=String)),
-        ),
+        or_(requests.only_workers.is_(None), LISTS_THE_WORKER),
         or_(requests.trusted_only.is_(False), cast(bindparam("trusted", type_=Boolean), Boolean)),
         or_(
             requests.tools_temperature.is_(None),

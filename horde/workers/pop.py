@@ -14,9 +14,9 @@ from horde import errors, precompiled, request_json
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
 from horde.chat import claim as chat_claim
-from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
+from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, LISTS_THE_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
-from horde.database import like_planned_once, table_of
+from horde.database import table_of
 from horde.events import jobs_channel, progress_channel
 from horde.ops.drain import DRAIN
 from horde.ops.request_context import note
@@ -249,11 +249,7 @@ def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trust
         ("max_context_length", ChatRequest.context_tokens > worker.max_context_length),
         ("features", ChatRequest.required_features.op("&")(missing_features) != 0),
         ("guarantees", ChatRequest.required_guarantees.op("&")(missing_guarantees) != 0),
-        (
-            "worker_id",
-            ChatRequest.only_workers.is_not(None)
-            & ~like_planned_once(ChatRequest.only_workers, literal(f"%|{worker.id}|%")),
-        ),
+        ("worker_id", ChatRequest.only_workers.is_not(None) & ~LISTS_THE_WORKER),
         ("untrusted", ChatRequest.trusted_only.is_(True) & literal(not trusted)),
     ]
     if worker.max_temperature_with_tools is not None:
