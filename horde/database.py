@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 _select_without_waiting = get_original("select", "select")
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+#: A commit checkpoints the write-ahead log itself only past this many pages (SQLite's default is 1,000, 4 MiB of
+#: 4 KiB pages): a server checkpoints in a thread of its own (horde/sqlite_checkpoint.py), long before.
+SQLITE_AUTOCHECKPOINT_PAGES = 10_000
 #: Per process and per engine; transactions are short, so a few connections serve many greenlets. Every one
 #: stays open once made, so there is no overflow: SQLAlchemy closes an overflow connection when it is
 #: returned, and under bench/load.py those were opened and closed again all the time (a connection costs
@@ -215,6 +218,8 @@ class Database:
     def __init__(self, url: str):
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        #: The SQLite database's file, or None (PostgreSQL, or a database in memory).
+        self.sqlite_file = _sqlite_file(url) if self.is_sqlite else None
         self.is_postgresql = url.startswith("postgresql")
         if self.is_postgresql and url.startswith("postgresql://"):
             url = "postgresql+psycopg://" + url[len("postgresql://") :]
@@ -440,6 +445,11 @@ def _postgresql_engine(
     return engine
 
 
+def _sqlite_file(url: str) -> str | None:
+    name = make_url(url).database
+    return name if name and name != ":memory:" and not name.startswith("file:") else None
+
+
 def _connect_waiting_on_the_hub(_dialect: Any, _record: Any, cargs: tuple, cparams: dict) -> Any:
     """Under gevent, a connection whose statements wait on the hub (horde/pg_hub_wait.py); else psycopg's own."""
     if not waits_on_the_hub():
@@ -454,6 +464,7 @@ def _sqlite_pragmas(dbapi_connection, _record):
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT_PAGES}")
     cursor.close()
 
 

@@ -29,6 +29,7 @@ from horde.errors import ServiceUnavailable
 from horde.heap import settle_for_serving
 from horde.http_headers import RequestHeaders, read_headers
 from horde.ops.drain import DRAIN
+from horde.sqlite_checkpoint import start_checkpoints
 
 if TYPE_CHECKING:
     from horde.config import Settings
@@ -208,8 +209,10 @@ def sweeper(runtime: Runtime) -> None:
             log.exception("sweeping expired jobs failed")
 
 
-def start_sweeper(runtime: Runtime) -> gevent.Greenlet:
-    return gevent.spawn(sweeper, runtime)
+def start_housekeeping(runtime: Runtime) -> None:
+    """A serving process's background work: the sweeper and, on SQLite, the log's checkpoints."""
+    gevent.spawn(sweeper, runtime)
+    start_checkpoints(runtime.db.sqlite_file)
 
 
 def raise_descriptor_limit() -> int:
@@ -228,7 +231,7 @@ def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
     """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest."""
     raise_descriptor_limit()
     listener = listen(host, port)
-    start_sweeper(runtime)
+    start_housekeeping(runtime)
     server = WSGIServer(
         listener,
         app,

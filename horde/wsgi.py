@@ -1,8 +1,9 @@
 """WSGI entry point for production: `gunicorn -k gevent 'horde.wsgi:app'`.
 
 Each gunicorn worker imports it after gevent patched the process: it joins the run's metrics directory,
-creates the schema (safe when several start at once), starts that process's sweeper, and adds the drain
-to gunicorn's SIGTERM handling (set gunicorn's --graceful-timeout above HORDE_DRAIN_S).
+creates the schema (safe when several start at once), starts that process's sweeper (and, on SQLite, its
+log's checkpoints), and adds the drain to gunicorn's SIGTERM handling (set gunicorn's --graceful-timeout
+above HORDE_DRAIN_S).
 """
 
 import os
@@ -16,10 +17,10 @@ metrics.use_multiprocess_dir(settings.metrics_dir or metrics.run_directory(os.ge
 from horde.app import create_app, init_schema  # noqa: E402  (after the metrics directory is chosen)
 from horde.ops.drain import chain_sigterm  # noqa: E402
 from horde.runtime import Runtime  # noqa: E402
-from horde.server import start_sweeper  # noqa: E402
+from horde.server import start_housekeeping  # noqa: E402
 
 runtime = Runtime.build(settings)
 init_schema(runtime)
 app = create_app(runtime=runtime)
-start_sweeper(runtime)
+start_housekeeping(runtime)
 chain_sigterm(runtime)
