@@ -11,6 +11,9 @@ from horde.runtime import Runtime
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> Flask:
     """Build the app: native API at /api/v2, the OpenAI front at settings.oai_prefix."""
+    from flask import request
+
+    from horde import request_json
     from horde.api import make_blueprint
     from horde.oai.app import make_blueprints as make_oai_blueprints
     from horde.ops.routes import install as install_ops
@@ -33,10 +36,6 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     @app.before_request
     def refuse_large_bodies():
         """A declared body above HORDE_MAX_BODY_BYTES is refused on every route, before any work."""
-        from flask import request
-
-        from horde import request_json
-
         request_json.check_declared_length(request, runtime.settings.max_body_bytes)
 
     @app.get("/health")

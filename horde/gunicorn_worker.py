@@ -21,6 +21,12 @@ from horde.server import HordeHandler, raise_descriptor_limit
 class HordeGunicornHandler(HordeHandler, PyWSGIHandler):
     """The Horde's timeouts, with gunicorn's access log and environ keys."""
 
+    def log_request(self) -> None:
+        """gunicorn's access log line, when it is on (--access-logfile and the like): gunicorn's handler makes
+        the line's parts for every request before its log looks whether it writes them."""
+        if getattr(self.server.log, "access_log_enabled", True):
+            PyWSGIHandler.log_request(self)
+
 
 class HordeWorker(GeventPyWSGIWorker):
     wsgi_handler = HordeGunicornHandler

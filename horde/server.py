@@ -107,6 +107,10 @@ class HordeHandler(WSGIHandler):
             if key not in _KEYS_OUTSIDE_HTTP:
                 yield "HTTP_" + key, value
 
+    def log_request(self) -> None:
+        """Nothing: the request log (horde/ops/request_log.py) has each request's line. gevent's formats a line of
+        its own for every request, and writes it even where its log is off."""
+
     def _handle_client_error(self, ex: Exception) -> Any:
         if isinstance(ex, ConnectionTimedOut):
             return None  # close without an answer, as for a client that went away

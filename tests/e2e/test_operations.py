@@ -113,3 +113,16 @@ def test_generation_metrics(production):
     assert value(after, "horde_open_streams", endpoint="chat.completions") == 0
     assert value(after, "horde_workers_online", model=model) == 1
     assert value(after, "horde_queue_depth", model=model) == 0
+
+
+def test_gunicorns_access_log_is_written_when_asked(production):
+    """The handler skips gunicorn's access line only while gunicorn's access log is off."""
+    harness, quiet = production
+    asked = GunicornServer(dict(harness.env, GUNICORN_CMD_ARGS="--access-logfile -"))
+    try:
+        for url in (asked.url, quiet.url):
+            assert requests.get(url + "/health?access-log-probe", timeout=10).status_code == 200
+        wait_until(lambda: 'GET /health?access-log-probe HTTP/1.1" 200' in asked.output(), what="the access line")
+        assert "GET /health?access-log-probe HTTP/1.1" not in quiet.output()
+    finally:
+        asked.stop()
