@@ -11,9 +11,12 @@ from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from horde import precompiled
 from horde.chat.models import JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel
+from horde.database import table_of
 
 RECENT_JOBS_FOR_ESTIMATE = 50
+_WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
 
 
 def typical_job_s(session: Session, default_s: float) -> float:
@@ -35,6 +38,11 @@ def _accepts_any(models):
         .where(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(list(models)))
         .exists()
     )
+
+
+def waiting(session: Session) -> int:
+    """Every waiting chat request, whatever its models (a read of the whole queue)."""
+    return precompiled.execute(session.connection(), _WAITING).scalar() or 0
 
 
 def waiting_for_models(session: Session, models: Iterable[str]) -> int:

@@ -52,11 +52,11 @@ class Snapshots:
         self._lock = threading.Lock()
         #: This process's committed changes of the chat queue (admissions, claims), for views of the queue to key
         #: by: they are taken again after such a change at once, and after another process's within max_age_s.
-        self.queue_generation = 0
+        self._queue_generation = 0
 
     def queue_changed(self) -> None:
         """An admission or a claim of this process has changed the chat queue (called after its commit)."""
-        self.queue_generation += 1
+        self._queue_generation += 1
 
     def cached(self, key: Hashable, compute: Callable[[], T], version: object = None) -> T:
         """compute(), or its value of less than max_age_s ago when it was taken at the same `version`. Other
@@ -157,3 +157,8 @@ class Snapshots:
     def waiting(self, session: Session, models: list[str]) -> int:
         """How many requests wait for any of `models`: admission's estimates, one query a second."""
         return len(self._queue(session, models))
+
+    def waiting_total(self, session: Session) -> int:
+        """Every waiting chat request (an empty pop's `skipped.models`): counted again after this process's
+        admissions and claims at once, after another process's within max_age_s."""
+        return self.cached("waiting_total", lambda: queue.waiting(session), self._queue_generation)

@@ -16,7 +16,6 @@ from horde.accounts.identity import Identity
 from horde.chat import claim as chat_claim
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, LISTS_THE_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
-from horde.database import table_of
 from horde.events import jobs_channel, progress_channel
 from horde.ops.drain import DRAIN
 from horde.ops.request_context import note
@@ -40,9 +39,6 @@ _BUSY_THREADS = select(_BUSY)
 _BUSY_THREADS_AND_QUEUE = select(_BUSY, chat_claim.ANY_WAITING_FOR)
 #: PostgreSQL: the same look also prepares the claim's plan for the rest of the transaction.
 _BUSY_THREADS_AND_QUEUE_WALKING = select(_BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX)
-_WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
-#: runtime.snapshots' key of the count of every waiting chat request.
-WAITING_COUNT_KEY = "chat-waiting-count"
 #: PostgreSQL, a pop with nothing to write (on the walking pool): the look and the claim in one round trip.
 _LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(_BUSY)
 #: A worker sends the same pop body every time: loaded once.
@@ -218,12 +214,7 @@ def _waiting_for_other_models(runtime: Runtime, session: Session) -> dict[str, i
 
     Counted at most once a second per process, and again after this process's own admissions and claims
     (runtime.snapshots): the count reads the whole queue, and the empty pops of every idle worker ask for it."""
-    snapshots = runtime.snapshots
-    waiting = snapshots.cached(
-        WAITING_COUNT_KEY,
-        lambda: precompiled.execute(session.connection(), _WAITING).scalar() or 0,
-        snapshots.queue_generation,
-    )
+    waiting = runtime.snapshots.waiting_total(session)
     return {"models": waiting} if waiting else {}
 
 
