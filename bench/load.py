@@ -23,12 +23,14 @@ bench's database);
 the count of 5xx answers; requests not in a final state after the run; and whether
 every balance equals the sum of its ledger entries (and no request was charged
 twice). With --check the exit code is 1 when any of those counts is wrong (never a
-timing): a smoke test for CI.
+timing): a smoke test for CI. With --history N the fresh database first gets N finished requests with their
+jobs and kudos entries (bench/_history.py), so that a read that walks the Horde's past shows in the figures.
 
     .venv/bin/python bench/load.py                       # PostgreSQL + Redis (2 processes), then SQLite
     .venv/bin/python bench/load.py --backend sqlite -c 64 -w 8 -t 4 -d 20
     .venv/bin/python bench/load.py --backend postgresql -d 4 --stream-share 0.5 --check
     .venv/bin/python bench/load.py --backend postgresql --rate 100 -c 256    # p50 at 100 requests/s offered
+    .venv/bin/python bench/load.py --backend postgresql --history 300000     # on an old Horde's tables
 
 The venv imports this checkout (scripts/setup.sh installs it with `pip install -e .`). To run the
 bench of another checkout side by side with the same venv, run it from that checkout with
@@ -47,6 +49,7 @@ import time
 import uuid
 from pathlib import Path
 
+import _history
 import _support as S
 import gevent
 import gevent.event
@@ -310,11 +313,19 @@ class Setup:
             init_schema(self.runtime)
             with self.runtime.db.transaction() as session:
                 tag = uuid.uuid4().hex[:6]
-                self.client_keys = [
-                    accounts.create_user(session, f"bench-client-{tag}-{index}", kudos=10_000_000)[1]
+                clients = [
+                    accounts.create_user(session, f"bench-client-{tag}-{index}", kudos=10_000_000)
                     for index in range(args.users)
                 ]
-                _, self.owner_key = accounts.create_user(session, f"bench-owner-{tag}", trusted=True)
+                self.client_keys = [key for _, key in clients]
+                owner, self.owner_key = accounts.create_user(session, f"bench-owner-{tag}", trusted=True)
+                client_ids, owner_id = [user.id for user, _ in clients], owner.id
+            if args.history:
+                started = time.monotonic()
+                _history.fill(self.runtime, args.history, client_ids, owner_id)
+                if backend == "postgresql":
+                    analyze(self.runtime)
+                S.log(f"{backend}: {args.history} past requests written in {time.monotonic() - started:.1f} s")
             settings = dict(SERVER_SETTINGS)
             if backend == "postgresql":
                 settings.update(HORDE_REDIS_URL=args.redis_url, HORDE_REDIS_PREFIX=f"horde_bench_{tag}")
@@ -445,7 +456,7 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
         and clients.completed > 0  # a count over the whole run: a slow machine may finish none inside the window
     )
     row = [
-        f"{setup.describe(args)}; {MODES[submit_pop]}",
+        f"{setup.describe(args)}; {MODES[submit_pop]}" + (f"; {args.history:,} past requests" if args.history else ""),
         f"{args.rate:g}" if args.rate else "closed loop",
         completed,
         f"{completed / elapsed:.1f}",
@@ -588,11 +599,20 @@ def main(argv=None) -> int:
         "whose submit carries the next pop)",
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="finished requests (each with its job and kudos entries) written before the run, as an old Horde "
+        "keeps them (default 0: a fresh database)",
+    )
     args = parser.parse_args(argv)
     if not 0 <= args.stream_share <= 1:
         parser.error("--stream-share must be between 0 and 1")
     if args.rate < 0:
         parser.error("--rate must be 0 (closed loop) or more")
+    if args.history < 0:
+        parser.error("--history must be 0 or more")
 
     backends = ["postgresql", "sqlite"] if args.backend == "both" else [args.backend]
     if "postgresql" in backends:
