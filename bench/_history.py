@@ -91,8 +91,8 @@ def _statements(postgresql: bool, clients: int) -> list[str]:
     request_id = "'history-' || i"
     worker = f"'history-worker-' || (i / {HISTORY_REQUESTS_PER_WORKER})"
     models = json.format("'[\"' || :model || '\"]'")
-    payload = json.format("'{\"messages\": [{\"role\": \"user\", \"content\": \"past\"}]}'")
-    reply = json.format("'{\"content\": \"done\"}'")
+    payload = json.format('\'{"messages": [{"role": "user", "content": "past"}]}\'')
+    reply = json.format('\'{"content": "done"}\'')
     return [
         numbers + "INSERT INTO chat_requests (id, user_id, state, created_at, finished_at, priority_class, priority, "
         "models, max_tokens, context_tokens, prompt_tokens, required_features, required_guarantees, trusted_only, "
