@@ -6,6 +6,12 @@ SQLite needs to answer a lookup by key. Under bench/load.py that overhead was a 
 statement of the hot paths is the same object on every call, so its SQL, its parameters' order and their
 type conversions, and its result's conversions can be worked out once; what is left per call is the driver.
 
+A statement's own constants (a state compared with, a LIMIT, a flag) are written into its SQL as literals; only
+the caller's values are parameters. PostgreSQL then plans a prepared statement knowing them: a plan for any
+`state = $1` must guess how many rows have the state, and on a Horde that keeps its history the guess is "a
+good share of the table", which walks the whole table for the few waiting requests (decision 0025). A plan
+belongs to one statement object, so its constants are those of every run.
+
 What stays the same as `Connection.execute`: the statement runs in the connection's transaction (begun on
 first use as SQLAlchemy would begin it), listeners of `before_cursor_execute` hear it (tests count statements
 that way), and a driver's error becomes SQLAlchemy's DBAPIError, invalidating the connection when the driver
@@ -21,10 +27,11 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Connection, Executable
+from sqlalchemy import Boolean, Connection, Executable, Integer, String
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, InvalidRequestError, MultipleResultsFound, NoResultFound
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import BindParameter
 
 #: Plans kept per dialect (an engine's): one per statement and set of parameter names. The hot paths have a
 #: few dozen; past the bound, new statements run through Connection.execute (nothing is evicted, nothing
@@ -170,6 +177,52 @@ def _constant(value: Any) -> Any:
     return value
 
 
+#: The constants written into a plan's SQL: strings, integers and flags (an enum's too), whose SQL types have
+#: literals on every dialect (SQLAlchemy's literal processors quote and escape them). Others (a JSON document,
+#: a time) stay parameters.
+_LITERAL_VALUES = (str, int, bool)
+_LITERAL_SQL_TYPES = (String, Integer, Boolean)
+
+
+def _is_constant(bind: BindParameter, given_keys: frozenset[str]) -> bool:
+    """A value the statement itself carries, the same on every run: not the caller's, not computed per run."""
+    if bind.key in given_keys or bind.callable is not None or not isinstance(bind.type, _LITERAL_SQL_TYPES):
+        return False
+    if bind.expanding:  # a list of the statement's own (an IN of states): its elements are constants
+        values = bind.value
+        return (
+            isinstance(values, (list, tuple)) and bool(values) and all(isinstance(v, _LITERAL_VALUES) for v in values)
+        )
+    return isinstance(bind.value, _LITERAL_VALUES)
+
+
+#: Compiler class of a dialect -> its ConstantsInline subclass (a dialect kind or two per process).
+_CONSTANTS_INLINE: dict[type, type] = {}
+
+
+def _constants_inline(base: type[SQLCompiler]) -> type[SQLCompiler]:
+    """A dialect's statement compiler that writes a statement's constants as SQL literals (its other binds stay
+    parameters); made once per compiler class."""
+    made = _CONSTANTS_INLINE.get(base)
+    if made is None:
+        made = _CONSTANTS_INLINE[base] = _constants_inline_subclass(base)
+    return made
+
+
+def _constants_inline_subclass(base: type[SQLCompiler]) -> type[SQLCompiler]:
+    class ConstantsInline(base):  # type: ignore[valid-type, misc]
+        def __init__(self, dialect: Dialect, statement: Any, *, given_keys: frozenset[str], **options: Any):
+            self._given_keys = given_keys
+            super().__init__(dialect, statement, **options)
+
+        def visit_bindparam(self, bindparam: BindParameter, **options: Any) -> str:
+            if not options.get("literal_binds") and _is_constant(bindparam, self._given_keys):
+                options["literal_binds"] = True
+            return super().visit_bindparam(bindparam, **options)
+
+    return ConstantsInline
+
+
 def execute(connection: Connection, statement: Executable, params: Mapping[str, Any] | None = None) -> Rows | Any:
     """Run `statement` (a module constant: a plan is kept for each statement object) with `params` on
     `connection` as `connection.execute` would, compiled once per engine. The result answers first(), one(),
@@ -235,7 +288,13 @@ def _plan(statement: Executable, dialect: Dialect, given: Mapping[str, Any], exe
 
 
 def _planned(statement: Executable, dialect: Dialect, given: Mapping[str, Any], executemany: bool) -> Any:
-    compiled = cast(Any, statement).compile(dialect=dialect, column_keys=sorted(given), for_executemany=executemany)
+    compiled = _constants_inline(dialect.statement_compiler)(
+        dialect,
+        cast(Any, statement),
+        column_keys=sorted(given),
+        for_executemany=executemany,
+        given_keys=frozenset(given),
+    )
     if not isinstance(compiled, SQLCompiler) or compiled.literal_execute_params:
         return _FALLBACK
     if compiled.post_compile_params and executemany:  # each row's lists may have lengths of their own

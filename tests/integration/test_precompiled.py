@@ -50,7 +50,20 @@ _INSERT_RETURNING = insert(PROBES).returning(PROBES.c.id, PROBES.c.at, PROBES.c.
 _BY_NAMES = select(PROBES).where(PROBES.c.name.in_(bindparam("names", expanding=True))).order_by(PROBES.c.id)
 _RENAME = update(PROBES).where(PROBES.c.name == bindparam("old")).values(name=bindparam("new"))
 _COUNT = select(func.count()).select_from(PROBES)
-_LITERAL_EXECUTE = select(PROBES.c.name).where(PROBES.c.id == literal(1, literal_execute=True))
+#: A result column whose name a namedtuple refuses (a leading "_"): its rows cannot be made once.
+_HIDDEN_NAME = select(PROBES.c.name.label("_hidden")).order_by(PROBES.c.id)
+#: Constants of the statement (a name with a quote and a percent sign, a literal_execute, a LIMIT) beside the
+#: caller's value (the flag).
+_CONSTANTS = (
+    select(PROBES.c.name)
+    .where(
+        PROBES.c.name.in_(["it's 100%", "n1"]) | (PROBES.c.name == "it's 100%"),
+        PROBES.c.serial > literal(0, literal_execute=True),
+        PROBES.c.flag == bindparam("flag"),
+    )
+    .order_by(PROBES.c.id)
+    .limit(5)
+)
 _AT = dt.datetime(2026, 11, 30, 12, 34, 56, 789000)
 
 
@@ -133,7 +146,31 @@ def test_listeners_hear_each_statement(engine):
 def test_what_cannot_be_compiled_once_runs_through_sqlalchemy(engine):
     _rows(engine, 2)
     with engine.connect() as connection:
-        assert precompiled.execute(connection, _LITERAL_EXECUTE).scalar() == "n0"
+        assert precompiled.execute(connection, _HIDDEN_NAME).scalar() == "n0"
+
+
+def test_a_statements_own_constants_are_sql_literals_and_the_callers_values_parameters(engine):
+    """So that PostgreSQL plans a prepared statement knowing them (decision 0025); quoted and escaped as
+    SQLAlchemy writes literals, with the same rows as SQLAlchemy's run."""
+    with engine.begin() as connection:
+        connection.execute(_INSERT, [{"name": "it's 100%", "flag": True}, {"name": "it's 100", "flag": True}])
+    heard = []
+
+    def record(_conn, _cursor, statement, parameters, *_):
+        heard.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        with engine.connect() as connection:
+            ours = precompiled.execute(connection, _CONSTANTS, {"flag": True}).all()
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    with engine.connect() as connection:
+        assert [tuple(row) for row in ours] == connection.execute(_CONSTANTS, {"flag": True}).all()
+    assert [row.name for row in ours] == ["it's 100%"]
+    sql, parameters = next((sql, parameters) for sql, parameters in heard if not sql.startswith("BEGIN"))
+    assert "'it''s 100%" in sql and "> 0" in sql and "LIMIT 5" in sql
+    assert len(parameters) == 1  # the flag's
 
 
 def test_a_missing_value_and_a_missing_row_are_refused(engine):
