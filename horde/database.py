@@ -62,10 +62,12 @@ POSTGRES_AUTOCOMMIT_POOL_OVERFLOW = 0
 #: The index-walking autocommit engine's pool (a worker's claim: two statements a pop). The three pools make 40
 #: connections a process, as the two did before claims left the transactional pool.
 POSTGRES_WALKING_POOL_SIZE = 8
-#: Every session keeps one plan per prepared statement (decision 0020): the hot statements are prepared (psycopg
-#: prepares a statement on its fifth run), and with the tables' statistics PostgreSQL's default would plan them
-#: again on every run, to compare a plan for the given values that is never better for these statements.
-POSTGRES_SESSION_OPTIONS = "-c plan_cache_mode=force_generic_plan"
+#: The walking pool's sessions keep one plan per prepared statement (decisions 0020 and 0025): its statements (a
+#: pop's look and claim) carry their states as literals (horde/precompiled.py), so their plan for any worker is
+#: the plan for the states they read, and PostgreSQL's default would plan them again on every run for the worker's
+#: limits. The other pools plan as PostgreSQL does by default: a statement that binds a state (`state = $1`) needs
+#: a plan for its value, since on a Horde that keeps its history most rows are finished ones.
+POSTGRES_ONE_PLAN_OPTION = "-c plan_cache_mode=force_generic_plan"
 #: A commit where no kudos move need not wait until its WAL is on the disk (decision 0023): a database crash may
 #: lose the last fraction of a second of such commits, never one that moves kudos, since a commit that waits
 #: writes every commit before it to the disk too.
@@ -77,7 +79,7 @@ COMMITS_WITHOUT_FLUSH: ColumnElement[bool] = func.set_config("synchronous_commit
 #: The walking pool's sessions also plan with sorts off: an ORDER BY ... LIMIT walks its index in order and stops at
 #: the first row that passes the filters, where the planner, unable to estimate the filters, would sort the whole
 #: table. The pool runs only a pop's look and claim, which move no kudos: their commits do not wait for the disk.
-POSTGRES_WALKING_OPTIONS = f"{POSTGRES_SESSION_OPTIONS} -c enable_sort=off {POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION}"
+POSTGRES_WALKING_OPTIONS = f"{POSTGRES_ONE_PLAN_OPTION} -c enable_sort=off {POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION}"
 #: A pooled PostgreSQL connection idle this long is pinged before use (see _ping_idle_connections).
 PING_IF_IDLE_S = 1.0
 _CHECKED_IN_AT = "horde_checked_in_at"
@@ -428,17 +430,17 @@ def _has_unread_input(dbapi_connection: Any) -> bool:
     return bool(readable)
 
 
-def _postgresql_engine(
-    url: str, pool_size: int, overflow: int, *, server_options: str = POSTGRES_SESSION_OPTIONS, **options: Any
-) -> Engine:
+def _postgresql_engine(url: str, pool_size: int, overflow: int, *, server_options: str = "", **options: Any) -> Engine:
     """`server_options`: settings every session of the pool starts with (libpq's `options`, "-c name=value"),
     after the URL's own `options`, which they would otherwise replace."""
     given = make_url(url).query.get("options")
     connect_args: dict[str, Any] = {
         "connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
         "cursor_factory": DescribedOnceCursor,
-        "options": f"{given} {server_options}" if isinstance(given, str) else server_options,
     }
+    session_options = " ".join(option for option in (given, server_options) if isinstance(option, str) and option)
+    if session_options:
+        connect_args["options"] = session_options
     engine = create_engine(url, pool_size=pool_size, max_overflow=overflow, connect_args=connect_args, **options)
     _ping_idle_connections(engine)
     event.listen(engine, "do_connect", _connect_waiting_on_the_hub)

@@ -246,9 +246,11 @@ def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trust
     if worker.max_temperature_with_tools is not None:
         reasons.append(("limits", ChatRequest.tools_temperature > worker.max_temperature_with_tools))
     first_reason = case(*[(condition, name) for name, condition in reasons], else_="other")
+    # The state as a literal: the walking pool plans once for any values, which for a bound state would read the
+    # Horde's history of finished requests (decision 0025).
     rows = session.execute(
         select(first_reason, func.count())
-        .where(ChatRequest.state == WAITING, ~ELIGIBLE_FOR_WORKER)
+        .where(ChatRequest.state == literal(WAITING, literal_execute=True), ~ELIGIBLE_FOR_WORKER)
         .group_by(first_reason),
         worker_params(worker, trusted),
     ).all()
