@@ -211,6 +211,7 @@ CREATE TABLE chat_jobs (
 
 CREATE INDEX ix_chat_jobs_request_id ON chat_jobs (request_id);
 CREATE INDEX ix_chat_jobs_state_deadline ON chat_jobs (state, deadline_at);
+CREATE INDEX ix_chat_jobs_state_ended ON chat_jobs (state, ended_at);
 CREATE INDEX ix_chat_jobs_worker_state ON chat_jobs (worker_id, state);
 
 CREATE TABLE chat_request_models (
@@ -248,7 +249,7 @@ CREATE TABLE text_jobs (
 CREATE INDEX ix_text_jobs_ended_at ON text_jobs (ended_at);
 CREATE INDEX ix_text_jobs_request_id ON text_jobs (request_id);
 CREATE INDEX ix_text_jobs_state_deadline ON text_jobs (state, deadline_at);
-CREATE INDEX ix_text_jobs_worker_state ON text_jobs (worker_id, state);
+CREATE INDEX ix_text_jobs_worker_state_ended ON text_jobs (worker_id, state, ended_at);
 
 CREATE TABLE text_request_models (
 	request_id VARCHAR(36) NOT NULL, 

@@ -124,9 +124,11 @@ class ChatRequestModel(Base):
 class ChatJob(Base):
     __tablename__ = "chat_jobs"
     #: A pop counts its worker's running jobs: by worker and state, so the count never walks the worker's history.
+    #: The wait estimate reads the latest submitted jobs: by state and end, so it reads fifty, not every one.
     __table_args__ = (
         Index("ix_chat_jobs_state_deadline", "state", "deadline_at"),
         Index("ix_chat_jobs_worker_state", "worker_id", "state"),
+        Index("ix_chat_jobs_state_ended", "state", "ended_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

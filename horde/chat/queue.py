@@ -17,16 +17,19 @@ from horde.database import table_of
 
 RECENT_JOBS_FOR_ESTIMATE = 50
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)
+_JOBS = table_of(ChatJob)
+#: The latest submitted jobs, walked backwards on their index by state and end (not every job ever submitted).
+_RECENT_DURATIONS = (
+    select(_JOBS.c.started_at, _JOBS.c.ended_at)
+    .where(_JOBS.c.state == JOB_SUBMITTED)
+    .order_by(_JOBS.c.ended_at.desc())
+    .limit(RECENT_JOBS_FOR_ESTIMATE)
+)
 
 
 def typical_job_s(session: Session, default_s: float) -> float:
     """Median duration of the latest submitted jobs, or the default on a fresh Horde."""
-    rows = session.execute(
-        select(ChatJob.started_at, ChatJob.ended_at)
-        .where(ChatJob.state == JOB_SUBMITTED)
-        .order_by(ChatJob.ended_at.desc())
-        .limit(RECENT_JOBS_FOR_ESTIMATE)
-    ).all()
+    rows = precompiled.execute(session.connection(), _RECENT_DURATIONS).all()
     durations = [(ended - started).total_seconds() for started, ended in rows if ended and started]
     return statistics.median(durations) if durations else default_s
 

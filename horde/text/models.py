@@ -101,10 +101,11 @@ class TextJob(Base):
     """One generation handed to one worker."""
 
     __tablename__ = "text_jobs"
-    #: A pop counts its worker's running jobs: by worker and state, so the count never walks the worker's history.
+    #: A pop counts its worker's running jobs, and its speed is the median of its latest submitted ones: by worker,
+    #: state and end, so neither walks the worker's history.
     __table_args__ = (
         Index("ix_text_jobs_state_deadline", "state", "deadline_at"),
-        Index("ix_text_jobs_worker_state", "worker_id", "state"),
+        Index("ix_text_jobs_worker_state_ended", "worker_id", "state", "ended_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -23,6 +23,18 @@ def statements(runtime, *, transactional_only: bool = False):
 
 
 @contextlib.contextmanager
+def statements_with_parameters(runtime):
+    """(SQL as sent, its parameters) of every statement the app sends while the block runs."""
+    seen: list[tuple[str, object]] = []
+
+    def record(_conn, _cursor, statement, parameters, *_):
+        seen.append((statement, parameters))
+
+    with _listening(runtime.db.engines(), "before_cursor_execute", record):
+        yield seen
+
+
+@contextlib.contextmanager
 def sqlite_preparations(runtime):
     """Every statement SQLite compiles on the runtime's connections while the block runs, as the authorizer
     actions SQLite asks about (e.g. SQLITE_READ of a column): SQLite asks as it prepares a statement, never as a

@@ -1,0 +1,116 @@
+"""Reads that run every second or on every pop cost the same on a Horde that keeps its history as on a fresh one
+(decision 0025): the wait estimate and a text worker's speed walk an index to the latest jobs, and the walking
+pool's statements, planned once for any values, carry their states as literals, so that their plan is the one
+for the few waiting requests, not for "a good share of the table"."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from horde.chat import queue
+from horde.chat.models import WAITING, ChatRequest
+from horde.text import checkin
+from horde.timeutil import utcnow
+from tests.support import history
+from tests.support.statements import statements_with_parameters
+
+#: Enough finished jobs that reading them all is plainly not reading the latest few.
+PAST_JOBS = 5_000
+#: Workers whose generations came after the worker's own: a Horde has many, as its statistics say.
+OTHER_WORKERS = 50
+#: Rows a read may take besides the ones it is for (an index's neighbour, a visibility check).
+SLACK_ROWS = 5
+
+
+@contextlib.contextmanager
+def _transaction(engine):
+    """A connection in a transaction of its own, rolled back after the block: PostgreSQL counts what it read."""
+    with engine.connect() as connection:
+        connection.exec_driver_sql("BEGIN")  # also on the walking pool, whose sessions are in autocommit
+        try:
+            yield connection
+        finally:
+            connection.exec_driver_sql("ROLLBACK")
+
+
+def _owner_and_worker(runtime, make_user):
+    owner, _ = make_user("past-owner", trusted=True)
+    return owner.id, history.worker(runtime, owner.id)
+
+
+def _plan_of_the_only_statement(runtime, seen) -> str:
+    (sql, parameters), *others = [(sql, parameters) for sql, parameters in seen if not sql.startswith("BEGIN")]
+    assert not others
+    with runtime.db.read() as session:
+        return history.sqlite_plan(session.connection(), sql, parameters)
+
+
+def test_the_wait_estimate_reads_the_latest_jobs_not_the_history(runtime, make_user):
+    owner_id, worker_id = _owner_and_worker(runtime, make_user)
+    history.past_chat(runtime, owner_id, worker_id, PAST_JOBS)
+    if runtime.db.is_postgresql:
+        with _transaction(runtime.db.engine) as connection:
+            assert queue.typical_job_s(Session(bind=connection), 99.0) == 1.0
+            assert history.rows_read(connection, "chat_jobs") <= queue.RECENT_JOBS_FOR_ESTIMATE + SLACK_ROWS
+    else:
+        with statements_with_parameters(runtime) as seen, runtime.db.read() as session:
+            assert queue.typical_job_s(session, 99.0) == 1.0
+        plan = _plan_of_the_only_statement(runtime, seen)
+        assert "ix_chat_jobs_state_ended" in plan and "TEMP B-TREE" not in plan
+
+
+def test_a_text_workers_speed_reads_its_latest_generations_not_its_history(runtime, make_user):
+    """Neither the worker's own history nor the other workers' later generations are read: the worker is one of
+    many, with as many generations as each of them, and all of its own are older than theirs."""
+    owner_id, worker_id = _owner_and_worker(runtime, make_user)
+    history.past_text(runtime, owner_id, [worker_id], PAST_JOBS // OTHER_WORKERS)
+    others = [history.worker(runtime, owner_id) for _ in range(OTHER_WORKERS)]
+    history.past_text(runtime, owner_id, others, PAST_JOBS, age_s=3_600)
+    if runtime.db.is_postgresql:
+        with _transaction(runtime.db.engine) as connection:
+            assert checkin.tokens_per_s(Session(bind=connection), worker_id) == 32.0
+            assert history.rows_read(connection, "text_jobs") <= checkin.RECENT_JOBS_FOR_SPEED + SLACK_ROWS
+    else:
+        with statements_with_parameters(runtime) as seen, runtime.db.read() as session:
+            assert checkin.tokens_per_s(session, worker_id) == 32.0
+        plan = _plan_of_the_only_statement(runtime, seen)
+        assert "ix_text_jobs_worker_state_ended" in plan and "TEMP B-TREE" not in plan
+
+
+@pytest.fixture
+def walking_runtime(runtime):
+    if not runtime.db.is_postgresql:
+        pytest.skip("the walking pool is PostgreSQL's (SQLite plans every statement as it prepares it)")
+    return runtime
+
+
+def test_the_walking_pools_count_of_the_queue_reads_the_queue_not_the_history(walking_runtime, make_user):
+    """The empty pop's count of every waiting request, on the walking pool (one plan for any values): its plan
+    must be the one for `state = 'waiting'`, run after run."""
+    runtime = walking_runtime
+    owner_id, worker_id = _owner_and_worker(runtime, make_user)
+    history.past_chat(runtime, owner_id, worker_id, PAST_JOBS)
+    with runtime.db.transaction() as session:
+        session.connection().execute(
+            insert(ChatRequest),
+            [
+                {
+                    "user_id": owner_id,
+                    "state": WAITING,
+                    "created_at": utcnow(),
+                    "models": ["past-model"],
+                    "max_tokens": 32,
+                    "context_tokens": 4096,
+                    "payload": {},
+                }
+                for _ in range(2)
+            ],
+        )
+    with _transaction(runtime.db.walking_engine) as connection:
+        for _ in range(7):  # past psycopg's fifth run, from which the statement is prepared on the server
+            assert queue.waiting(Session(bind=connection)) == 2
+        assert history.rows_read(connection, "chat_requests") <= 7 * (2 + SLACK_ROWS)
