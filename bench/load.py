@@ -68,6 +68,7 @@ from horde_testing.processes import Gunicorn, Server, base_env
 
 MODEL = "bench/load-model"
 HORDE_WORKER_CLASS = "horde.gunicorn_worker.HordeWorker"
+WORKER_NAME_PREFIX = "bench-load-"
 #: gunicorn's -k values this bench runs, with the short name its table prints.
 WORKER_CLASS_NAMES = {HORDE_WORKER_CLASS: "HordeWorker", "gevent": "gevent"}
 REDIS_ENV = "HORDE_BENCH_REDIS_URL"
@@ -375,7 +376,7 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
             worker_slot,
             port,
             setup.owner_key,
-            f"bench-load-{index}",
+            f"{WORKER_NAME_PREFIX}{index}",
             args.slots,
             submit_pop,
             args,
@@ -523,10 +524,11 @@ def _is_postgres_process(pid: int) -> bool:
 
 
 def _online(runtime) -> int:
+    """The bench's workers that have checked in (a history's retired workers are not among them)."""
     from horde.workers.models import Worker
 
     with runtime.db.read() as session:
-        return session.scalar(select(func.count(Worker.id))) or 0
+        return session.scalar(select(func.count(Worker.id)).where(Worker.name.like(f"{WORKER_NAME_PREFIX}%"))) or 0
 
 
 def main(argv=None) -> int:
