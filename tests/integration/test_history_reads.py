@@ -1,7 +1,8 @@
 """Reads that run every second or on every pop cost the same on a Horde that keeps its history as on a fresh one
-(decision 0025): the wait estimate and a text worker's speed walk an index to the latest jobs, and the walking
-pool's statements, planned once for any values, carry their states as literals, so that their plan is the one
-for the few waiting requests, not for "a good share of the table"."""
+(decision 0025): the wait estimate and a text worker's speed walk an index to the latest jobs, the sweeper finds
+ended requests' model rows from the model rows, and the walking pool's statements, planned once for any values,
+carry their states as literals, so that their plan is the one for the few waiting requests, not for "a good share
+of the table"."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from horde.chat import queue
-from horde.chat.models import WAITING, ChatRequest
+from horde.chat import model_rows, queue
+from horde.chat.models import DONE, WAITING, ChatRequest, ChatRequestModel
 from horde.text import checkin
 from horde.timeutil import utcnow
 from tests.support import history
@@ -81,6 +82,46 @@ def test_a_text_workers_speed_reads_its_latest_generations_not_its_history(runti
         assert "ix_text_jobs_worker_state_ended" in plan and "TEMP B-TREE" not in plan
 
 
+def test_the_sweeper_finds_ended_requests_model_rows_from_the_model_rows(runtime, make_user):
+    """The model rows are few (the live requests' and those the last sweep has not dropped); each request is
+    looked up by its key, rather than every ended request of the history probed for model rows."""
+    owner_id, worker_id = _owner_and_worker(runtime, make_user)
+    history.past_chat(runtime, owner_id, worker_id, PAST_JOBS)
+    live = _requests(runtime, owner_id, [WAITING, WAITING, DONE])
+    if runtime.db.is_postgresql:
+        with _transaction(runtime.db.autocommit_engine) as connection:
+            assert model_rows.forget_ended(Session(bind=connection)) == 1
+            assert history.rows_read(connection, "chat_requests") <= len(live) + SLACK_ROWS
+    else:
+        with statements_with_parameters(runtime) as seen, runtime.db.autocommit() as session:
+            assert model_rows.forget_ended(session) == 1
+        plan = _plan_of_the_only_statement(runtime, seen)
+        assert "SCAN listed" in plan and "ix_chat_requests_queue" not in plan
+
+
+def _requests(runtime, user_id: int, states: list[str]) -> list[str]:
+    """Requests of `user_id` in `states`, each with a model row; their ids."""
+    rows = [
+        {
+            "id": f"live-{index}",
+            "user_id": user_id,
+            "state": state,
+            "created_at": utcnow(),
+            "models": ["past-model"],
+            "max_tokens": 32,
+            "context_tokens": 4096,
+            "payload": {},
+        }
+        for index, state in enumerate(states)
+    ]
+    with runtime.db.transaction() as session:
+        session.connection().execute(insert(ChatRequest), rows)
+        session.connection().execute(
+            insert(ChatRequestModel), [{"request_id": row["id"], "model": "past-model"} for row in rows]
+        )
+    return [row["id"] for row in rows]
+
+
 @pytest.fixture
 def walking_runtime(runtime):
     if not runtime.db.is_postgresql:
@@ -94,22 +135,7 @@ def test_the_walking_pools_count_of_the_queue_reads_the_queue_not_the_history(wa
     runtime = walking_runtime
     owner_id, worker_id = _owner_and_worker(runtime, make_user)
     history.past_chat(runtime, owner_id, worker_id, PAST_JOBS)
-    with runtime.db.transaction() as session:
-        session.connection().execute(
-            insert(ChatRequest),
-            [
-                {
-                    "user_id": owner_id,
-                    "state": WAITING,
-                    "created_at": utcnow(),
-                    "models": ["past-model"],
-                    "max_tokens": 32,
-                    "context_tokens": 4096,
-                    "payload": {},
-                }
-                for _ in range(2)
-            ],
-        )
+    _requests(runtime, owner_id, [WAITING, WAITING])
     with _transaction(runtime.db.walking_engine) as connection:
         for _ in range(7):  # past psycopg's fifth run, from which the statement is prepared on the server
             assert queue.waiting(Session(bind=connection)) == 2
