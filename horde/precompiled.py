@@ -197,19 +197,16 @@ def _is_constant(bind: BindParameter, given_keys: frozenset[str]) -> bool:
 
 
 #: Compiler class of a dialect -> its ConstantsInline subclass (a dialect kind or two per process).
-_CONSTANTS_INLINE: dict[type, type] = {}
+_CONSTANTS_INLINE: dict[type, type[SQLCompiler]] = {}
 
 
 def _constants_inline(base: type[SQLCompiler]) -> type[SQLCompiler]:
     """A dialect's statement compiler that writes a statement's constants as SQL literals (its other binds stay
     parameters); made once per compiler class."""
     made = _CONSTANTS_INLINE.get(base)
-    if made is None:
-        made = _CONSTANTS_INLINE[base] = _constants_inline_subclass(base)
-    return made
+    if made is not None:
+        return made
 
-
-def _constants_inline_subclass(base: type[SQLCompiler]) -> type[SQLCompiler]:
     class ConstantsInline(base):  # type: ignore[valid-type, misc]
         def __init__(self, dialect: Dialect, statement: Any, *, given_keys: frozenset[str], **options: Any):
             self._given_keys = given_keys
@@ -220,6 +217,7 @@ def _constants_inline_subclass(base: type[SQLCompiler]) -> type[SQLCompiler]:
                 options["literal_binds"] = True
             return super().visit_bindparam(bindparam, **options)
 
+    _CONSTANTS_INLINE[base] = ConstantsInline
     return ConstantsInline
 
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from horde.chat import model_rows, queue
-from horde.chat.models import DONE, WAITING, ChatRequest, ChatRequestModel
+from horde.chat.models import DONE, WAITING
 from horde.text import checkin
-from horde.timeutil import utcnow
 from tests.support import history
 from tests.support.statements import statements_with_parameters
 
@@ -87,7 +85,7 @@ def test_the_sweeper_finds_ended_requests_model_rows_from_the_model_rows(runtime
     looked up by its key, rather than every ended request of the history probed for model rows."""
     owner_id, worker_id = _owner_and_worker(runtime, make_user)
     history.past_chat(runtime, owner_id, worker_id, PAST_JOBS)
-    live = _requests(runtime, owner_id, [WAITING, WAITING, DONE])
+    live = history.live_chat(runtime, owner_id, [WAITING, WAITING, DONE])
     if runtime.db.is_postgresql:
         with _transaction(runtime.db.autocommit_engine) as connection:
             assert model_rows.forget_ended(Session(bind=connection)) == 1
@@ -97,29 +95,6 @@ def test_the_sweeper_finds_ended_requests_model_rows_from_the_model_rows(runtime
             assert model_rows.forget_ended(session) == 1
         plan = _plan_of_the_only_statement(runtime, seen)
         assert "SCAN listed" in plan and "ix_chat_requests_queue" not in plan
-
-
-def _requests(runtime, user_id: int, states: list[str]) -> list[str]:
-    """Requests of `user_id` in `states`, each with a model row; their ids."""
-    rows = [
-        {
-            "id": f"live-{index}",
-            "user_id": user_id,
-            "state": state,
-            "created_at": utcnow(),
-            "models": ["past-model"],
-            "max_tokens": 32,
-            "context_tokens": 4096,
-            "payload": {},
-        }
-        for index, state in enumerate(states)
-    ]
-    with runtime.db.transaction() as session:
-        session.connection().execute(insert(ChatRequest), rows)
-        session.connection().execute(
-            insert(ChatRequestModel), [{"request_id": row["id"], "model": "past-model"} for row in rows]
-        )
-    return [row["id"] for row in rows]
 
 
 @pytest.fixture
@@ -135,7 +110,7 @@ def test_the_walking_pools_count_of_the_queue_reads_the_queue_not_the_history(wa
     runtime = walking_runtime
     owner_id, worker_id = _owner_and_worker(runtime, make_user)
     history.past_chat(runtime, owner_id, worker_id, PAST_JOBS)
-    _requests(runtime, owner_id, [WAITING, WAITING])
+    history.live_chat(runtime, owner_id, [WAITING, WAITING])
     with _transaction(runtime.db.walking_engine) as connection:
         for _ in range(7):  # past psycopg's fifth run, from which the statement is prepared on the server
             assert queue.waiting(Session(bind=connection)) == 2

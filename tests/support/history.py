@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from sqlalchemy import insert, text
 
-from horde.chat.models import DONE, JOB_SUBMITTED, ChatJob, ChatRequest
+from horde.chat.models import DONE, JOB_SUBMITTED, ChatJob, ChatRequest, ChatRequestModel
 from horde.text import models as text_models
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
@@ -19,7 +19,7 @@ BATCH_ROWS = 5_000
 DAY_S = 86_400
 
 
-def worker(runtime, owner_id: int, name: str | None = None) -> str:
+def worker(runtime, owner_id: int) -> str:
     """A worker row of `owner_id` (retired: its last pop a day ago); its id."""
     worker_id = str(uuid.uuid4())
     with runtime.db.transaction() as session:
@@ -27,7 +27,7 @@ def worker(runtime, owner_id: int, name: str | None = None) -> str:
             insert(Worker),
             {
                 "id": worker_id,
-                "name": name or f"past-{worker_id[:8]}",
+                "name": f"past-{worker_id[:8]}",
                 "owner_id": owner_id,
                 "models": ["past-model"],
                 "max_length": 512,
@@ -42,18 +42,8 @@ def past_chat(runtime, user_id: int, worker_id: str, count: int) -> None:
     """`count` finished chat requests of `user_id`, each with its job submitted by `worker_id`, a day old."""
 
     def request(n: int, request_id: str, job_id: str, at: dt.datetime) -> dict:
-        return {
-            "id": request_id,
-            "user_id": user_id,
-            "state": DONE,
-            "created_at": at,
-            "finished_at": at + dt.timedelta(seconds=1),
-            "models": ["past-model"],
-            "max_tokens": 32,
-            "context_tokens": 4096,
-            "payload": {},
-            "delivered": True,
-        }
+        finished = {"finished_at": at + dt.timedelta(seconds=1), "delivered": True}
+        return chat_request(request_id, user_id, DONE, at) | finished
 
     def job(n: int, request_id: str, job_id: str, at: dt.datetime) -> dict:
         return {
@@ -68,6 +58,31 @@ def past_chat(runtime, user_id: int, worker_id: str, count: int) -> None:
         }
 
     _write(runtime, count, DAY_S, (ChatRequest, request), (ChatJob, job))
+
+
+def chat_request(request_id: str, user_id: int, state: str, at: dt.datetime) -> dict:
+    """A chat request row for `past-model`, in `state`, made at `at`."""
+    return {
+        "id": request_id,
+        "user_id": user_id,
+        "state": state,
+        "created_at": at,
+        "models": ["past-model"],
+        "max_tokens": 32,
+        "context_tokens": 4096,
+        "payload": {},
+    }
+
+
+def live_chat(runtime, user_id: int, states: list[str]) -> list[str]:
+    """Requests of `user_id` made now, one in each of `states`, each with its model row; their ids."""
+    rows = [chat_request(str(uuid.uuid4()), user_id, state, utcnow()) for state in states]
+    with runtime.db.transaction() as session:
+        session.connection().execute(insert(ChatRequest), rows)
+        session.connection().execute(
+            insert(ChatRequestModel), [{"request_id": row["id"], "model": "past-model"} for row in rows]
+        )
+    return [row["id"] for row in rows]
 
 
 def past_text(runtime, user_id: int, worker_ids: list[str], count: int, *, age_s: float = DAY_S) -> None:
