@@ -14,6 +14,7 @@ from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import StoredResponse
+from horde.stats.models import ServedMark, ServedMinute, ServedTotal
 from horde.text.models import TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
 
@@ -31,6 +32,9 @@ MODELS = (
     TextRequest,
     TextRequestModel,
     TextJob,
+    ServedMark,
+    ServedTotal,
+    ServedMinute,
 )
 
 

@@ -14,6 +14,32 @@ CREATE TABLE rate_counts (
 );
 
 
+CREATE TABLE served_marks (
+	series VARCHAR(16) NOT NULL, 
+	rolled_until TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (series)
+);
+
+
+CREATE TABLE served_minutes (
+	series VARCHAR(16) NOT NULL, 
+	model VARCHAR(200) NOT NULL, 
+	minute TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	requests BIGINT NOT NULL, 
+	tokens BIGINT NOT NULL, 
+	PRIMARY KEY (series, model, minute)
+);
+
+
+CREATE TABLE served_totals (
+	series VARCHAR(16) NOT NULL, 
+	model VARCHAR(200) NOT NULL, 
+	requests BIGINT NOT NULL, 
+	tokens BIGINT NOT NULL, 
+	PRIMARY KEY (series, model)
+);
+
+
 CREATE TABLE users (
 	id SERIAL NOT NULL, 
 	username VARCHAR(100) NOT NULL, 
@@ -72,6 +98,7 @@ CREATE TABLE chat_requests (
 
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
+CREATE INDEX ix_chat_requests_state_finished ON chat_requests (state, finished_at);
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
 
 CREATE TABLE idempotency_keys (
@@ -246,9 +273,9 @@ CREATE TABLE text_jobs (
 	FOREIGN KEY(worker_id) REFERENCES workers (id)
 );
 
-CREATE INDEX ix_text_jobs_ended_at ON text_jobs (ended_at);
 CREATE INDEX ix_text_jobs_request_id ON text_jobs (request_id);
 CREATE INDEX ix_text_jobs_state_deadline ON text_jobs (state, deadline_at);
+CREATE INDEX ix_text_jobs_state_ended ON text_jobs (state, ended_at);
 CREATE INDEX ix_text_jobs_worker_state_ended ON text_jobs (worker_id, state, ended_at);
 
 CREATE TABLE text_request_models (

@@ -8,10 +8,12 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.identity import Identity
-from horde.chat import admission, images, lifecycle, model_rows, queue, request_rows
+from horde.chat import admission, images, lifecycle, model_rows, queue, request_rows, stats
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events import announce_jobs, request_channel
+from horde.stats import rollup
+from horde.timeutil import utcnow
 from horde.workers import service as workers
 
 if TYPE_CHECKING:
@@ -107,12 +109,13 @@ def cancel(
 
 
 def sweep(runtime: Runtime) -> int:
-    """Expire stale jobs and drop the model rows of ended requests; the serve loop calls it every
-    HORDE_SWEEP_INTERVAL_S."""
+    """Expire stale jobs, drop the model rows of ended requests and roll the requests served up by minute
+    (horde/stats); the serve loop calls it every HORDE_SWEEP_INTERVAL_S."""
     with runtime.db.transaction() as session:
         changed = lifecycle.expire_jobs(session, runtime.settings)
     with runtime.db.autocommit() as session:
         model_rows.forget_ended(session)
+    rollup.roll_up_when_due(runtime.db, stats.SERVED, utcnow())
     for request in changed:
         runtime.bus.publish(request_channel(request.id))
         if request.state == WAITING:

@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
-from sqlalchemy import case, func, select
+from sqlalchemy import func
 from sqlalchemy.orm import Session
 
 from horde.chat.models import DONE, ChatRequest
+from horde.database import table_of
+from horde.stats import windows
+from horde.stats.series import SeriesName, ServedRows
 from horde.timeutil import utcnow
 
-WINDOWS_S = {"minute": 60, "hour": 3600, "day": 86_400, "month": 30 * 86_400}
+WINDOWS_S: dict[str, int | None] = {"minute": 60, "hour": 3600, "day": 86_400, "month": 30 * 86_400, "total": None}
+
+_REQUESTS = table_of(ChatRequest)
+#: Chat requests served: done, when they finished, with the completion tokens their workers reported (0 if none).
+SERVED = ServedRows(
+    name=SeriesName.CHAT,
+    at=_REQUESTS.c.finished_at,
+    served=_REQUESTS.c.state == DONE,
+    tokens=func.coalesce(_REQUESTS.c.reply["usage"]["completion_tokens"].as_integer(), 0),
+)
 
 
 def totals(session: Session) -> dict:
-    """One pass over the finished requests: per window, how many were served and how many tokens they generated."""
-    now = utcnow()
-    tokens = func.coalesce(ChatRequest.reply["usage"]["completion_tokens"].as_integer(), 0)
-    columns: list = []
-    for seconds in WINDOWS_S.values():
-        recent = ChatRequest.finished_at >= now - dt.timedelta(seconds=seconds)
-        columns += [func.sum(case((recent, 1), else_=0)), func.sum(case((recent, tokens), else_=0))]
-    columns += [func.count(), func.sum(tokens)]
-    row = session.execute(select(*columns).where(ChatRequest.state == DONE)).one()
-    values = [int(value or 0) for value in row]
-    names = list(WINDOWS_S) + ["total"]
-    return {name: {"requests": values[2 * index], "tokens": values[2 * index + 1]} for index, name in enumerate(names)}
+    """Per window, how many requests were served and how many tokens they generated."""
+    counts = windows.served(session, SERVED, WINDOWS_S, utcnow())
+    return {name: {"requests": count.requests, "tokens": count.tokens} for name, count in counts.items()}

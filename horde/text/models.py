@@ -106,6 +106,8 @@ class TextJob(Base):
     __table_args__ = (
         Index("ix_text_jobs_state_deadline", "state", "deadline_at"),
         Index("ix_text_jobs_worker_state_ended", "worker_id", "state", "ended_at"),
+        # The latest submitted jobs (the wait estimate) and the generations served by their end (the stats).
+        Index("ix_text_jobs_state_ended", "state", "ended_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -116,7 +118,7 @@ class TextJob(Base):
     state: Mapped[str] = mapped_column(String(16), default=JOB_PROCESSING)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     deadline_at: Mapped[dt.datetime] = mapped_column(DateTime)
-    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True, index=True)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     text: Mapped[str | None] = mapped_column(Text, nullable=True)
     seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     generation_state: Mapped[str | None] = mapped_column(String(16), nullable=True)

@@ -8,9 +8,11 @@ from horde import errors
 from horde.accounts.models import User
 from horde.events import request_channel
 from horde.payload import load
-from horde.text import admission, fail_fast, lifecycle, pop, roster, views, webhook
+from horde.stats import rollup
+from horde.text import admission, fail_fast, lifecycle, pop, roster, stats, views, webhook
 from horde.text.models import WAITING, TextJob, TextRequest
 from horde.text.schemas import SUBMIT_SCHEMA
+from horde.timeutil import utcnow
 from horde.workers.pop import worker_owner
 
 if TYPE_CHECKING:
@@ -140,10 +142,12 @@ def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
 
 
 def sweep(runtime: Runtime) -> int:
-    """Expire stale text jobs and requests; the serve loop calls it beside chat's sweep."""
+    """Expire stale text jobs and requests, and roll the generations served up by minute (horde/stats); the serve
+    loop calls it beside chat's sweep."""
     with runtime.db.transaction() as session:
         changed = lifecycle.expire_jobs(session, runtime.settings)
         changed += lifecycle.expire_requests(session, REQUEST_LIFETIME_S)
+    rollup.roll_up_when_due(runtime.db, stats.SERVED, utcnow())
     for request_id in dict.fromkeys(changed):
         runtime.bus.publish(request_channel(request_id))
         request = read(runtime, request_id)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from horde.chat import queue as chat_queue
+from horde.database import table_of
+from horde.stats import windows
+from horde.stats.series import SeriesName, ServedRows
 from horde.text import checkin, queue
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 from horde.timeutil import utcnow
@@ -18,6 +20,16 @@ if TYPE_CHECKING:
 
 
 PERIODS_S = {"minute": 60, "hour": 3600, "day": 86_400, "month": 30 * 86_400}
+
+_JOBS = table_of(TextJob)
+#: Text generations served: submitted jobs, when they ended, their tokens, per model.
+SERVED = ServedRows(
+    name=SeriesName.TEXT,
+    at=_JOBS.c.ended_at,
+    served=_JOBS.c.state == JOB_SUBMITTED,
+    tokens=_JOBS.c.tokens,
+    model=_JOBS.c.model,
+)
 
 
 def model_status(session: Session, settings: Settings, name: str | None = None) -> list[dict]:
@@ -69,26 +81,12 @@ def _queued(session: Session, model: str) -> tuple[int, int]:
 
 def totals(session: Session) -> dict:
     """Generations ("requests") and tokens per minute, hour, day, month and in total."""
-    now = utcnow()
-    answer = {}
-    for period, seconds in {**PERIODS_S, "total": None}.items():
-        query = select(func.count(TextJob.id), func.coalesce(func.sum(TextJob.tokens), 0)).where(
-            TextJob.state == JOB_SUBMITTED
-        )
-        if seconds is not None:
-            query = query.where(TextJob.ended_at >= now - dt.timedelta(seconds=seconds))
-        count, tokens = session.execute(query).one()
-        answer[period] = {"requests": int(count), "tokens": int(tokens)}
-    return answer
+    counts = windows.served(session, SERVED, {**PERIODS_S, "total": None}, utcnow())
+    return {name: {"requests": count.requests, "tokens": count.tokens} for name, count in counts.items()}
 
 
 def per_model(session: Session) -> dict:
     """Generations per model in the past day, month and in total."""
-    now = utcnow()
-    answer = {}
-    for period, seconds in (("day", PERIODS_S["day"]), ("month", PERIODS_S["month"]), ("total", None)):
-        query = select(TextJob.model, func.count(TextJob.id)).where(TextJob.state == JOB_SUBMITTED)
-        if seconds is not None:
-            query = query.where(TextJob.ended_at >= now - dt.timedelta(seconds=seconds))
-        answer[period] = {model: int(count) for model, count in session.execute(query.group_by(TextJob.model))}
-    return answer
+    return windows.served_by_model(
+        session, SERVED, {"day": PERIODS_S["day"], "month": PERIODS_S["month"], "total": None}, utcnow()
+    )

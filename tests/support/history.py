@@ -90,35 +90,48 @@ def past_text(runtime, user_id: int, worker_ids: list[str], count: int, *, age_s
     turn, one a second, the latest `age_s` ago."""
 
     def request(n: int, request_id: str, job_id: str, at: dt.datetime) -> dict:
-        return {
-            "id": request_id,
-            "user_id": user_id,
-            "state": text_models.DONE,
-            "created_at": at,
-            "models": ["past-model"],
-            "max_length": 32,
-            "max_context_length": 1024,
-            "prompt": "past",
-            "params": {},
-            "waiting": 0,
-            "finished": 1,
-        }
+        return done_text_request(request_id, user_id, at, "past-model")
 
     def job(n: int, request_id: str, job_id: str, at: dt.datetime) -> dict:
-        return {
-            "id": job_id,
-            "request_id": request_id,
-            "worker_id": worker_ids[n % len(worker_ids)],
-            "worker_name": "past",
-            "model": "past-model",
-            "state": text_models.JOB_SUBMITTED,
-            "tokens": 32,
-            "started_at": at,
-            "deadline_at": at + dt.timedelta(seconds=60),
-            "ended_at": at + dt.timedelta(seconds=1),
-        }
+        ended = at + dt.timedelta(seconds=1)
+        return submitted_text_job(job_id, request_id, worker_ids[n % len(worker_ids)], "past-model", 32, at, ended)
 
     _write(runtime, count, age_s, (text_models.TextRequest, request), (text_models.TextJob, job))
+
+
+def done_text_request(request_id: str, user_id: int, at: dt.datetime, model: str) -> dict:
+    """A text request row for `model`, made at `at`, its one generation done."""
+    return {
+        "id": request_id,
+        "user_id": user_id,
+        "state": text_models.DONE,
+        "created_at": at,
+        "models": [model],
+        "max_length": 32,
+        "max_context_length": 1024,
+        "prompt": "past",
+        "params": {},
+        "waiting": 0,
+        "finished": 1,
+    }
+
+
+def submitted_text_job(
+    job_id: str, request_id: str, worker_id: str, model: str, tokens: int, started: dt.datetime, ended: dt.datetime
+) -> dict:
+    """A text job row of `worker_id`, submitted with `tokens` at `ended`."""
+    return {
+        "id": job_id,
+        "request_id": request_id,
+        "worker_id": worker_id,
+        "worker_name": "past",
+        "model": model,
+        "state": text_models.JOB_SUBMITTED,
+        "tokens": tokens,
+        "started_at": started,
+        "deadline_at": started + dt.timedelta(seconds=60),
+        "ended_at": ended,
+    }
 
 
 def _write(runtime, count: int, age_s: float, *tables: tuple[type, Callable[..., dict]]) -> None:
