@@ -126,6 +126,27 @@ class SqliteBenchDatabase:
 # -- processes ----------------------------------------------------------------------
 
 
+def database_backends(runtime) -> list[int]:
+    """PostgreSQL on this machine: the processes of the backends connected to the bench's database now (the
+    servers' pools keep theirs open through the run); none elsewhere: SQLite, or a server whose process ids are
+    not this machine's."""
+    if not runtime.db.is_postgresql:
+        return []
+    with runtime.db.read() as session:
+        pids = session.connection().exec_driver_sql(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        pids = [pid for (pid,) in pids]
+    return [pid for pid in pids if _is_postgres_process(pid)]
+
+
+def _is_postgres_process(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"
+    except OSError:
+        return False
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process, KiB (VmRSS of /proc/<pid>/status)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

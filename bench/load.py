@@ -47,7 +47,6 @@ import random
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import _history
 import _support as S
@@ -420,7 +419,7 @@ def measure(setup: Setup, submit_pop: bool, args) -> tuple[list, bool]:
     pids = server_pids(setup.server)
     cpu_before, own_before = cpu_of(pids), S.cpu_seconds(os.getpid())
     xacts_before = database_transactions(setup.runtime)
-    backends = database_backends(setup.runtime)
+    backends = S.database_backends(setup.runtime)
     database_cpu_before = cpu_of(backends)
     window.start = time.monotonic()
     gevent.sleep(args.duration)
@@ -500,27 +499,6 @@ def database_transactions(runtime) -> int | None:
             )
             .scalar_one()
         )
-
-
-def database_backends(runtime) -> list[int]:
-    """PostgreSQL on this machine: the processes of the backends connected to the bench's database now (the
-    servers' pools keep theirs open through the run); none elsewhere: SQLite, or a server whose process ids are
-    not this machine's."""
-    if not runtime.db.is_postgresql:
-        return []
-    with runtime.db.read() as session:
-        pids = session.connection().exec_driver_sql(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-        pids = [pid for (pid,) in pids]
-    return [pid for pid in pids if _is_postgres_process(pid)]
-
-
-def _is_postgres_process(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"
-    except OSError:
-        return False
 
 
 def _online(runtime) -> int:
