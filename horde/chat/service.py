@@ -115,11 +115,11 @@ def sweep(runtime: Runtime) -> int:
         changed = lifecycle.expire_jobs(session, runtime.settings)
     with runtime.db.autocommit() as session:
         model_rows.forget_ended(session)
-    rollup.roll_up_when_due(runtime.db, stats.SERVED, utcnow())
     for request in changed:
         runtime.bus.publish(request_channel(request.id))
         if request.state == WAITING:
             announce_jobs(runtime.bus, request.models)
+    rollup.roll_up_when_due(runtime.db, stats.SERVED, utcnow())  # after the wake-ups: its failure loses none
     return len(changed)
 
 

@@ -147,10 +147,10 @@ def sweep(runtime: Runtime) -> int:
     with runtime.db.transaction() as session:
         changed = lifecycle.expire_jobs(session, runtime.settings)
         changed += lifecycle.expire_requests(session, REQUEST_LIFETIME_S)
-    rollup.roll_up_when_due(runtime.db, stats.SERVED, utcnow())
     for request_id in dict.fromkeys(changed):
         runtime.bus.publish(request_channel(request_id))
         request = read(runtime, request_id)
         if request is not None and request.state == WAITING:
             pop.announce(runtime, request.models)
+    rollup.roll_up_when_due(runtime.db, stats.SERVED, utcnow())  # after the wake-ups: its failure loses none
     return len(changed)

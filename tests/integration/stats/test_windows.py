@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from horde.chat import stats as chat_stats
 from horde.stats import rollup, windows
-from horde.stats.models import ServedMark
+from horde.stats.models import ServedMark, ServedTotal
 from horde.text import stats as text_stats
 from horde.timeutil import utcnow
 from tests.support import history, served
@@ -167,3 +167,21 @@ def test_the_totals_endpoint_counts_a_request_served_now(client, make_user):
     assert submit(client, owner, job["id"], usage={"completion_tokens": 7}).status_code == 200
     after = client.get("/api/v2/stats/chat/totals").json
     assert all(after[name] == {"requests": 1, "tokens": 7} for name in WINDOWS_S)
+
+
+def test_each_domains_sweep_rolls_its_series_up(runtime, make_user):
+    from horde.chat import service as chat_service
+    from horde.text import service as text_service
+
+    owner, _ = make_user(trusted=True)
+    worker_id = history.worker(runtime, owner.id)
+    long_ago = utcnow() - dt.timedelta(minutes=10)
+    served.chat(runtime, owner.id, [(long_ago, 3)])
+    served.text(runtime, owner.id, worker_id, [(long_ago, "m-a", 4)])
+    chat_service.sweep(runtime)
+    text_service.sweep(runtime)
+    with runtime.db.read() as session:
+        marks = dict(session.execute(select(ServedMark.series, ServedMark.rolled_until)).all())
+        totals = session.execute(select(ServedTotal.series, ServedTotal.model, ServedTotal.requests)).all()
+    assert set(marks) == {"chat", "text"} and all(mark > long_ago for mark in marks.values())
+    assert sorted(tuple(row) for row in totals) == [("chat", "", 1), ("text", "", 1), ("text", "m-a", 1)]
