@@ -22,6 +22,8 @@ MINUTE = dt.timedelta(minutes=1)
 
 
 class SeriesName(StrEnum):
+    """The series the stats keep: one per kind of work served."""
+
     CHAT = "chat"
     TEXT = "text"
 
@@ -64,7 +66,7 @@ class ServedRows:
     model: ColumnElement | None = None
 
     #: The statements of counts(), built at their first use.
-    _counts: dict[tuple[Span, bool], Select] = field(default_factory=dict, repr=False)
+    _counts: dict[tuple[Span, bool], Select] = field(default_factory=dict, init=False, repr=False)
 
     def counts(self, span: Span, *, per_model: bool = False) -> Select:
         """Count and tokens of the rows served in `span` (with `per_model`: model, count and tokens, per model);
