@@ -94,12 +94,12 @@ def admit(
     try:
         if snapshots is not None and roster_generation is not None:
             try:
-                return queue_on(snapshots.roster(session, roster_generation))
+                return queue_on(snapshots.roster(session, roster_generation, settings.worker_online_window_s))
             except errors.TooManyRequests:
                 raise
             except errors.HordeError:
                 pass  # a worker may have checked in on another process within the second: the fresh roster decides
-        return queue_on(request_rows.roster(session))
+        return queue_on(request_rows.roster(session, settings.worker_online_window_s))
     except errors.TooManyRequests:
         raise
     except errors.HordeError:
@@ -284,7 +284,8 @@ def _names(models: list[str]) -> str:
 
 
 def _check_known(session: Session, roster, models: list[str], model_param: str, reference_path: str | None) -> None:
-    """A model is known once any worker declared it (even if none does now) or when it is in the model reference."""
+    """A model is known once any worker declared it (even if none does now) or when it is in the model reference:
+    those the online `roster` declares, else the models remembered (known_models), read only for the others."""
     known = workers.known_models(roster) | set(pricing.model_sizes(reference_path))
     known |= workers.remembered_models(session, [model for model in models if model not in known])
     for index, model in enumerate(models):

@@ -9,6 +9,7 @@ add them to a session.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ from horde.chat.models import (
     ChatRequestModel,
 )
 from horde.database import table_of
+from horde.timeutil import utcnow
 from horde.workers.models import Worker
 
 REQUESTS = table_of(ChatRequest)
@@ -48,21 +50,26 @@ _INSERT_REQUEST_MODEL = insert(REQUEST_MODELS)
 _REQUEST_CLASS = manager_of_class(ChatRequest)
 
 
-#: Every worker with its owner's trust, in one round trip. A row has the Worker columns by name.
-_ROSTER = select(
-    WORKERS.c.id,
-    WORKERS.c.name,
-    WORKERS.c.owner_id,
-    WORKERS.c.models,
-    WORKERS.c.max_length,
-    WORKERS.c.max_context_length,
-    WORKERS.c.threads,
-    WORKERS.c.features_mask,
-    WORKERS.c.guarantees_mask,
-    WORKERS.c.max_temperature_with_tools,
-    WORKERS.c.last_pop_at,
-    USERS.c.trusted.label("owner_trusted"),
-).join_from(WORKERS, USERS, WORKERS.c.owner_id == USERS.c.id)
+#: The workers that popped since `cutoff` with their owners' trust, in one round trip (by the index of last pops).
+#: A row has the Worker columns by name.
+_ROSTER = (
+    select(
+        WORKERS.c.id,
+        WORKERS.c.name,
+        WORKERS.c.owner_id,
+        WORKERS.c.models,
+        WORKERS.c.max_length,
+        WORKERS.c.max_context_length,
+        WORKERS.c.threads,
+        WORKERS.c.features_mask,
+        WORKERS.c.guarantees_mask,
+        WORKERS.c.max_temperature_with_tools,
+        WORKERS.c.last_pop_at,
+        USERS.c.trusted.label("owner_trusted"),
+    )
+    .join_from(WORKERS, USERS, WORKERS.c.owner_id == USERS.c.id)
+    .where(WORKERS.c.last_pop_at >= bindparam("cutoff"))
+)
 
 
 def transient(values: Mapping[Any, Any]) -> ChatRequest:
@@ -90,10 +97,13 @@ def read_state(session: Session, request_id: str) -> str | None:
     return precompiled.execute(session.connection(), _READ_STATE, {"request_id": request_id}).scalar()
 
 
-def roster(session: Session) -> tuple[list[Worker], dict[int, bool]]:
-    """(every worker, its owner's trust by owner id). The workers are rows carrying the Worker columns that
-    admission reads (declarations, lengths, threads, last pop), not ORM objects."""
-    rows = precompiled.execute(session.connection(), _ROSTER).all()
+def roster(session: Session, online_window_s: float) -> tuple[list[Worker], dict[int, bool]]:
+    """(the workers online now, their owners' trust by owner id). The workers are rows carrying the Worker columns
+    that admission reads (declarations, lengths, threads, last pop), not ORM objects. Only the online ones: a
+    Horde's retired workers would make every admission's walk of the roster grow with its history; the models
+    they declared stay known (known_models)."""
+    cutoff = utcnow() - dt.timedelta(seconds=online_window_s)
+    rows = precompiled.execute(session.connection(), _ROSTER, {"cutoff": cutoff}).all()
     trust = {row.owner_id: bool(row.owner_trusted) for row in rows}
     return cast(list[Worker], list(rows)), trust
 

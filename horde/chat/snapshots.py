@@ -86,12 +86,12 @@ class Snapshots:
             self._entries[key] = _Entry(now, value, version)
         return value
 
-    def roster(self, session: Session, generation: int) -> tuple[list[Worker], dict[int, bool]]:
-        """Admission's roster (request_rows.roster): every worker with its owner's trust, up to a second old,
-        and taken again once this process has checked in a worker with new declarations (`generation`,
+    def roster(self, session: Session, generation: int, online_window_s: float) -> tuple[list[Worker], dict[int, bool]]:
+        """Admission's roster (request_rows.roster): the online workers with their owners' trust, up to a second
+        old, and taken again once this process has checked in a worker with new declarations (`generation`,
         CheckIns.generation). A worker that checked in on another process may be missing: admission reads
         the roster afresh before it refuses."""
-        return self.cached("roster", lambda: request_rows.roster(session), generation)
+        return self.cached("roster", lambda: request_rows.roster(session, online_window_s), generation)
 
     def online(self, session: Session, window_s: float) -> tuple[list[Worker], dict[int, bool]]:
         """(online workers, owner trust by owner id), detached from the session."""

@@ -115,3 +115,26 @@ def test_the_walking_pools_count_of_the_queue_reads_the_queue_not_the_history(wa
         for _ in range(7):  # past psycopg's fifth run, from which the statement is prepared on the server
             assert queue.waiting(Session(bind=connection)) == 2
         assert history.rows_read(connection, "chat_requests") <= 7 * (2 + SLACK_ROWS)
+
+
+def test_admissions_roster_is_the_online_workers_and_a_retired_workers_model_stays_known(runtime, client, make_user):
+    from horde.chat import request_rows
+    from horde.workers.service import remember_models
+    from tests.support.native import pop
+    from tests.support.native import queue as queue_request
+
+    owner, owner_key = make_user("past-owner", trusted=True)
+    for _ in range(OTHER_WORKERS):
+        history.worker(runtime, owner.id)
+    with runtime.db.transaction() as session:
+        remember_models(session, ["past-model"])  # as each retired worker's first pop did
+    pop(client, owner_key)  # the one online worker, of m1
+    with runtime.db.read() as session:
+        workers, trust = request_rows.roster(session, runtime.settings.worker_online_window_s)
+    assert [worker.models for worker in workers] == [["m1"]] and trust == {owner.id: True}
+
+    _, key = make_user(kudos=100)
+    refused = queue_request(client, key, model="past-model")
+    assert (refused.status_code, refused.json["rc"]) == (503, "no_eligible_worker"), "known, served by no one online"
+    assert queue_request(client, key, model="never-declared").json["rc"] == "model_not_found"
+    assert queue_request(client, key, model="m1").status_code == 202
