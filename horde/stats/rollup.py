@@ -1,7 +1,7 @@
 """The sweeper's rollup: a series' minutes that ended ROLLUP_LAG_S ago join its cumulative counts.
 
-Every serving process's sweeper tries it; the mark's compare-and-set lets one process roll a span, and the others
-find the mark moved and leave it. The minutes and totals are written in the mark's transaction: a reader that sees
+Every serving process's sweeper tries it; one process takes the mark (a row lock the others skip, never wait for)
+and moves it by compare-and-set; the others find it taken or moved and leave it. The minutes and totals are written in the mark's transaction: a reader that sees
 the mark sees the counts through it (windows.py reads both in one statement).
 """
 
@@ -31,6 +31,9 @@ _TOTALS = table_of(ServedTotal)
 _MINUTES = table_of(ServedMinute)
 
 _MARK = select(_MARKS.c.rolled_until).where(_MARKS.c.series == bindparam("series"))
+#: The mark, locked for this rollup, or no row while another process's rollup holds it (PostgreSQL; SQLite's one
+#: writer already keeps the rollups apart): a sweeper never waits for another's rollup.
+_MARK_UNLESS_TAKEN = _MARK.with_for_update(skip_locked=True)
 _TOTALS_OF_SERIES = select(_TOTALS.c.model, _TOTALS.c.requests, _TOTALS.c.tokens).where(
     _TOTALS.c.series == bindparam("series")
 )
@@ -47,10 +50,15 @@ def floor_minute(moment: dt.datetime) -> dt.datetime:
 
 def rollup_due(db: Database, rows: ServedRows, now: dt.datetime) -> bool:
     """Whether a minute of `rows`' series waits to be rolled up: a read, so that an idle sweep writes nothing
-    (on SQLite a write transaction takes the database's one writer lock)."""
+    (on SQLite a write transaction takes the database's one writer lock). The series' first sweep writes its
+    mark row (None), in a statement of its own: the rollup's transaction then only locks an existing row."""
     with db.read() as session:
         mark = session.execute(_MARK, {"series": rows.name}).first()
-    return mark is None or mark.rolled_until is None or mark.rolled_until < _target(now)
+    if mark is None:
+        with db.autocommit() as session:
+            insert_ignoring_duplicates(session, ServedMark, [{"series": rows.name, "rolled_until": None}], key="series")
+        return True
+    return mark.rolled_until is None or mark.rolled_until < _target(now)
 
 
 def roll_up_when_due(db: Database, rows: ServedRows, now: dt.datetime) -> dt.datetime | None:
@@ -65,10 +73,11 @@ def roll_up_when_due(db: Database, rows: ServedRows, now: dt.datetime) -> dt.dat
 def roll_up(session: Session, rows: ServedRows, now: dt.datetime) -> dt.datetime | None:
     """Roll `rows`' series up to the minute that ended ROLLUP_LAG_S before `now`, at most ROLLUP_SPAN_MAX at a
     time; in `session`'s transaction. Returns the mark it moved to; None when there was nothing to roll, or another
-    process moved the mark first."""
-    insert_ignoring_duplicates(session, ServedMark, [{"series": rows.name, "rolled_until": None}], key="series")
-    mark = session.execute(_MARK, {"series": rows.name}).scalar_one()
-    target = _target(now)
+    process moved the mark first or is rolling the series now (its lock on the mark: this rollup does not wait)."""
+    taken = session.execute(_MARK_UNLESS_TAKEN, {"series": rows.name}).first()
+    if taken is None:
+        return None
+    mark, target = taken.rolled_until, _target(now)
     if mark is None:
         first = session.execute(rows.first_served).scalar()
         start = floor_minute(first) if first is not None else target
@@ -96,8 +105,7 @@ def _target(now: dt.datetime) -> dt.datetime:
 
 
 def _move_mark(session: Session, rows: ServedRows, mark: dt.datetime | None, end: dt.datetime) -> bool:
-    """Compare-and-set of the mark from `mark` to `end`: on PostgreSQL a second process's UPDATE waits for this
-    transaction and then finds the mark moved."""
+    """Compare-and-set of the mark from `mark` to `end`, on the row this transaction has locked."""
     unmoved = _MARKS.c.rolled_until.is_(None) if mark is None else _MARKS.c.rolled_until == mark
     moved = session.execute(update(_MARKS).where(_MARKS.c.series == rows.name, unmoved).values(rolled_until=end))
     return moved.rowcount == 1  # type: ignore[attr-defined]

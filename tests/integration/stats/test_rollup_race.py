@@ -10,6 +10,7 @@ import multiprocessing
 import pytest
 from sqlalchemy import func, select
 
+from horde.chat import stats as chat_stats
 from horde.stats import rollup
 from horde.stats.models import ALL_MODELS, ServedMark, ServedMinute, ServedTotal
 from horde.timeutil import utcnow
@@ -76,3 +77,29 @@ def test_two_processes_rolling_up_at_once_count_every_minute_once(runtime, make_
     assert len(minutes) == ROUNDS, "a minute row per minute served, each written once"
     assert [requests for _, requests in minutes] == [PER_MINUTE * (index + 1) for index in range(ROUNDS)]
     assert tuple(total) == (len(before_mark), sum(tokens for _, tokens in before_mark))
+
+
+def test_a_rollup_leaves_the_series_to_the_process_rolling_it_without_waiting(runtime, make_user):
+    """A sweeper whose rollup finds another process's rollup holding the mark moves on (its expiries and wake-ups
+    are not held up behind the other's transaction)."""
+    import threading
+
+    from sqlalchemy import text
+
+    user, _ = make_user()
+    now = utcnow()
+    served.chat(runtime, user.id, [(now - dt.timedelta(minutes=30), 5)])
+    assert rollup.roll_up_when_due(runtime.db, chat_stats.SERVED, now - dt.timedelta(minutes=20)) is not None
+    answers: list = []
+    with runtime.db.engine.connect() as other_process:
+        other_process.execute(text("SELECT 1 FROM served_marks WHERE series = 'chat' FOR UPDATE"))
+        sweep = threading.Thread(
+            target=lambda: answers.append(rollup.roll_up_when_due(runtime.db, chat_stats.SERVED, now))
+        )
+        sweep.start()
+        sweep.join(JOIN_S)
+        assert not sweep.is_alive() and answers == [None], "the mark is another's: this sweep rolls nothing"
+        other_process.rollback()
+    assert rollup.roll_up_when_due(runtime.db, chat_stats.SERVED, now) == rollup.floor_minute(
+        now - dt.timedelta(seconds=rollup.ROLLUP_LAG_S)
+    )
