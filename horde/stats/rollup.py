@@ -1,8 +1,9 @@
 """The sweeper's rollup: a series' minutes that ended ROLLUP_LAG_S ago join its cumulative counts.
 
 Every serving process's sweeper tries it; one process takes the mark (a row lock the others skip, never wait for)
-and moves it by compare-and-set; the others find it taken or moved and leave it. The minutes and totals are written in the mark's transaction: a reader that sees
-the mark sees the counts through it (windows.py reads both in one statement).
+and moves it by compare-and-set; the others find it taken or moved and leave it. The minutes and totals are
+written in the mark's transaction: a reader that sees the mark sees the counts through it (windows.py reads both
+in one statement).
 """
 
 from __future__ import annotations
