@@ -97,8 +97,8 @@ CREATE TABLE chat_requests (
 );
 
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
+CREATE INDEX ix_chat_requests_done_finished ON chat_requests (state, finished_at) WHERE state = 'done';
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
-CREATE INDEX ix_chat_requests_state_finished ON chat_requests (state, finished_at);
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
 
 CREATE TABLE idempotency_keys (
@@ -275,7 +275,7 @@ CREATE TABLE text_jobs (
 
 CREATE INDEX ix_text_jobs_request_id ON text_jobs (request_id);
 CREATE INDEX ix_text_jobs_state_deadline ON text_jobs (state, deadline_at);
-CREATE INDEX ix_text_jobs_state_ended ON text_jobs (state, ended_at);
+CREATE INDEX ix_text_jobs_submitted_ended ON text_jobs (state, ended_at) WHERE state = 'submitted';
 CREATE INDEX ix_text_jobs_worker_state_ended ON text_jobs (worker_id, state, ended_at);
 
 CREATE TABLE text_request_models (

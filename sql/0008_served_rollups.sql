@@ -1,8 +1,9 @@
 -- The stats endpoints stop walking the Horde's history: the sweeper rolls the chat requests served and the text
 -- generations submitted up by minute, as cumulative counts (served_minutes), with each series' totals through its
 -- mark (served_totals, served_marks); a window's count then reads a few rows and the raw rows of its edges, which
--- the indexes of chat requests and text jobs by state and end find (the text one replaces the index by end alone:
--- SQLite without statistics preferred the index by state and deadline to it, and walked every submitted job).
+-- the partial indexes of done chat requests and submitted text jobs by state and end find (the text one replaces
+-- the index by end alone: SQLite without statistics preferred the index by state and deadline to it, and walked
+-- every submitted job).
 --
 -- The first sweeps after the upgrade roll the existing history up, a day of it per sweep; until they reach the
 -- present, the stats read the rows the rollup has not reached yet. On a large table each CREATE INDEX takes a while
@@ -37,8 +38,8 @@ CREATE TABLE IF NOT EXISTS served_totals (
 	PRIMARY KEY (series, model)
 );
 
-CREATE INDEX IF NOT EXISTS ix_chat_requests_state_finished ON chat_requests (state, finished_at);
-CREATE INDEX IF NOT EXISTS ix_text_jobs_state_ended ON text_jobs (state, ended_at);
+CREATE INDEX IF NOT EXISTS ix_chat_requests_done_finished ON chat_requests (state, finished_at) WHERE state = 'done';
+CREATE INDEX IF NOT EXISTS ix_text_jobs_submitted_ended ON text_jobs (state, ended_at) WHERE state = 'submitted';
 DROP INDEX IF EXISTS ix_text_jobs_ended_at;
 
 COMMIT;

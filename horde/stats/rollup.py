@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from horde import precompiled
 from horde.database import Database, insert_ignoring_duplicates, table_of
 from horde.stats.models import ALL_MODELS, ServedMark, ServedMinute, ServedTotal
 from horde.stats.series import ServedRows
@@ -80,7 +81,7 @@ def roll_up(session: Session, rows: ServedRows, now: dt.datetime) -> dt.datetime
         return None
     mark, target = taken.rolled_until, _target(now)
     if mark is None:
-        first = session.execute(rows.first_served).scalar()
+        first = precompiled.execute(session.connection(), rows.first_served).scalar()
         start = floor_minute(first) if first is not None else target
     else:
         start = mark
@@ -89,7 +90,8 @@ def roll_up(session: Session, rows: ServedRows, now: dt.datetime) -> dt.datetime
         return None
     if not _move_mark(session, rows, mark, end):
         return None
-    counted = session.execute(rows.minutes_between, {"start": start, "end": end}).all()
+    # Precompiled: the served state written into the SQL, which the partial index by end asks for.
+    counted = precompiled.execute(session.connection(), rows.minutes_between, {"start": start, "end": end}).all()
     totals = {
         model: (requests, tokens)
         for model, requests, tokens in session.execute(_TOTALS_OF_SERIES, {"series": rows.name})

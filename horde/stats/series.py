@@ -86,10 +86,11 @@ class ServedRows:
         """Per minute (and model) from `start` to before `end`: the minute, the model, count and tokens."""
         minute = minute_start(self.at).label("minute")
         model = (self.model if self.model is not None else literal(ALL_MODELS)).label("model")
+        grouped = (minute, model) if self.model is not None else (minute,)  # a constant in GROUP BY: an error
         return (
             select(minute, model, func.count(), func.coalesce(func.sum(self.tokens), 0))
             .where(self.served, self.at >= bindparam("start", type_=DateTime), self.at < _end())
-            .group_by(minute, model)
+            .group_by(*grouped)
         )
 
     def _counted(self, per_model: bool) -> Select:

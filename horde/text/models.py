@@ -106,8 +106,15 @@ class TextJob(Base):
     __table_args__ = (
         Index("ix_text_jobs_state_deadline", "state", "deadline_at"),
         Index("ix_text_jobs_worker_state_ended", "worker_id", "state", "ended_at"),
-        # The latest submitted jobs (the wait estimate) and the generations served by their end (the stats).
-        Index("ix_text_jobs_state_ended", "state", "ended_at"),
+        # The latest submitted jobs (the wait estimate) and the generations served by their end (the stats): partial
+        # and led by the state, as chat's done requests by their end (horde/chat/models.py).
+        Index(
+            "ix_text_jobs_submitted_ended",
+            "state",
+            "ended_at",
+            postgresql_where=text("state = 'submitted'"),
+            sqlite_where=text("state = 'submitted'"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -112,12 +112,12 @@ def test_text_generations_per_model_and_in_total(runtime, make_user):
 
 #: Per series: what writes its history, the rows it counts (the module's SERVED), their table and the index for it.
 SERIES = {
-    "chat": (history.past_chat, chat_stats.SERVED, "chat_requests", "ix_chat_requests_state_finished"),
+    "chat": (history.past_chat, chat_stats.SERVED, "chat_requests", "ix_chat_requests_done_finished"),
     "text": (
         lambda runtime, owner_id, worker_id, count: history.past_text(runtime, owner_id, [worker_id], count),
         text_stats.SERVED,
         "text_jobs",
-        "ix_text_jobs_state_ended",
+        "ix_text_jobs_submitted_ended",
     ),
 }
 
