@@ -33,6 +33,7 @@ import uuid
 
 import redis
 from redis.backoff import NoBackoff
+from redis.client import PubSub
 from redis.retry import Retry
 
 from horde.cooperative import pass_turn
@@ -68,7 +69,7 @@ class RedisEventBus(LocalEventBus):
             retry=Retry(NoBackoff(), 0),
         )
         self._subscribed: bool | None = None  # unknown until the listener's first attempt
-        self._pubsub = None
+        self._pubsub: PubSub | None = None  # the listener's, closed by close()
         self._closed = threading.Event()
         #: Marks what this process sends to the others only, so that its listener skips it: the announcements it
         #: passes on, and the events whose listeners here it has woken already (a handover, which may follow the
