@@ -9,7 +9,6 @@ add them to a session.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -28,8 +27,8 @@ from horde.chat.models import (
     ChatRequestModel,
 )
 from horde.database import table_of
-from horde.timeutil import utcnow
 from horde.workers.models import Worker
+from horde.workers.service import online_cutoff
 
 REQUESTS = table_of(ChatRequest)
 REQUEST_MODELS = table_of(ChatRequestModel)
@@ -102,8 +101,7 @@ def roster(session: Session, online_window_s: float) -> tuple[list[Worker], dict
     that admission reads (declarations, lengths, threads, last pop), not ORM objects. Only the online ones: a
     Horde's retired workers would make every admission's walk of the roster grow with its history; the models
     they declared stay known (known_models)."""
-    cutoff = utcnow() - dt.timedelta(seconds=online_window_s)
-    rows = precompiled.execute(session.connection(), _ROSTER, {"cutoff": cutoff}).all()
+    rows = precompiled.execute(session.connection(), _ROSTER, {"cutoff": online_cutoff(online_window_s)}).all()
     trust = {row.owner_id: bool(row.owner_trusted) for row in rows}
     return cast(list[Worker], list(rows)), trust
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from horde import precompiled
 from horde.database import Database, insert_ignoring_duplicates, table_of
 from horde.stats.models import ALL_MODELS, ServedMark, ServedMinute, ServedTotal
-from horde.stats.series import ServedRows
+from horde.stats.series import ServedRows, floor_minute
 
 #: A minute is rolled up once it ended this long ago. A row counts where it was served at its timestamp, which its
 #: writer takes just before the statement that commits it: a row committed more than this after its timestamp
@@ -44,10 +44,6 @@ _UPDATE_TOTAL = (
     .where(_TOTALS.c.series == bindparam("b_series"), _TOTALS.c.model == bindparam("b_model"))
     .values(requests=bindparam("b_requests"), tokens=bindparam("b_tokens"))
 )
-
-
-def floor_minute(moment: dt.datetime) -> dt.datetime:
-    return moment.replace(second=0, microsecond=0)
 
 
 def rollup_due(db: Database, rows: ServedRows, now: dt.datetime) -> bool:

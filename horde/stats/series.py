@@ -21,6 +21,15 @@ from horde.stats.models import ALL_MODELS
 MINUTE = dt.timedelta(minutes=1)
 
 
+def floor_minute(moment: dt.datetime) -> dt.datetime:
+    return moment.replace(second=0, microsecond=0)
+
+
+def ceil_minute(moment: dt.datetime) -> dt.datetime:
+    floor = floor_minute(moment)
+    return floor if floor == moment else floor + MINUTE
+
+
 class SeriesName(StrEnum):
     """The series the stats keep: one per kind of work served."""
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from horde import precompiled
 from horde.database import table_of
 from horde.stats.models import ALL_MODELS, ServedMark, ServedMinute, ServedTotal
-from horde.stats.series import MINUTE, ServedRows, Span
+from horde.stats.series import ServedRows, Span, ceil_minute
 
 _MARKS = table_of(ServedMark)
 _TOTALS = table_of(ServedTotal)
@@ -116,7 +116,7 @@ def served(
         if start >= mark:
             answer[name] = _raw_since(connection, rows, start)
             continue
-        whole = _ceil_minute(start)
+        whole = ceil_minute(start)
         before = precompiled.execute(connection, _CUMULATIVE_BEFORE, {"series": rows.name, "before": whole}).first()
         edge = _raw_between(connection, rows, start, whole)
         answer[name] = edge + (rolled - (Counts(int(before[0]), int(before[1])) if before is not None else NONE)) + tail
@@ -146,7 +146,7 @@ def served_by_model(
         if start >= mark:
             answer[name] = _nonzero(_raw_by_model_since(connection, rows, start))
             continue
-        whole = _ceil_minute(start)
+        whole = ceil_minute(start)
         before = {
             model: int(requests)
             for model, requests, _ in precompiled.execute(
@@ -157,11 +157,6 @@ def served_by_model(
         in_rolled = {model: count - before.get(model, 0) for model, count in rolled.items()}
         answer[name] = _nonzero(_added(_added(edge, in_rolled), tail))
     return answer
-
-
-def _ceil_minute(moment: dt.datetime) -> dt.datetime:
-    floor = moment.replace(second=0, microsecond=0)
-    return floor if floor == moment else floor + MINUTE
 
 
 def _raw_since(connection, rows: ServedRows, start: dt.datetime | None) -> Counts:
