@@ -15,7 +15,7 @@ from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import StoredResponse
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
-from horde.text.models import TextJob, TextRequest, TextRequestModel
+from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
 
 MODELS = (
@@ -32,6 +32,7 @@ MODELS = (
     TextRequest,
     TextRequestModel,
     TextJob,
+    KnownTextModel,
     ServedMark,
     ServedTotal,
     ServedMinute,

@@ -5,6 +5,13 @@ CREATE TABLE known_models (
 );
 
 
+CREATE TABLE known_text_models (
+	name VARCHAR(200) NOT NULL, 
+	first_declared_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+
 CREATE TABLE rate_counts (
 	user_id INTEGER NOT NULL, 
 	client_address VARCHAR(64) NOT NULL, 

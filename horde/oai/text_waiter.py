@@ -64,8 +64,9 @@ def watch(
                 with runtime.db.read() as session:
                     request = precompiled.execute(session.connection(), _READ, {"id_": request_id}).first()
                     if request is not None and request.state == WAITING:
-                        workers = roster.cached(runtime.snapshots, session, runtime.text_checkins.generation)
-                        online = roster.online_among(workers, settings.worker_online_window_s, request.models)
+                        window_s = settings.worker_online_window_s
+                        workers = roster.cached(runtime.snapshots, session, runtime.text_checkins.generation, window_s)
+                        online = roster.online_among(workers, window_s, request.models)
                         no_worker_since = None if online else (no_worker_since or now)
                         if keepalive_due:  # only a keepalive carries the queue position and wait
                             pool = _pool(runtime, session, request, online)

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from horde import errors, precompiled
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
+from horde.text import known_models
 from horde.text.models import JOB_SUBMITTED, TextJob
 from horde.timeutil import utcnow
 from horde.workers.checkins import common_declarations
@@ -87,7 +88,10 @@ def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
         session.add(worker)
     elif worker.owner_id != owner.id:
         raise errors.WorkerNameTaken(f"The worker name '{pop['name']}' belongs to another user.")
-    worker.text_models = list(dict.fromkeys(pop["models"]))
+    declared = list(dict.fromkeys(pop["models"]))
+    # Only what this worker did not declare before: a check-in that repeats its models writes nothing there.
+    known_models.remember(session, [name for name in declared if name not in (worker.text_models or ())])
+    worker.text_models = declared
     worker.text_max_length = pop["max_length"]
     worker.text_max_context_length = pop["max_context_length"]
     worker.threads = pop["threads"]

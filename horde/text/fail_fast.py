@@ -17,10 +17,12 @@ from horde import errors
 from horde.chat import pricing as chat_pricing
 from horde.chat import queue as chat_queue
 from horde.chat.admission import refuse_long_queue
-from horde.text import pricing, roster
+from horde.text import known_models, pricing, roster
 from horde.text.schemas import MAX_CONTEXT_TOKENS
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from horde.config import Settings
 
 
@@ -41,13 +43,21 @@ class FrontOptions:
 
 
 def check(
-    settings: Settings, loaded: dict, options: FrontOptions, workers: list[Row], queue_view: QueueView
+    session: Session,
+    settings: Settings,
+    loaded: dict,
+    options: FrontOptions,
+    workers: list[Row],
+    queue_view: QueueView,
 ) -> list[Row]:
     """Raise the first gap; on success set params.max_context_length for the request and return the online
-    text workers serving its models. `workers`: every worker (horde/text/roster.py), the roster it decides on."""
+    text workers serving its models. `workers`: the online text workers (horde/text/roster.py), the roster it
+    decides on. A model is known when it is in the model reference, when an online worker declares it, else when
+    a worker ever did (horde/text/known_models.py, read only for the others)."""
     models, params = loaded["models"], loaded["params"]
     known = set(chat_pricing.model_sizes(settings.model_reference_path))
-    known |= roster.known_models(workers)
+    known |= roster.declared_models(workers)
+    known |= known_models.remembered(session, [model for model in models if model not in known])
     for index, model in enumerate(models):
         if model not in known:
             param = "model" if options.model_param == "model" else f"models[{index}]"

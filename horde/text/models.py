@@ -135,3 +135,14 @@ class TextJob(Base):
     kudos: Mapped[int] = mapped_column(Integer, default=0)
     finish_reason: Mapped[str | None] = mapped_column(String(16), nullable=True)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class KnownTextModel(Base):
+    """A text model some worker declared once: the Horde keeps knowing it after every worker drops it.
+
+    Apart from chat's known_models: a chat model asked of /v1/completions is unknown there, as before."""
+
+    __tablename__ = "known_text_models"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    first_declared_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -45,19 +45,20 @@ def create(
     with runtime.db.transaction() as session:
         models = list(dict.fromkeys(loaded.get("models") or []))
         queued = roster.waiting_count(snapshots, session, models)
-        workers = roster.cached(snapshots, session, runtime.text_checkins.generation)
+        window_s = settings.worker_online_window_s
+        workers = roster.cached(snapshots, session, runtime.text_checkins.generation, window_s)
         if front is not None:
             loaded.setdefault("models", [])
             queue_view = fail_fast.QueueView(
                 queued, roster.typical_job_s(snapshots, session, settings.default_job_duration_s)
             )
             try:
-                online = fail_fast.check(settings, loaded, front, workers, queue_view)
+                online = fail_fast.check(session, settings, loaded, front, workers, queue_view)
             except errors.HordeError:  # a worker may have checked in on another process within the second
-                workers = roster.read(session)
-                online = fail_fast.check(settings, loaded, front, workers, queue_view)
+                workers = roster.read(session, window_s)
+                online = fail_fast.check(session, settings, loaded, front, workers, queue_view)
         else:
-            online = roster.online_among(workers, settings.worker_online_window_s, models)
+            online = roster.online_among(workers, window_s, models)
         admitted = admission.admit(
             session,
             settings,
@@ -83,7 +84,8 @@ def _no_worker_message(session: Session, settings, request: TextRequest, online:
     """The native answer's warning, decided on the workers as they are now when the per-process view has none."""
     if admission.no_worker_message(request, online, loaded, REQUEST_LIFETIME_S) is None:
         return None
-    fresh = roster.online_among(roster.read(session), settings.worker_online_window_s, request.models)
+    window_s = settings.worker_online_window_s
+    fresh = roster.online_among(roster.read(session, window_s), window_s, request.models)
     return admission.no_worker_message(request, fresh, loaded, REQUEST_LIFETIME_S)
 
 

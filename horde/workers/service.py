@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from horde import errors
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.database import insert_ignoring_duplicates, is_postgresql
+from horde.database import Base, insert_ignoring_duplicates, is_postgresql, table_of
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
 from horde.workers.models import KnownModel, Worker
@@ -91,19 +91,21 @@ def known_models(workers: Iterable[Worker]) -> set[str]:
     return names
 
 
-def remember_models(session: Session, names: list[str]) -> None:
-    """Record newly declared models; a pop that declares what it declared before writes nothing."""
+def remember_models(session: Session, names: list[str], table: type[Base] = KnownModel) -> None:
+    """Record newly declared models; a pop that declares what it declared before writes nothing. `table`: one with
+    a `name` key and a `first_declared_at` (chat's known_models, or text's)."""
     insert_ignoring_duplicates(
-        session, KnownModel, [{"name": name, "first_declared_at": utcnow()} for name in names], "name"
+        session, table, [{"name": name, "first_declared_at": utcnow()} for name in names], "name"
     )
 
 
-def remembered_models(session: Session, names: Iterable[str]) -> set[str]:
-    """Those of `names` that some worker declared at some time."""
+def remembered_models(session: Session, names: Iterable[str], table: type[Base] = KnownModel) -> set[str]:
+    """Those of `names` that some worker declared at some time (in `table`)."""
     wanted = list(names)
     if not wanted:
         return set()
-    return set(session.scalars(select(KnownModel.name).where(KnownModel.name.in_(wanted))))
+    name = table_of(table).c.name
+    return set(session.scalars(select(name).where(name.in_(wanted))))
 
 
 def owners_trust(session: Session, workers: list[Worker]) -> dict[int, bool]:

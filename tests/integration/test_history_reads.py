@@ -138,3 +138,29 @@ def test_admissions_roster_is_the_online_workers_and_a_retired_workers_model_sta
     assert (refused.status_code, refused.json["rc"]) == (503, "no_eligible_worker"), "known, served by no one online"
     assert queue_request(client, key, model="never-declared").json["rc"] == "model_not_found"
     assert queue_request(client, key, model="m1").status_code == 202
+
+
+def test_the_text_roster_is_the_online_workers_and_a_retired_workers_model_stays_known(runtime, client, make_user):
+    from horde.text import known_models, roster
+    from tests.integration.text.helpers import text_pop
+
+    owner, owner_key = make_user("past-owner", trusted=True)
+    for _ in range(OTHER_WORKERS):
+        history.worker(runtime, owner.id)  # each declared past-text-model on its last text pop, a day ago
+    with runtime.db.transaction() as session:
+        known_models.remember(session, ["past-text-model"])  # as each retired worker's first text pop did
+    text_pop(client, owner_key)  # the one online text worker, of m1
+    with runtime.db.read() as session:
+        workers = roster.read(session, runtime.settings.worker_online_window_s)
+    assert [(worker.name, worker.text_models, worker.owner_trusted) for worker in workers] == [("tw1", ["m1"], True)]
+
+    _, key = make_user(kudos=100)
+
+    def completion(model: str):
+        body = {"model": model, "prompt": "Once", "max_tokens": 16}
+        return client.post("/v1/completions", json=body, headers={"Authorization": f"Bearer {key}"})
+
+    refused = completion("past-text-model")
+    assert (refused.status_code, refused.json["error"]["code"]) == (503, "no_eligible_worker"), refused.json
+    never = completion("never-declared")
+    assert (never.status_code, never.json["error"]["code"]) == (404, "model_not_found"), never.json

@@ -105,3 +105,29 @@ def test_the_upgrades_leave_a_current_database_as_it_is(databases):
     _apply(current.url, *_read(CURRENT_SCHEMA, *UPGRADES))
     _apply(fresh.url, *_read(CURRENT_SCHEMA))
     assert _schema(current.url) == _schema(fresh.url)
+
+
+def test_the_text_models_of_existing_workers_stay_known(databases):
+    """A database from before known_text_models (its table dropped from a current one) gets its workers' text
+    models, and only them: a worker that never popped text adds none."""
+    upgraded, _ = databases
+    workers = """
+        INSERT INTO users (username, api_key_hash, kudos, trusted, anonymous, created_at)
+            VALUES ('text-owner', 'hash', 0, false, false, now());
+        INSERT INTO workers (id, name, owner_id, models, max_length, max_context_length, threads, features_mask,
+                             guarantees_mask, bridge_agent, created_at, last_pop_at, nsfw, require_upfront_kudos,
+                             text_models)
+            VALUES ('w-text', 'text worker', 1, '[]', 512, 4096, 1, 0, 0, 'x:1:x', now(), now(), false, false,
+                    '["old-text-model", "other-text-model"]'),
+                   ('w-chat', 'chat worker', 1, '["chat-model"]', 512, 4096, 1, 0, 0, 'x:1:x', now(), now(), false,
+                    false, NULL);
+        DROP TABLE known_text_models;
+    """
+    _apply(upgraded.url, *_read(CURRENT_SCHEMA), workers, *_read(*UPGRADES))
+    engine = create_engine("postgresql+psycopg://" + upgraded.url.split("://", 1)[1])
+    try:
+        with engine.connect() as connection:
+            known = connection.execute(text("SELECT name FROM known_text_models ORDER BY name")).scalars().all()
+    finally:
+        engine.dispose()
+    assert known == ["old-text-model", "other-text-model"]

@@ -20,7 +20,7 @@ DAY_S = 86_400
 
 
 def worker(runtime, owner_id: int) -> str:
-    """A worker row of `owner_id` (retired: its last pop a day ago); its id."""
+    """A worker row of `owner_id` that popped chat and text (retired: its last pops a day ago); its id."""
     worker_id = str(uuid.uuid4())
     with runtime.db.transaction() as session:
         session.connection().execute(
@@ -33,6 +33,10 @@ def worker(runtime, owner_id: int) -> str:
                 "max_length": 512,
                 "max_context_length": 4096,
                 "last_pop_at": utcnow() - dt.timedelta(days=1),
+                "text_models": ["past-text-model"],
+                "text_max_length": 512,
+                "text_max_context_length": 4096,
+                "text_pop_at": utcnow() - dt.timedelta(days=1),
             },
         )
     return worker_id

@@ -1,5 +1,6 @@
 """Unserved endpoints are unsupported_endpoint; a model stays known after its worker stops declaring it."""
 
+from tests.integration.text.helpers import text_pop
 from tests.support.native import pop
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
@@ -33,4 +34,16 @@ def test_a_model_stays_known_after_its_worker_drops_it(client, make_user):
     assert response.status_code == 503, response.json
     assert response.json["error"]["code"] == "no_eligible_worker" and response.json["error"]["param"] == "model"
     never = client.post("/v1/chat/completions", json=dict(BODY, model="m3"))
+    assert never.status_code == 404 and never.json["error"]["code"] == "model_not_found"
+
+
+def test_a_text_model_stays_known_after_its_worker_drops_it(client, make_user):
+    _, owner = make_user("owner")
+    text_pop(client, owner, models=["m1", "m2"])
+    text_pop(client, owner, models=["m2"])  # the same worker re-declares without m1
+    body = {"model": "m1", "prompt": "Once", "max_tokens": 16}
+    response = client.post("/v1/completions", json=body)
+    assert response.status_code == 503, response.json
+    assert response.json["error"]["code"] == "no_eligible_worker" and response.json["error"]["param"] == "model"
+    never = client.post("/v1/completions", json=dict(body, model="m3"))
     assert never.status_code == 404 and never.json["error"]["code"] == "model_not_found"
