@@ -166,3 +166,87 @@ def stop_and_remove_log(process) -> None:
     process.stop()
     with contextlib.suppress(OSError):
         os.unlink(process.log.name)
+
+
+def backends_parser(description: str):
+    """An argument parser with --backend (postgresql, sqlite or both; default both) and --postgres-url."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--backend", choices=["postgresql", "sqlite", "both"], default="both")
+    parser.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL server")
+    return parser
+
+
+def rows_of_each_backend(args, measure) -> list[list]:
+    """`measure(backend, admin_url, args)`'s rows for each backend of backends_parser's arguments that can run."""
+    admin_url, explicit = postgres_admin_url(args.postgres_url)
+    rows = []
+    for backend in chosen_backends(args.backend, admin_url, explicit):
+        rows += measure(backend, admin_url, args)
+    return rows
+
+
+def chosen_backends(choice: str, admin_url: str, explicit: bool) -> list[str]:
+    """The backends of `--backend` (postgresql, sqlite or both) that can run: PostgreSQL is skipped with a line when
+    it does not answer, unless it was asked for by name or by URL (then the bench stops, saying why)."""
+    backends = ["postgresql", "sqlite"] if choice == "both" else [choice]
+    if "postgresql" in backends:
+        why = postgres_reachable(admin_url)
+        if why:
+            if explicit or choice == "postgresql":
+                raise SystemExit(f"PostgreSQL at {admin_url} is not reachable: {why}")
+            log(f"postgresql skipped: {why}")
+            backends.remove("postgresql")
+    return backends
+
+
+def server_label(backend: str) -> str:
+    return f"python -m horde serve, {'PostgreSQL' if backend == 'postgresql' else 'SQLite'}"
+
+
+#: The columns of timed_calls' figures.
+CALL_HEADERS = ["calls", "p50 ms", "p90 ms", "server CPU ms/call", "db CPU ms/call"]
+
+
+@contextlib.contextmanager
+def fresh_runtime(backend: str, admin_url: str, name: str):
+    """A Runtime on a new database of `backend` with the schema created (named after the bench), dropped after."""
+    from horde.app import init_schema
+    from horde.config import Settings
+    from horde.runtime import Runtime
+
+    if backend == "postgresql":
+        database = PostgresBenchDatabase(admin_url, prefix=f"horde_bench_{name}")
+    else:
+        database = SqliteBenchDatabase(f"horde-bench-{name}-")
+    runtime = None
+    try:
+        runtime = Runtime.build(Settings.from_env({}, database_url=database.url))
+        init_schema(runtime)
+        yield runtime
+    finally:
+        if runtime is not None:
+            runtime.close()
+        database.drop()
+
+
+def timed_calls(server_pid: int, database_pids: list[int], calls: int, call) -> list[str]:
+    """`call()` `calls` times in turn: [calls, p50 ms, p90 ms, the server's CPU ms per call, the database's ("-"
+    without its processes)], as a bench's row prints them."""
+    latencies = []
+    server_cpu = cpu_seconds(server_pid)
+    database_cpu = sum(cpu_seconds(pid) for pid in database_pids)
+    for _ in range(calls):
+        sent = time.perf_counter()
+        call()
+        latencies.append(time.perf_counter() - sent)
+    server_ms = (cpu_seconds(server_pid) - server_cpu) * 1000 / calls
+    database_ms = (sum(cpu_seconds(pid) for pid in database_pids) - database_cpu) * 1000 / calls
+    return [
+        str(calls),
+        ms(median(latencies)),
+        ms(percentile(latencies, 90)),
+        f"{server_ms:.2f}",
+        f"{database_ms:.2f}" if database_pids else "-",
+    ]

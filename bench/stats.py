@@ -14,7 +14,6 @@ Run it from another checkout with `PYTHONPATH=.` to measure that checkout's serv
 
 from __future__ import annotations
 
-import argparse
 import time
 import uuid
 
@@ -24,9 +23,6 @@ import requests
 from sqlalchemy import func, inspect, select
 
 from horde.accounts import service as accounts
-from horde.app import init_schema
-from horde.config import Settings
-from horde.runtime import Runtime
 from horde.timeutil import utcnow
 from horde_testing.processes import Server, base_env
 
@@ -39,48 +35,19 @@ CAUGHT_UP_SLACK_S = 65
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=["postgresql", "sqlite", "both"], default="both")
+    parser = S.backends_parser(__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=300_000, help="past requests written first (default 300000)")
     parser.add_argument("--calls", type=int, default=30, help="calls per endpoint (default 30)")
-    parser.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL server")
     args = parser.parse_args()
-    admin_url, explicit = S.postgres_admin_url(args.postgres_url)
-    backends = ["postgresql", "sqlite"] if args.backend == "both" else [args.backend]
-    rows = []
-    for backend in backends:
-        if backend == "postgresql":
-            why = S.postgres_reachable(admin_url)
-            if why:
-                if explicit or args.backend == "postgresql":
-                    raise SystemExit(f"PostgreSQL at {admin_url} is not reachable: {why}")
-                S.log(f"postgresql skipped: {why}")
-                continue
-        rows += measure(backend, admin_url, args)
-    headers = [
-        "server",
-        "past requests",
-        "endpoint",
-        "calls",
-        "p50 ms",
-        "p90 ms",
-        "server CPU ms/call",
-        "db CPU ms/call",
-    ]
+    rows = S.rows_of_each_backend(args, measure)
+    headers = ["server", "past requests", "endpoint", *S.CALL_HEADERS]
     print(f"stats endpoints: {args.calls} calls each, in turn, after the sweeper's rollup (if any) caught up")
     print(S.table(headers, rows))
     print(f"machine: a Python loop of 10,000,000 additions took {S.machine_speed_s():.2f} s")
 
 
 def measure(backend: str, admin_url: str, args) -> list[list]:
-    if backend == "postgresql":
-        database = S.PostgresBenchDatabase(admin_url, prefix="horde_bench_stats")
-    else:
-        database = S.SqliteBenchDatabase("horde-bench-stats-")
-    runtime = server = None
-    try:
-        runtime = Runtime.build(Settings.from_env({}, database_url=database.url))
-        init_schema(runtime)
+    with S.fresh_runtime(backend, admin_url, "stats") as runtime:
         with runtime.db.transaction() as session:
             tag = uuid.uuid4().hex[:6]
             client, _ = accounts.create_user(session, f"bench-stats-client-{tag}")
@@ -92,43 +59,28 @@ def measure(backend: str, admin_url: str, args) -> list[list]:
             with runtime.db.autocommit() as session:
                 session.connection().exec_driver_sql("ANALYZE")
         S.log(f"{backend}: {args.history} past requests written in {time.monotonic() - started:.1f} s")
-        server = Server(base_env(database.url))
-        S.log(f"{backend}: {caught_up(runtime)}")
-        rows = []
-        with requests.Session() as http:
-            for endpoint in ENDPOINTS:  # a call each first: the server's connections are open when counted
-                http.get(server.url + endpoint, timeout=CALL_TIMEOUT_S).raise_for_status()
-            backends = S.database_backends(runtime)
-            for endpoint in ENDPOINTS:
-                latencies = []
-                server_cpu = S.cpu_seconds(server.popen.pid)
-                db_cpu = sum(S.cpu_seconds(pid) for pid in backends)
-                for _ in range(args.calls):
-                    sent = time.perf_counter()
-                    answer = http.get(server.url + endpoint, timeout=CALL_TIMEOUT_S)
-                    latencies.append(time.perf_counter() - sent)
-                    answer.raise_for_status()
-                server_ms = (S.cpu_seconds(server.popen.pid) - server_cpu) * 1000 / args.calls
-                db_ms = (sum(S.cpu_seconds(pid) for pid in backends) - db_cpu) * 1000 / args.calls
-                rows.append(
-                    [
-                        f"python -m horde serve, {'PostgreSQL' if backend == 'postgresql' else 'SQLite'}",
-                        args.history,
-                        endpoint,
-                        args.calls,
-                        S.ms(S.median(latencies)),
-                        S.ms(S.percentile(latencies, 90)),
-                        f"{server_ms:.2f}",
-                        f"{db_ms:.2f}" if backends else "-",
-                    ]
-                )
-        return rows
-    finally:
-        if server is not None:
+        server = Server(base_env(runtime.db.url))
+        try:
+            S.log(f"{backend}: {caught_up(runtime)}")
+            return _calls(backend, runtime, server, args)
+        finally:
             S.stop_and_remove_log(server)
-        if runtime is not None:
-            runtime.close()
-        database.drop()
+
+
+def _calls(backend: str, runtime, server: Server, args) -> list[list]:
+    rows = []
+    with requests.Session() as http:
+        for endpoint in ENDPOINTS:  # a call each first: the server's connections are open when counted
+            http.get(server.url + endpoint, timeout=CALL_TIMEOUT_S).raise_for_status()
+        backends = S.database_backends(runtime)
+        for endpoint in ENDPOINTS:
+
+            def call(endpoint=endpoint):
+                http.get(server.url + endpoint, timeout=CALL_TIMEOUT_S).raise_for_status()
+
+            figures = S.timed_calls(server.popen.pid, backends, args.calls, call)
+            rows.append([S.server_label(backend), args.history, endpoint, *figures])
+    return rows
 
 
 def caught_up(runtime) -> str:
