@@ -6,7 +6,9 @@ them (the domains' models import it, not the other way round).
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, Table
+from collections.abc import Callable
+
+from sqlalchemy import Connection, Engine, Table, inspect
 
 from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
@@ -15,6 +17,7 @@ from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import StoredResponse
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
+from horde.text import known_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
 
@@ -44,17 +47,29 @@ MODELS = (
 SCHEMA_LOCK_KEY = 0x48_5343_4845_4D41
 
 
+#: Tables whose first rows come from other tables when a start creates them on a database that already has a past
+#: (its workers table): such a start is an upgrade, and what the upgrade file would have filled is filled here.
+FILLED_ON_CREATION: dict[str, Callable[[Connection], None]] = {
+    KnownTextModel.__tablename__: known_models.fill_from_workers,
+}
+
+
 def create_schema(engine: Engine) -> None:
-    """Create every table and index that does not exist yet, and on PostgreSQL the functions (replaced), in one
-    transaction that processes starting at once take in turn."""
-    if engine.dialect.name != "postgresql":
-        Base.metadata.create_all(engine)
-        return
+    """Create every table and index that does not exist yet (filling those of FILLED_ON_CREATION), and on
+    PostgreSQL the functions (replaced), in one transaction that processes starting at once take in turn (the
+    advisory lock; SQLite's first statement takes its write lock)."""
     with engine.begin() as connection:
-        connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
+        if engine.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
+        existing = set(inspect(connection).get_table_names())
         Base.metadata.create_all(connection)
-        for function in functions_sql():
-            connection.exec_driver_sql(function)
+        if Worker.__tablename__ in existing:
+            for name, fill in FILLED_ON_CREATION.items():
+                if name not in existing:
+                    fill(connection)
+        if engine.dialect.name == "postgresql":
+            for function in functions_sql():
+                connection.exec_driver_sql(function)
 
 
 def functions_sql() -> list[str]:

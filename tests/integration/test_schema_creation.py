@@ -38,3 +38,39 @@ def test_processes_starting_at_once_all_create_the_schema(database):
     finally:
         for engine in engines:
             engine.dispose()
+
+
+def test_a_start_that_creates_known_text_models_fills_it_from_the_workers(runtime, make_user):
+    """An upgrade by restart (SQLite has no upgrade files; an operator may start before applying sql/0009): the
+    text models the workers declared stay known. A start that finds the table leaves it as it is."""
+    from sqlalchemy import insert
+
+    from horde.text import known_models
+    from horde.workers.models import Worker
+
+    owner, _ = make_user("old-owner")
+    declarations = [["old-text-model", "other-text-model"], None, ["other-text-model"]]
+    with runtime.db.transaction() as session:
+        for index, text_models in enumerate(declarations):
+            session.execute(
+                insert(Worker).values(
+                    name=f"old-{index}",
+                    owner_id=owner.id,
+                    models=["chat-model"],
+                    max_length=512,
+                    max_context_length=4096,
+                    text_models=text_models,
+                )
+            )
+        session.connection().exec_driver_sql("DROP TABLE known_text_models")
+
+    create_schema(runtime.db.engine)
+    wanted = ["old-text-model", "other-text-model", "chat-model"]
+    with runtime.db.read() as session:
+        assert known_models.remembered(session, wanted) == {"old-text-model", "other-text-model"}
+
+    with runtime.db.transaction() as session:
+        session.connection().exec_driver_sql("DELETE FROM known_text_models WHERE name = 'other-text-model'")
+    create_schema(runtime.db.engine)  # the table is there: nothing is filled again
+    with runtime.db.read() as session:
+        assert known_models.remembered(session, wanted) == {"old-text-model"}
