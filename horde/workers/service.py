@@ -93,10 +93,10 @@ def known_models(workers: Iterable[Worker]) -> set[str]:
 
 def remember_models(session: Session, names: list[str], table: type[Base] = KnownModel) -> None:
     """Record newly declared models; a pop that declares what it declared before writes nothing. `table`: one with
-    a `name` key and a `first_declared_at` (chat's known_models, or text's)."""
-    insert_ignoring_duplicates(
-        session, table, [{"name": name, "first_declared_at": utcnow()} for name in names], "name"
-    )
+    a `name` key and a `first_declared_at` (chat's known_models, or text's). In name order: two first pops that
+    declare the same new models in different orders wait for each other's rows in one order, never in a cycle."""
+    rows = [{"name": name, "first_declared_at": utcnow()} for name in sorted(set(names))]
+    insert_ignoring_duplicates(session, table, rows, "name")
 
 
 def remembered_models(session: Session, names: Iterable[str], table: type[Base] = KnownModel) -> set[str]:

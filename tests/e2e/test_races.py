@@ -27,6 +27,8 @@ from tests.support.native import declaration
 ROUNDS = 30
 SUBMIT_STORM_ROUNDS = 3
 HTTP_TIMEOUT_S = 30
+#: As many models as a declaration may name (the chat and text pop schemas): the longest INSERT of known models.
+MODELS_PER_DECLARATION = {"chat": 100, "text": 20}
 LONG_REPLY = {"content": "y" * 4000, "usage": {"completion_tokens": 1000}}
 
 
@@ -237,6 +239,39 @@ def test_concurrent_first_pops_of_a_new_worker_name_all_succeed(horde):
         tally[", ".join(sorted(outcomes))] += 1
         assert outcomes == ["200"] * 6
     print(f"\n{ROUNDS} rounds of 6 simultaneous first pops of a new name: {dict(tally)}")
+
+
+@pytest.mark.parametrize("kind", ["chat", "text"])
+def test_first_pops_declaring_the_same_new_models_all_succeed_and_record_each_once(horde, kind):
+    """Each first pop records the models it is the first to declare (known_models, known_text_models) in its own
+    transaction, on either process: every pop succeeds and each model is recorded. Half the pops declare them in
+    the reverse order; the records are written in name order, so that no two pops could wait on each other's rows
+    in a cycle (a window too narrow to reach here: without that order these rounds pass as well)."""
+    from horde.text.models import KnownTextModel
+    from horde.workers.models import KnownModel
+
+    owner, table = horde.user(), {"chat": KnownModel, "text": KnownTextModel}[kind]
+    tally = collections.Counter()
+    for _ in range(ROUNDS):
+        models = [unique_model(f"order-{index}") for index in range(MODELS_PER_DECLARATION[kind])]
+        bodies = [
+            declaration(f"order-{uuid.uuid4().hex[:8]}", models=models if index % 2 else models[::-1])
+            for index in range(6)
+        ]
+        if kind == "text":  # the text pop's declaration has no features or guarantees
+            bodies = [{k: v for k, v in body.items() if k not in ("features", "guarantees")} for body in bodies]
+        answers = fire_together(
+            [
+                functools.partial(native, horde.servers[index % 2], "POST", f"/generate/{kind}/pop", owner, body)
+                for index, body in enumerate(bodies)
+            ]
+        )
+        outcomes = [outcome(answer) for answer in answers]
+        tally[", ".join(sorted(outcomes))] += 1
+        assert outcomes == ["200"] * 6
+        with horde.runtime.db.read() as session:
+            assert set(session.scalars(select(table.name).where(table.name.in_(models)))) == set(models)
+    print(f"\n{ROUNDS} rounds of 6 simultaneous {kind} first pops, models in opposite orders: {dict(tally)}")
 
 
 def test_many_simultaneous_submits_keep_every_balance_equal_to_its_entries(horde):
