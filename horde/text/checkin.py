@@ -122,13 +122,3 @@ def tokens_per_s(session: Session, worker_id: str) -> float | None:
 def is_slow(session: Session, worker_id: str) -> bool:
     speed = tokens_per_s(session, worker_id)
     return speed is not None and speed < SLOW_TOKENS_PER_S
-
-
-def online_text_workers(session: Session, window_s: float, models: list[str] | None = None) -> list[Worker]:
-    """Workers whose last text pop is within the window; serving any of `models` when given (empty: any)."""
-    cutoff = utcnow() - dt.timedelta(seconds=window_s)
-    found = session.scalars(select(Worker).where(Worker.text_pop_at >= cutoff)).all()
-    if not models:
-        return list(found)
-    wanted = set(models)
-    return [worker for worker in found if wanted.intersection(worker.text_models or ())]

@@ -61,6 +61,11 @@ def read(session: Session, window_s: float) -> list[Row]:
     return list(precompiled.execute(session.connection(), _ROSTER, {"cutoff": online_cutoff(window_s)}).all())
 
 
+def online_now(session: Session, window_s: float, models: Sequence[str] | None = None) -> list[Row]:
+    """`read`, of those serving any of `models` (every one for none): the workers as they are now."""
+    return online_among(read(session, window_s), window_s, models)
+
+
 def cached(snapshots: Snapshots, session: Session, generation: int, window_s: float) -> list[Row]:
     """`read`, up to a second old, and read again once this process's text check-ins moved `generation`."""
     return snapshots.cached("text-roster", lambda: read(session, window_s), generation)

@@ -84,8 +84,7 @@ def _no_worker_message(session: Session, settings, request: TextRequest, online:
     """The native answer's warning, decided on the workers as they are now when the per-process view has none."""
     if admission.no_worker_message(request, online, loaded, REQUEST_LIFETIME_S) is None:
         return None
-    window_s = settings.worker_online_window_s
-    fresh = roster.online_among(roster.read(session, window_s), window_s, request.models)
+    fresh = roster.online_now(session, settings.worker_online_window_s, request.models)
     return admission.no_worker_message(request, fresh, loaded, REQUEST_LIFETIME_S)
 
 

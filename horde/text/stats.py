@@ -11,7 +11,7 @@ from horde.chat import queue as chat_queue
 from horde.database import table_of
 from horde.stats import windows
 from horde.stats.series import SeriesName, ServedRows
-from horde.text import checkin, queue
+from horde.text import checkin, queue, roster
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 from horde.timeutil import utcnow
 
@@ -34,7 +34,7 @@ SERVED = ServedRows(
 
 def model_status(session: Session, settings: Settings, name: str | None = None) -> list[dict]:
     """ActiveModel entries: workers, speed, queued tokens and generations, and the wait, per text model."""
-    online = checkin.online_text_workers(session, settings.worker_online_window_s)
+    online = roster.online_now(session, settings.worker_online_window_s)
     by_model: dict[str, list] = {}
     for worker in online:
         for model in worker.text_models or ():

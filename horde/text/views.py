@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from horde import precompiled
 from horde.chat import queue as chat_queue
 from horde.database import table_of
-from horde.text import checkin, queue
+from horde.text import queue, roster
 from horde.text.models import CANCELLED, DONE, FAULTED, JOB_SUBMITTED, TextJob, TextRequest
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def submitted_jobs(session: Session, request_id: str) -> list[Row]:
 def status(session: Session, settings: Settings, request: TextRequest) -> dict:
     """RequestStatusKobold: counts by stage, the wait, and the generations so far."""
     ended = request.state in (DONE, FAULTED, CANCELLED)
-    online = checkin.online_text_workers(session, settings.worker_online_window_s, request.models)
+    online = roster.online_now(session, settings.worker_online_window_s, request.models)
     threads = sum(worker.threads for worker in online)
     ahead = queue.position(session, request)
     job_s = queue.typical_job_s(session, settings.default_job_duration_s)
