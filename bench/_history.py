@@ -38,19 +38,8 @@ def fill(runtime, count: int, client_ids: list[int], owner_id: int) -> None:
     first_at = utcnow() - dt.timedelta(seconds=HISTORY_AGE_S + count)
     with runtime.db.transaction() as session:
         connection = session.connection()
-        workers = count // HISTORY_REQUESTS_PER_WORKER + 1
-        connection.execute(
-            text(
-                "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :last) "
-                "INSERT INTO workers (id, name, owner_id, models, max_length, max_context_length, threads, "
-                "features_mask, guarantees_mask, bridge_agent, last_pop_at, created_at, nsfw, require_upfront_kudos) "
-                "SELECT 'history-worker-' || i, 'bench-history-worker-' || i, :owner, "
-                + ("CAST(:models AS json)" if postgresql else ":models")
-                + ", 512, 4096, 1, 0, 0, 'bench:1:history', :first_at, :first_at, "
-                + ("false, false" if postgresql else "0, 0")
-                + " FROM n"
-            ),
-            {"last": workers - 1, "owner": owner_id, "models": f'["{HISTORY_MODEL}"]', "first_at": first_at},
+        retired_workers(
+            connection, count // HISTORY_REQUESTS_PER_WORKER + 1, owner_id, "history", HISTORY_MODEL, first_at
         )
         for start in range(0, count, HISTORY_BATCH_ROWS):
             rows = min(HISTORY_BATCH_ROWS, count - start)
@@ -72,6 +61,38 @@ def fill(runtime, count: int, client_ids: list[int], owner_id: int) -> None:
                 "WHERE kudos_ledger.user_id = users.id AND kudos_ledger.request_id LIKE 'history-%')"
             )
         )
+
+
+def retired_workers(
+    connection, count: int, owner_id: int, tag: str, model: str, at: dt.datetime, text_model: str | None = None
+) -> None:
+    """`count` workers of `owner_id` in one statement, ids `<tag>-worker-0`.., that declared `model` (and
+    `text_model` on a text pop, when given) on their last pops, at `at`."""
+    postgresql = connection.dialect.name == "postgresql"
+    json = "CAST(:{} AS json)" if postgresql else ":{}"
+    false = "false" if postgresql else "0"
+    connection.execute(
+        text(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :last) "
+            "INSERT INTO workers (id, name, owner_id, models, max_length, max_context_length, threads, "
+            "features_mask, guarantees_mask, bridge_agent, last_pop_at, created_at, nsfw, require_upfront_kudos, "
+            "text_models, text_max_length, text_max_context_length, text_pop_at) "
+            f"SELECT :tag || '-worker-' || i, 'bench-' || :tag || '-worker-' || i, :owner, {json.format('models')}, "
+            f"512, 4096, 1, 0, 0, 'bench:1:' || :tag, :at, :at, {false}, {false}, {json.format('text_models')}, "
+            ":text_length, :text_context, :text_at FROM n"
+        ),
+        {
+            "last": count - 1,
+            "owner": owner_id,
+            "tag": tag,
+            "models": f'["{model}"]',
+            "text_models": f'["{text_model}"]' if text_model else None,
+            "text_length": 512 if text_model else None,
+            "text_context": 4096 if text_model else None,
+            "text_at": at if text_model else None,
+            "at": at,
+        },
+    )
 
 
 def _statements(postgresql: bool, clients: int) -> list[str]:

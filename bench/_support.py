@@ -7,6 +7,7 @@ scripts/setup.sh makes.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
@@ -170,8 +171,6 @@ def stop_and_remove_log(process) -> None:
 
 def backends_parser(description: str):
     """An argument parser with --backend (postgresql, sqlite or both; default both) and --postgres-url."""
-    import argparse
-
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--backend", choices=["postgresql", "sqlite", "both"], default="both")
     parser.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL server")

@@ -19,6 +19,7 @@ import datetime as dt
 import time
 import uuid
 
+import _history
 import _support as S
 import requests
 from sqlalchemy import inspect, text
@@ -91,28 +92,9 @@ def _refused(answer: requests.Response) -> None:
 def retire_workers(runtime, count: int, owner_id: int) -> None:
     """`count` workers of `owner_id` that declared CHAT_MODEL and TEXT_MODEL on their last pops, a day ago; the
     models are remembered as their first pops did (in the tables of known models this checkout has)."""
-    postgresql = runtime.db.is_postgresql
-    json = "CAST(:{} AS json)" if postgresql else ":{}"
-    false = "false" if postgresql else "0"
     with runtime.db.transaction() as session:
         connection = session.connection()
-        connection.execute(
-            text(
-                "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :last) "
-                "INSERT INTO workers (id, name, owner_id, models, max_length, max_context_length, threads, "
-                "features_mask, guarantees_mask, bridge_agent, last_pop_at, created_at, nsfw, require_upfront_kudos, "
-                "text_models, text_max_length, text_max_context_length, text_pop_at) "
-                f"SELECT 'retired-' || i, 'bench-retired-worker-' || i, :owner, {json.format('chat')}, 512, 4096, 1, "
-                f"0, 0, 'bench:1:retired', :at, :at, {false}, {false}, {json.format('text')}, 512, 4096, :at FROM n"
-            ),
-            {
-                "last": count - 1,
-                "owner": owner_id,
-                "chat": f'["{CHAT_MODEL}"]',
-                "text": f'["{TEXT_MODEL}"]',
-                "at": utcnow() - RETIRED_AGE,
-            },
-        )
+        _history.retired_workers(connection, count, owner_id, "retired", CHAT_MODEL, utcnow() - RETIRED_AGE, TEXT_MODEL)
         for table, model in (("known_models", CHAT_MODEL), ("known_text_models", TEXT_MODEL)):
             if inspect(connection).has_table(table):
                 connection.execute(
