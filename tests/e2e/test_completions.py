@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
+from sqlalchemy import func, select
 
+from horde.text.models import TextRequestModel
 from horde_testing.processes import wait_until
 from tests.e2e.test_text_horde_sdk import balance
 from tests.support.harness import unique_model
@@ -114,6 +117,38 @@ def test_unknown_model_and_unserved_model(horde):
         )
     assert answer.status_code == 503 and answer.json()["error"]["code"] == "no_eligible_worker"
     assert answer.headers["x-should-retry"] == "false"
+
+
+def test_a_model_its_worker_dropped_stays_known_and_is_refused_as_unserved(horde):
+    """A real worker serves a text model, then comes back under the same name serving another: the first is still
+    known (known_text_models), so the SDK gets 503 no_eligible_worker for it, and 404 for a model never declared."""
+    owner, key = horde.user(trusted=True), horde.user(kudos=50)
+    client = horde.openai(key)
+    dropped, kept, name = unique_model("dropped"), unique_model("kept"), f"dropping-{uuid.uuid4().hex[:8]}"
+    worker = horde.worker([dropped], "--kinds", "text", key=owner, name=name, rules=TEXT_RULES)
+    assert client.completions.create(model=dropped, prompt="before", max_tokens=16).choices
+    worker.stop()
+    horde.workers.remove(worker)
+    horde.worker([kept], "--kinds", "text", key=owner, name=name, rules=TEXT_RULES)
+    wait_until(lambda: _serves(horde, name, kept), what=f"{name} to declare {kept}")  # its name was online already
+
+    before = balance(horde, key)
+    with pytest.raises(openai.InternalServerError) as unserved:
+        client.completions.create(model=dropped, prompt="after", max_tokens=16)
+    assert balance(horde, key) == before, "nothing charged"
+    with horde.runtime.db.read() as session:  # the request served before, and none queued since
+        assert session.scalar(select(func.count()).where(TextRequestModel.model == dropped)) == 1
+    assert unserved.value.status_code == 503
+    assert (unserved.value.body["code"], unserved.value.body["param"]) == ("no_eligible_worker", "model")
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.completions.create(model=unique_model("never"), prompt="x", max_tokens=16)
+    assert unknown.value.body["code"] == "model_not_found"
+    assert client.completions.create(model=kept, prompt="still served", max_tokens=16).choices
+
+
+def _serves(horde, worker_name: str, model: str) -> bool:
+    stats = httpx.get(horde.url + "/api/v2/status/models", params={"type": "text"}, timeout=2).json()
+    return any(stat["name"] == model and worker_name in stat["worker_names"] for stat in stats)
 
 
 def test_idempotency_key_makes_one_charged_request(horde, text_model):
