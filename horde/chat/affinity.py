@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -24,6 +25,7 @@ from horde.chat.models import ChatRequest
 from horde.database import table_of
 
 _REQUESTS = table_of(ChatRequest)
+log = logging.getLogger(__name__)
 
 #: The worker that took the conversation's latest request (bind parameter `new_conversation_key`, the admitted
 #: request's key), when it is listed in `affinity_workers` ("|id|id|": the workers eligible for the new request),
@@ -116,4 +118,4 @@ def _run_safely(call: Callable[[], None]) -> None:
     try:
         call()
     except Exception:  # an announcement that failed: the long-polls look again on their own
-        pass
+        log.exception("a reserved request's announcement failed")

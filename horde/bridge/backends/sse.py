@@ -53,6 +53,8 @@ class ChatStreamAccumulator:
         self._calls: dict[int, dict] = {}
         self.finish_reason: str | None = None
         self.usage: dict | None = None
+        #: llama.cpp's own counts (its `timings`: `prompt_n`, `cache_n`, ...), when the server sends them.
+        self.timings: dict | None = None
         self.chunks = 0
 
     def feed_data(self, data: str) -> None:
@@ -71,6 +73,8 @@ class ChatStreamAccumulator:
         self.chunks += 1
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue

@@ -9,7 +9,7 @@ from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import admission
 from horde.chat.models import ChatRequest
-from horde.oai import stream
+from horde.oai import conversation, stream
 from horde.oai.chat import ChatCall
 from horde.oai.responses import answer, store
 from horde.oai.responses import request as mapping
@@ -39,9 +39,11 @@ class ResponsesCall(ChatCall):
                 param=None,
             )
         history: list[dict] = []
+        inherited = None
         if body.get("previous_response_id") is not None:
             previous = require_string(body["previous_response_id"], "previous_response_id")
-            history = store.load(runtime, user.id, previous, "previous_response_id").conversation
+            stored = store.load(runtime, user.id, previous, "previous_response_id")
+            history, inherited = stored.conversation, conversation.of_request(runtime, stored.request_id)
         chat = mapping.chat_body(body, history)
         try:
             admission.check_message_count(chat["messages"], runtime.settings)
@@ -52,7 +54,9 @@ class ResponsesCall(ChatCall):
             screened = screen_chat_request(chat)
         except ScreeningError as error:
             raise mapping.renamed(error) from None
-        return cls(runtime, body, screened, user, history + mapping.this_turn(body))
+        call = cls(runtime, body, screened, user, history + mapping.this_turn(body))
+        call.inherited_conversation = inherited
+        return call
 
     def answer_body(self, request: ChatRequest) -> dict:
         """The response object; with `store` (the default) it is kept, with the conversation it ends."""

@@ -48,6 +48,9 @@ REQUEST_FIELDS = frozenset(
         "user",
         "truncation",
         "horde",
+        # The conversation's key (horde/oai/conversation.py): its turns go to the worker that holds its cache.
+        "prompt_cache_key",
+        "session_id",
     }
 )
 #: Fields accepted only at the value that changes nothing, as the chat front's DEFAULT_NO_OP_PARAMETERS.
@@ -57,7 +60,6 @@ DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
     "service_tier": ("auto", "default", None),
     "top_logprobs": (0, None),
     "stream_options": (None,),
-    "prompt_cache_key": (None,),
     "safety_identifier": (None,),
     "max_tool_calls": (None,),
     "conversation": (None,),

@@ -92,6 +92,9 @@ REQUEST_FIELDS = frozenset(
         "reasoning_effort",
         "user",
         "horde",
+        # The conversation's key (horde/oai/conversation.py): its turns go to the worker that holds its cache.
+        "prompt_cache_key",
+        "session_id",
     }
 )
 
