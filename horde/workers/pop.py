@@ -103,7 +103,7 @@ def serve(runtime: Runtime, owner: Identity, request: dict) -> dict:
 
 def _own_channel(runtime: Runtime, owner: Identity, request: dict) -> list[str]:
     """Where the requests reserved for this worker are announced (horde/chat/affinity.py), once it is known."""
-    worker = remembered_worker(runtime, owner, request)
+    worker = runtime.checkins.known(owner.id, request["name"])
     return [] if worker is None else [affinity.worker_channel(worker.id)]
 
 
