@@ -15,7 +15,8 @@ ALTER TABLE chat_requests ADD COLUMN IF NOT EXISTS conversation_key VARCHAR(32);
 ALTER TABLE chat_requests ADD COLUMN IF NOT EXISTS reserved_worker_id VARCHAR(36);
 ALTER TABLE chat_requests ADD COLUMN IF NOT EXISTS reserved_until TIMESTAMP WITHOUT TIME ZONE;
 CREATE INDEX IF NOT EXISTS ix_chat_requests_conversation ON chat_requests (conversation_key, created_at);
-CREATE INDEX IF NOT EXISTS ix_chat_requests_reserved ON chat_requests (reserved_worker_id)
+CREATE INDEX IF NOT EXISTS ix_chat_requests_reserved
+    ON chat_requests (reserved_worker_id, priority_class, priority DESC, created_at, id)
     WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
 
 COMMIT;

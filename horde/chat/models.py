@@ -72,11 +72,16 @@ class ChatRequest(Base):
         ),
         # A conversation's latest requests, for the worker that served its last turn (horde/chat/affinity.py).
         Index("ix_chat_requests_conversation", "conversation_key", "created_at"),
-        # The waiting requests reserved for a worker, which its claim looks at first. Partial: the reservations of
-        # requests that left the queue stay in their rows, and a probe must not walk them.
+        # The waiting requests reserved for a worker, in the queue's order, which its claim looks at first (the order
+        # too, so that no planner prefers walking the whole queue to a sort). Partial: the reservations of requests
+        # that left the queue stay in their rows, and a probe must not walk them.
         Index(
             "ix_chat_requests_reserved",
             "reserved_worker_id",
+            "priority_class",
+            text("priority DESC"),
+            "created_at",
+            "id",
             postgresql_where=text("state = 'waiting' AND reserved_worker_id IS NOT NULL"),
             sqlite_where=text("state = 'waiting' AND reserved_worker_id IS NOT NULL"),
         ),
