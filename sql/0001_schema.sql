@@ -277,6 +277,7 @@ CREATE TABLE text_jobs (
 	generation_state VARCHAR(16), 
 	gen_metadata JSON, 
 	tokens INTEGER NOT NULL, 
+	cached_tokens INTEGER NOT NULL, 
 	kudos INTEGER NOT NULL, 
 	finish_reason VARCHAR(16), 
 	reason TEXT, 

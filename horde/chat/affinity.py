@@ -47,6 +47,14 @@ RESERVED_AT_ADMISSION: ColumnElement[Any] = (
     .label("reserved_worker_id")
 )
 
+#: The order of ix_chat_requests_reserved (horde/chat/models.py): the reserved worker, then the queue's order.
+RESERVED_ORDER = (
+    _REQUESTS.c.reserved_worker_id,
+    _REQUESTS.c.priority_class,
+    _REQUESTS.c.priority.desc(),
+    _REQUESTS.c.created_at,
+    _REQUESTS.c.id,
+)
 #: A claim's worker (bind parameter `worker`) and its time (`now`).
 _WORKER = bindparam("worker", type_=String)
 #: A waiting request reserved for the claiming worker: what its claim looks at first (ix_chat_requests_reserved).

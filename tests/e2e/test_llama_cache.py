@@ -6,6 +6,7 @@ Opt-in on a user's machine (HORDE_TEST_LLAMA=1), as tests/e2e/test_llama_horde.p
 from __future__ import annotations
 
 import os
+import uuid
 
 import pytest
 
@@ -40,7 +41,8 @@ def served(horde, llama):
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_second_turn_reads_the_first_turns_prompt_from_the_cache(horde, served, stream):
     client = horde.openai(horde.user())
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"What is a worker? {stream}"}]
+    fresh = f"[{uuid.uuid4().hex}] "  # no test reads a prefix another one left in the server's cache
+    messages = [{"role": "system", "content": fresh + SYSTEM}, {"role": "user", "content": "What is a worker?"}]
 
     def turn():
         if not stream:

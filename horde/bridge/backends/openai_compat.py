@@ -16,7 +16,7 @@ import requests
 from horde.bridge.backends import openai_text
 from horde.bridge.backends.openai_http import BackendHTTP, BackendHTTPError
 from horde.bridge.backends.slots import SlotChooser
-from horde.bridge.backends.sse import ChatStreamAccumulator, StreamError, iter_sse_data
+from horde.bridge.backends.sse import ChatStreamAccumulator, StreamError, cached_prompt_tokens, iter_sse_data
 from horde.bridge.context import JobContext
 from horde.bridge.job import Job, JobCancelled, JobFault, Reply
 from horde.bridge.messages import estimate_usage
@@ -170,16 +170,9 @@ def map_finish_reason(raw: str | None, has_calls: bool) -> str:
 
 
 def cached_usage(usage: dict | None, timings: dict | None) -> dict:
-    """`cached_tokens`, the prompt tokens the server read from its cache, when it says: OpenAI's
-    `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's `timings.cache_n`."""
-    details = (usage or {}).get("prompt_tokens_details")
-    for value in (
-        (details or {}).get("cached_tokens") if isinstance(details, dict) else None,
-        (timings or {}).get("cache_n"),
-    ):
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return {"cached_tokens": value}
-    return {}
+    """The submit's `cached_tokens`, when the server says how many prompt tokens it read from its cache."""
+    cached = cached_prompt_tokens(usage, timings)
+    return {} if cached is None else {"cached_tokens": cached}
 
 
 def map_usage(raw: dict | None, job: Job, content: str, reasoning: str | None, calls: list[dict]) -> dict:
