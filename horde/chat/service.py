@@ -76,7 +76,8 @@ def announce(runtime: Runtime, request: ChatRequest) -> None:
         return
     runtime.bus.publish(affinity.worker_channel(request.reserved_worker_id))
     wait_s = (request.reserved_until - utcnow()).total_seconds()
-    runtime.affinity_wakeups.at(time.monotonic() + wait_s, lambda: announce_jobs(runtime.bus, request.models))
+    models = list(request.models)  # not the request: the timer would hold its prompt until it runs
+    runtime.affinity_wakeups.at(time.monotonic() + wait_s, lambda: announce_jobs(runtime.bus, models))
 
 
 def load_owned(session: Session, user: Identity, request_id: str) -> ChatRequest:
