@@ -110,7 +110,7 @@ CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
 CREATE INDEX ix_chat_requests_conversation ON chat_requests (conversation_key, created_at);
 CREATE INDEX ix_chat_requests_done_finished ON chat_requests (state, finished_at) WHERE state = 'done';
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
-CREATE INDEX ix_chat_requests_reserved ON chat_requests (reserved_worker_id, priority_class, priority DESC, created_at, id) WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
+CREATE INDEX ix_chat_requests_reserved ON chat_requests (state, reserved_worker_id, priority_class, priority DESC, created_at, id) WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
 
 CREATE TABLE idempotency_keys (

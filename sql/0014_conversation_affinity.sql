@@ -19,7 +19,7 @@ ALTER TABLE text_jobs ADD COLUMN IF NOT EXISTS cached_tokens INTEGER NOT NULL DE
 ALTER TABLE text_jobs ALTER COLUMN cached_tokens DROP DEFAULT;
 CREATE INDEX IF NOT EXISTS ix_chat_requests_conversation ON chat_requests (conversation_key, created_at);
 CREATE INDEX IF NOT EXISTS ix_chat_requests_reserved
-    ON chat_requests (reserved_worker_id, priority_class, priority DESC, created_at, id)
+    ON chat_requests (state, reserved_worker_id, priority_class, priority DESC, created_at, id)
     WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
 
 COMMIT;

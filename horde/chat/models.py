@@ -72,11 +72,13 @@ class ChatRequest(Base):
         ),
         # A conversation's latest requests, for the worker that served its last turn (horde/chat/affinity.py).
         Index("ix_chat_requests_conversation", "conversation_key", "created_at"),
-        # The waiting requests reserved for a worker, in the queue's order, which its claim looks at first (the order
-        # too, so that no planner prefers walking the whole queue to a sort). Partial: the reservations of requests
-        # that left the queue stay in their rows, and a probe must not walk them.
+        # The waiting requests reserved for a worker, in the queue's order, which its claim looks at first. The state
+        # and the worker both lead, so that a planner without statistics (SQLite) finds it more selective than the
+        # queue's index, and the order follows, so that none walks the queue's index to spare a sort. Partial: the
+        # reservations of requests that left the queue stay in their rows, and a probe must not walk them.
         Index(
             "ix_chat_requests_reserved",
+            "state",
             "reserved_worker_id",
             "priority_class",
             text("priority DESC"),
