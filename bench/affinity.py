@@ -78,6 +78,7 @@ WORDS = (
 @dataclass
 class Turn:
     mode: str
+    round: int
     conversation: int
     turn: int
     prompt_tokens: int
@@ -128,7 +129,9 @@ class Horde:
         self.database.drop()
 
 
-def converse(client: openai.OpenAI, mode: str, index: int, system: str, args, rng: random.Random) -> list[Turn]:
+def converse(
+    client: openai.OpenAI, mode: str, round_index: int, index: int, system: str, args, rng: random.Random
+) -> list[Turn]:
     """One conversation: T turns, each resending the whole history, streamed."""
     messages = [
         {"role": "system", "content": system},
@@ -159,6 +162,7 @@ def converse(client: openai.OpenAI, mode: str, index: int, system: str, args, rn
         turns.append(
             Turn(
                 mode,
+                round_index,
                 index,
                 turn,
                 usage.prompt_tokens if usage is not None else 0,
@@ -183,7 +187,7 @@ def run_round(mode: str, horde: Horde, args, round_index: int) -> tuple[list[Tur
     started = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(args.conversations) as pool:
         futures = [
-            pool.submit(converse, client, mode, index, system, args, random.Random(rng.random()))
+            pool.submit(converse, client, mode, round_index, index, system, args, random.Random(rng.random()))
             for index in range(args.conversations)
         ]
         turns = [turn for future in futures for turn in future.result()]
@@ -195,9 +199,10 @@ def summary(mode: str, turns: list[Turn], total_s: float) -> dict:
     first = [turn for turn in turns if turn.turn == 0]
     prompt = sum(turn.prompt_tokens for turn in later)
     cached = sum(turn.cached_tokens for turn in later)
+    conversations = {(turn.round, turn.conversation) for turn in turns}
     stays = [
-        len({turn.worker for turn in turns if turn.conversation == c and turn.worker}) == 1
-        for c in {turn.conversation for turn in turns}
+        len({turn.worker for turn in turns if (turn.round, turn.conversation) == key and turn.worker}) == 1
+        for key in conversations
     ]
     return {
         "mode": mode,
@@ -230,7 +235,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     args.conversations = args.conversations or args.workers * args.slots
-    needed = args.system_chars + args.turns * (args.user_chars + args.max_tokens * 8) + 200
+    needed = args.system_chars + args.turns * (args.user_chars + args.max_tokens * 2) + 300
     if needed > args.ctx_per_slot:
         parser.error(f"the conversations need ~{needed} tokens a slot: raise --ctx-per-slot or lower the turns")
 
