@@ -16,8 +16,8 @@ workers' reports, `usage.prompt_tokens_details.cached_tokens`), the time to firs
 streamed content), and the total time of the rounds; then whether the targets are met: with affinity on, at
 least 80 % of the later turns' prompt tokens from cache, and a TTFT p50 at least 2x lower than with it off.
 
-    .venv/bin/python bench/affinity.py                      # 2 workers x 2 slots, 4 conversations x 6 turns
-    .venv/bin/python bench/affinity.py --workers 3 --conversations 6 --turns 8 --rounds 2 --build
+    .venv/bin/python bench/affinity.py              # 3 workers x 2 slots, 6 conversations x 10 turns, 2 rounds
+    .venv/bin/python bench/affinity.py --workers 2 --turns 6 --rounds 1 --build
 
 The machine may be shared: compare the modes of one run, not runs of different days.
 """
@@ -220,13 +220,13 @@ def summary(mode: str, turns: list[Turn], total_s: float) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=2, help="llama-servers, each behind its worker (default 2)")
+    parser.add_argument("--workers", type=int, default=3, help="llama-servers, each behind its worker (default 3)")
     parser.add_argument("--slots", type=int, default=2, help="slots per llama-server (--parallel; default 2)")
     parser.add_argument("--conversations", type=int, default=0, help="at once (default: workers x slots)")
-    parser.add_argument("--turns", type=int, default=6, help="turns per conversation (default 6)")
-    parser.add_argument("--rounds", type=int, default=1, help="rounds of each mode, alternating (default 1)")
-    parser.add_argument("--system-chars", type=int, default=2400, help="shared system prompt, ~tokens (default 2400)")
-    parser.add_argument("--user-chars", type=int, default=120, help="each user turn (default 120)")
+    parser.add_argument("--turns", type=int, default=10, help="turns per conversation (default 10)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternating (default 2)")
+    parser.add_argument("--system-chars", type=int, default=2000, help="shared system prompt, ~tokens (default 2000)")
+    parser.add_argument("--user-chars", type=int, default=100, help="each user turn (default 100)")
     parser.add_argument("--max-tokens", type=int, default=16, help="each reply (default 16)")
     parser.add_argument("--wait-ms", type=int, default=300, help="HORDE_AFFINITY_WAIT_MS when on (default 300)")
     parser.add_argument("--ctx-per-slot", type=int, default=4096, help="llama-server context per slot (default 4096)")
