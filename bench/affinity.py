@@ -229,7 +229,9 @@ def main() -> int:
     parser.add_argument("--user-chars", type=int, default=100, help="each user turn (default 100)")
     parser.add_argument("--max-tokens", type=int, default=16, help="each reply (default 16)")
     parser.add_argument("--wait-ms", type=int, default=300, help="HORDE_AFFINITY_WAIT_MS when on (default 300)")
-    parser.add_argument("--ctx-per-slot", type=int, default=4096, help="llama-server context per slot (default 4096)")
+    parser.add_argument(
+        "--ctx-per-slot", type=int, default=4096, help="context per slot, the tiny model's too (default 4096)"
+    )
     parser.add_argument("--llama-threads", type=int, default=1, help="llama-server -t (default 1; 2 cores shared)")
     parser.add_argument("--build", action="store_true", help="build llama-server when it is not cached")
     parser.add_argument("--seed", type=int, default=7)
@@ -248,7 +250,7 @@ def main() -> int:
             return 0
         binary = lb.build_llama_server()
     model_dir = tempfile.TemporaryDirectory(prefix="horde-bench-affinity-")
-    model = lb.write_tiny_model(Path(model_dir.name) / "tiny.gguf", seed=0)
+    model = lb.write_tiny_model(Path(model_dir.name) / "tiny.gguf", seed=0, context_length=args.ctx_per_slot)
     extra = ["-t", str(args.llama_threads)] if args.llama_threads else []
     servers = [
         lb.LlamaServer(binary, model, ctx=args.ctx_per_slot * args.slots, parallel=args.slots, extra_args=extra)
