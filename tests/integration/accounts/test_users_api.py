@@ -165,3 +165,21 @@ def test_users_pages_by_kudos_or_age(client, make_user, runtime):
     assert [body["username"] for body in get(client, "/users?page=0").json] == by_kudos
     answer = get(client, "/users?page=abc")
     assert (answer.status_code, answer.json["param"]) == (400, "page")
+
+
+def test_a_user_whose_own_worker_serves_it_counts_both_sides_once(client, make_user):
+    """The charge and the reward land on one row: on PostgreSQL one statement changes it once, by the net."""
+    _, key = make_user(kudos=50)
+    pop(client, key)
+    queued_id(client, key)
+    job = pop(client, key)
+    assert submit(client, key, job["id"], content="x" * 200, usage={"completion_tokens": 40}).json["reward"] >= 1
+    text_pop(client, key)
+    text_queued(client, key)
+    text_job = text_pop(client, key)
+    assert text_submit(client, key, text_job["id"], generation="Mine.").json["reward"] >= 1
+    body = find_user(client, key)
+    assert body["kudos"] == 50 and body["kudos_details"]["accumulated"] == 0
+    assert body["records"]["request"]["text"] == body["records"]["fulfillment"]["text"] == 2
+    tokens = 40 + text_tokens("Mine.")
+    assert body["records"]["usage"]["tokens"] == body["records"]["contribution"]["tokens"] == tokens
