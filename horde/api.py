@@ -8,7 +8,7 @@ from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
-from horde.accounts.routes import namespace as accounts_namespace
+from horde.accounts.routes import kudos_namespace, shared_keys_namespace
 from horde.chat.routes import namespace as chat_namespace
 from horde.chat.routes import stats_namespace, status_namespace
 from horde.chat.worker_routes import namespace as workers_namespace
@@ -17,9 +17,10 @@ from horde.request_context import runtime
 from horde.swagger import body_model
 from horde.text.routes import namespace as text_namespace
 from horde.text.routes import stats_namespace as text_stats_namespace
+from horde.users.routes import find_namespace, users_namespace
 
 NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
-    ("/find_user", accounts_namespace),
+    ("/find_user", find_namespace),
     ("/generate/chat", chat_namespace),
     ("/generate/chat", workers_namespace),
     ("/status", status_namespace),
@@ -27,6 +28,9 @@ NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
     ("/generate/text", text_namespace),
     ("/stats/text", text_stats_namespace),
     ("/workers", registry_namespace),
+    ("/users", users_namespace),
+    ("/kudos", kudos_namespace),
+    ("/sharedkeys", shared_keys_namespace),
 )
 
 
