@@ -2,24 +2,32 @@
 
 A string is one user message. Items: messages (`input_text`, `input_image`,
 and `output_text` on assistant history), `function_call` items (consecutive
-ones become one assistant message with tool_calls) and `function_call_output`
-items (tool messages). A `reasoning` item, the model's earlier reasoning sent
-back by clients such as the Agents SDK, is not sent to the model, as chat
-history's reasoning_content is not. Any other item or part type is refused.
+ones become one assistant message with tool_calls; one with a `namespace` calls
+that namespace's flattened function, horde/oai/responses/tools.py) and
+`function_call_output` items (tool messages). A `reasoning` item, the model's
+earlier reasoning sent back by clients such as the Agents SDK and Codex, is not
+sent to the model, as chat history's reasoning_content is not; its
+`encrypted_content`, when it has one, must open (the `open_sealed` callback), or
+the request is refused naming it. Any other item or part type is refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from horde.oai.responses.tools import flat_name
 from horde.oai.screening.base import ScreeningError, require_list, require_object, require_string
+
+#: Reads back an item's encrypted_content (the token, its param path), raising ScreeningError when it does not open.
+Opener = Callable[[str, str], None]
 
 ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 TEXT_PART_TYPES = ("input_text", "output_text")
 
 
-def input_messages(value: Any) -> list[dict]:
+def input_messages(value: Any, open_sealed: Opener | None = None) -> list[dict]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     messages: list[dict] = []
@@ -37,6 +45,8 @@ def input_messages(value: Any) -> list[dict]:
             messages.append(_message(item, path))
         elif kind == "function_call":
             _add_call(messages, item, path)
+        elif kind == "reasoning":
+            _reasoning(item, path, open_sealed)
         elif kind == "function_call_output":
             messages.append(
                 {
@@ -89,12 +99,28 @@ def _part(value: Any, path: str) -> dict:
     )
 
 
+def _reasoning(item: dict, path: str, open_sealed: Opener | None) -> None:
+    token = item.get("encrypted_content")
+    if token is None:
+        return
+    token = require_string(token, f"{path}.encrypted_content")
+    if open_sealed is None:
+        raise ScreeningError(
+            f"Invalid '{path}.encrypted_content': this call cannot read encrypted reasoning back.",
+            param=f"{path}.encrypted_content",
+        )
+    open_sealed(token, f"{path}.encrypted_content")
+
+
 def _add_call(messages: list[dict], item: dict, path: str) -> None:
+    name = require_string(item.get("name"), f"{path}.name")
+    if item.get("namespace") is not None:
+        name = flat_name(require_string(item["namespace"], f"{path}.namespace"), name)
     call = {
         "id": require_string(item.get("call_id"), f"{path}.call_id"),
         "type": "function",
         "function": {
-            "name": require_string(item.get("name"), f"{path}.name"),
+            "name": name,
             "arguments": require_string(item.get("arguments"), f"{path}.arguments"),
         },
     }
