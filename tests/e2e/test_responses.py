@@ -165,7 +165,7 @@ def test_refusals_name_the_field(horde):
         ({"model": model, "input": "Hi", "tools": [{"type": "web_search"}], "tool_choice": "required"}, "tool_choice"),
         ({"model": model, "input": "Hi", "include": ["file_search_call.results"]}, "include[0]"),
         ({"model": model, "input": "Hi", "background": True}, "background"),
-        ({"model": model, "input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
+        ({"model": model, "input": [{"type": "web_search_call", "id": "x"}]}, "input[0].type"),
         ({"model": model, "input": "Hi", "max_output_tokens": 1}, "max_output_tokens"),
         ({"model": model}, "input"),
     ]
@@ -356,3 +356,23 @@ def test_max_output_tokens_above_the_ceiling_is_lowered(horde):
         "to": 4096,
         "reason": "worker_max_length",
     }
+
+
+def test_a_stored_reasoning_item_referenced_by_id(horde):
+    """The AI SDK's OpenAI provider sends a stored response's reasoning back as an item_reference."""
+    model = unique_model()
+    horde.worker([model])
+    client = horde.openai(horde.user())
+    first = client.responses.create(model=model, input="think first")
+    reasoning = first.output[0]
+    assert reasoning.type == "reasoning"
+    follow_up = [
+        {"role": "user", "content": "think first"},
+        {"type": "item_reference", "id": reasoning.id},
+        {"role": "assistant", "content": first.output_text},
+        {"role": "user", "content": "Hello"},
+    ]
+    assert client.responses.create(model=model, input=follow_up).output_text == "You wrote: Hello"
+    with pytest.raises(openai.NotFoundError) as unknown:
+        horde.openai(horde.user()).responses.create(model=model, input=follow_up)  # another user's item
+    assert unknown.value.body["param"] == "input[1].id"

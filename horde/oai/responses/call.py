@@ -14,7 +14,7 @@ from horde.oai.chat import ChatCall
 from horde.oai.responses import answer, store
 from horde.oai.responses import request as mapping
 from horde.oai.responses.events import ResponsesWriter
-from horde.oai.responses.input_items import Opener
+from horde.oai.responses.input_items import Opener, Resolver
 from horde.oai.screening import ScreenedRequest, ScreeningError, screen_chat_request
 from horde.oai.screening.base import BAD_REQUEST, json_type_name, require_string
 
@@ -50,7 +50,7 @@ class ResponsesCall(ChatCall):
         if body.get("previous_response_id") is not None:
             previous = require_string(body["previous_response_id"], "previous_response_id")
             history = store.load(runtime, user.id, previous, "previous_response_id").conversation
-        mapped = mapping.chat_body(body, history, _opener(runtime, user))
+        mapped = mapping.chat_body(body, history, _opener(runtime, user), _resolver(runtime, user))
         try:
             admission.check_message_count(mapped.chat["messages"], runtime.settings)
         except errors.UnsupportedChatParameter as error:
@@ -103,6 +103,20 @@ def _opener(runtime: Runtime, user: Identity) -> Opener:
             ) from None
 
     return open_sealed
+
+
+def _resolver(runtime: Runtime, user: Identity) -> Resolver:
+    """Finds an output item of the user's stored responses by its id (its response's id shares its hex)."""
+
+    def resolve(item_id: str, param: str) -> dict:
+        hex_id = item_id.split("_")[1] if item_id.count("_") >= 1 else ""
+        stored = store.load(runtime, user.id, answer.response_id(hex_id), param)
+        found = next((item for item in stored.body.get("output", ()) if item.get("id") == item_id), None)
+        if found is None:
+            raise errors.ResponseNotFound(f"Item with id '{item_id}' not found.", param=param)
+        return found
+
+    return resolve
 
 
 def _assistant(request: ChatRequest) -> dict:

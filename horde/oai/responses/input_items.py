@@ -8,7 +8,10 @@ that namespace's flattened function, horde/oai/responses/tools.py) and
 earlier reasoning sent back by clients such as the Agents SDK and Codex, is not
 sent to the model, as chat history's reasoning_content is not; its
 `encrypted_content`, when it has one, must open (the `open_sealed` callback), or
-the request is refused naming it. Any other item or part type is refused.
+the request is refused naming it. An `item_reference` (the AI SDK refers to a
+stored response's reasoning item by its id) stands for the item it names, of
+the caller's stored responses (the `resolve` callback). Any other item or part
+type is refused.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from horde.oai.screening.base import ScreeningError, require_list, require_objec
 
 #: Reads back an item's encrypted_content (the token, its param path), raising ScreeningError when it does not open.
 Opener = Callable[[str, str], None]
+#: The output item a stored response holds under an id (the id, its param path), or a 404 naming the param.
+Resolver = Callable[[str, str], dict]
 
-ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
+ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "item_reference")
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 TEXT_PART_TYPES = ("input_text", "output_text")
 
 
-def input_messages(value: Any, open_sealed: Opener | None = None) -> list[dict]:
+def input_messages(value: Any, open_sealed: Opener | None = None, resolve: Resolver | None = None) -> list[dict]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     messages: list[dict] = []
@@ -41,6 +46,8 @@ def input_messages(value: Any, open_sealed: Opener | None = None) -> list[dict]:
                 f"{', '.join(ITEM_TYPES)} items.",
                 param=f"{path}.type",
             )
+        if kind == "item_reference":
+            item, kind = _referenced(item, path, resolve)
         if kind == "message":
             messages.append(_message(item, path))
         elif kind == "function_call":
@@ -97,6 +104,15 @@ def _part(value: Any, path: str) -> dict:
         "input_text, input_image and output_text.",
         param=f"{path}.type",
     )
+
+
+def _referenced(item: dict, path: str, resolve: Resolver | None) -> tuple[dict, str]:
+    """The stored output item an item_reference names, and its type."""
+    item_id = require_string(item.get("id"), f"{path}.id")
+    if resolve is None:
+        raise ScreeningError(f"Invalid '{path}': this call cannot read stored items.", param=f"{path}.id")
+    found = resolve(item_id, f"{path}.id")
+    return found, found.get("type", "message")
 
 
 def _reasoning(item: dict, path: str, open_sealed: Opener | None) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from horde.oai.ignored import Ignored
 from horde.oai.responses import tools as responses_tools
-from horde.oai.responses.input_items import Opener, input_messages
+from horde.oai.responses.input_items import Opener, Resolver, input_messages
 from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
@@ -106,10 +106,13 @@ class Mapped:
     sealed_reasoning: bool
 
 
-def chat_body(body: dict, history: list[dict], open_sealed: Opener | None = None) -> Mapped:
+def chat_body(
+    body: dict, history: list[dict], open_sealed: Opener | None = None, resolve: Resolver | None = None
+) -> Mapped:
     """The chat completions body for `body`, after `history` (the messages of previous_response_id).
 
-    `open_sealed` reads back the encrypted_content of a reasoning item in `input`.
+    `open_sealed` reads back the encrypted_content of a reasoning item in `input`, `resolve` finds the stored
+    item an item_reference names.
     """
     for key, value in body.items():
         if key in REQUEST_FIELDS:
@@ -130,7 +133,7 @@ def chat_body(body: dict, history: list[dict], open_sealed: Opener | None = None
     }
     if "max_output_tokens" in body:
         chat["max_tokens"] = lowered_to_ceiling(body["max_output_tokens"], "max_output_tokens", ignored)
-    turn = this_turn(body, open_sealed)
+    turn = this_turn(body, open_sealed, resolve)
     chat["messages"] = _instructions(body.get("instructions")) + history + turn
     served, namespaces = responses_tools.chat_tools(body.get("tools", []), ignored)
     if served:
@@ -161,11 +164,11 @@ def chat_body(body: dict, history: list[dict], open_sealed: Opener | None = None
     return Mapped(chat, turn, ignored, namespaces, sealed)
 
 
-def this_turn(body: dict, open_sealed: Opener | None = None) -> list[dict]:
+def this_turn(body: dict, open_sealed: Opener | None = None, resolve: Resolver | None = None) -> list[dict]:
     """The chat messages of this request's `input` (without instructions), as stored for a next turn."""
     if "input" not in body or body["input"] is None:
         raise ScreeningError("Missing required parameter: 'input'.", code=BAD_REQUEST, param="input")
-    return input_messages(body["input"], open_sealed)
+    return input_messages(body["input"], open_sealed, resolve)
 
 
 def renamed(error: ScreeningError, namespaces: responses_tools.Namespaces) -> ScreeningError:

@@ -348,3 +348,21 @@ def test_responses_still_refuses_what_it_cannot_serve(client, owner_key, key, ru
         answer = post(client, "/v1/responses", dict(CODEX, **extra), key)
         assert answer.status_code == 400 and answer.json["error"]["param"] == param, answer.json
     assert requests_made(runtime) == 0
+
+
+def test_the_ai_sdk_s_item_reference_to_a_stored_reasoning_item_is_served(client, owner_key, key, make_user):
+    """@ai-sdk/openai (Responses) sends a stored response's reasoning back as an item_reference."""
+    worker = Worker(client, owner_key, CLOSE_CALL, {"content": "Closed."})
+    body = {"model": "m1", "input": "Close it", "tools": [NAMESPACE]}
+    first = post(client, "/v1/responses", body, key)
+    assert first.status_code == 200, first.json
+    reasoning, call = first.json["output"]
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "closed"}
+    turn = [{"role": "user", "content": "Close it"}, {"type": "item_reference", "id": reasoning["id"]}, call, output]
+    second = post(client, "/v1/responses", dict(body, input=turn), key)
+    worker.join()
+    assert second.status_code == 200, second.json
+    by_reference = dict(body, input=[turn[0], {"type": "item_reference", "id": call["id"]}, output])
+    someone_else = make_user("someone-else", kudos=1000)[1]
+    refused = post(client, "/v1/responses", by_reference, someone_else)
+    assert refused.status_code == 404 and refused.json["error"]["param"] == "input[1].id", refused.json

@@ -173,3 +173,34 @@ def test_a_reasoning_item_s_encrypted_content_must_open():
     assert info.value.param == "input[2].encrypted_content"
     screen(CODEX, opener, input=[*CODEX["input"], dict(reasoning, encrypted_content=None)])  # nothing to open
     assert len(seen) == 2
+
+
+def test_an_item_reference_stands_for_the_stored_item_it_names():
+    stored = {
+        "rs_abc": {"type": "reasoning", "id": "rs_abc", "summary": []},
+        "fc_abc_1": {
+            "type": "function_call",
+            "id": "fc_abc_1",
+            "call_id": "call_9",
+            "name": "close_agent",
+            "namespace": "multi_agent_v1",
+            "arguments": "{}",
+        },
+    }
+    asked = []
+
+    def resolve(item_id, param):
+        asked.append((item_id, param))
+        if item_id not in stored:
+            raise ScreeningError(f"Item with id '{item_id}' not found.", param=param)
+        return stored[item_id]
+
+    references = [{"type": "item_reference", "id": "rs_abc"}, {"type": "item_reference", "id": "fc_abc_1"}]
+    output = {"type": "function_call_output", "call_id": "call_9", "output": "closed"}
+    body = dict(copy.deepcopy(CODEX), input=[*CODEX["input"], *references, output])
+    mapped = mapping.chat_body(body, [], None, resolve)
+    assert asked == [("rs_abc", "input[2].id"), ("fc_abc_1", "input[3].id")]
+    assert mapped.turn[-2]["tool_calls"][0]["function"]["name"] == "multi_agent_v1__close_agent"
+    with pytest.raises(ScreeningError) as missing:
+        mapping.chat_body(dict(body, input=[{"type": "item_reference", "id": "rs_gone"}]), [], None, resolve)
+    assert missing.value.param == "input[0].id"
