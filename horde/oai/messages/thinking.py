@@ -91,7 +91,7 @@ def screen_output_config(value: Any) -> dict:
     chat: dict[str, Any] = {}
     effort = config.get("effort")
     if effort is not None:
-        if effort not in OUTPUT_EFFORTS:
+        if not isinstance(effort, str) or effort not in OUTPUT_EFFORTS:
             raise ScreeningError(
                 f"output_config.effort: Input should be {', '.join(repr(name) for name in OUTPUT_EFFORTS)}",
                 code=BAD_REQUEST,

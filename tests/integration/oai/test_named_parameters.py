@@ -4,7 +4,9 @@ JSON and streamed, replayed and stored; what it cannot serve is still refused, w
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 import threading
 import time
 
@@ -366,3 +368,91 @@ def test_the_ai_sdk_s_item_reference_to_a_stored_reasoning_item_is_served(client
     someone_else = make_user("someone-else", kudos=1000)[1]
     refused = post(client, "/v1/responses", by_reference, someone_else)
     assert refused.status_code == 404 and refused.json["error"]["param"] == "input[1].id", refused.json
+
+
+# --- No input makes a 500 ----------------------------------------------------------------------------------------
+
+
+FUZZ_ROUNDS = 150
+FUZZ_VALUES = [None, True, 0, -1, 2**70, 1e308, "", "x", "all", [], {}, [{}], ["x"], {"type": "all"}, "a" * 300]
+
+
+def _mutated(rng, base: dict, paths: list[tuple]) -> dict:
+    """`base` with one to three of its nested `paths` set to a random fuzz value."""
+    body = json.loads(json.dumps(base))
+    for _ in range(rng.randint(1, 3)):
+        *parents, leaf = rng.choice(paths)
+        target = body
+        for part in parents:
+            target = target[part] if isinstance(target, dict | list) and _has(target, part) else None
+            if target is None:
+                break
+        if isinstance(target, dict) or (isinstance(target, list) and isinstance(leaf, int) and leaf < len(target)):
+            target[leaf] = copy.deepcopy(rng.choice(FUZZ_VALUES))
+    return body
+
+
+def _has(container, part) -> bool:
+    return part in container if isinstance(container, dict) else isinstance(part, int) and part < len(container)
+
+
+def test_no_input_to_the_new_keys_makes_a_500(client, key):
+    """No worker is online: a body that passes screening ends in a gap refusal, never a 500."""
+    rng = random.Random(39)
+    messages_paths = [
+        ("max_tokens",),
+        ("thinking",),
+        ("thinking", "budget_tokens"),
+        ("thinking", "display"),
+        ("output_config",),
+        ("output_config", "effort"),
+        ("output_config", "format"),
+        ("context_management",),
+        ("context_management", "edits"),
+        ("context_management", "edits", 0),
+        ("context_management", "edits", 0, "keep"),
+        ("metadata",),
+        ("system", 0, "cache_control"),
+        ("messages", 0, "role"),
+        ("messages", 0, "content", 0, "cache_control"),
+        ("tools", 0, "cache_control"),
+    ]
+    clearing = {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 1}, "exclude_tools": []}
+    messages_base = dict(CLAUDE_CODE, context_management={"edits": [clearing]}, output_config={"effort": "max"})
+    responses_paths = [
+        ("include",),
+        ("include", 0),
+        ("prompt_cache_key",),
+        ("client_metadata",),
+        ("max_output_tokens",),
+        ("reasoning", "summary"),
+        ("tools", 1, "tools"),
+        ("tools", 1, "name"),
+        ("tools", 1, "tools", 0, "name"),
+        ("tools", 2, "type"),
+        ("tool_choice",),
+        ("input", 1, "encrypted_content"),
+        ("input", 2, "id"),
+        ("input", 3, "namespace"),
+    ]
+    responses_input = [
+        *CODEX["input"],
+        {"type": "reasoning", "summary": [], "encrypted_content": "x"},
+        {"type": "item_reference", "id": "rs_0"},
+        {
+            "type": "function_call",
+            "call_id": "c",
+            "name": "close_agent",
+            "namespace": "multi_agent_v1",
+            "arguments": "{}",
+        },
+    ]
+    responses_base = dict(CODEX, input=responses_input)
+    for _ in range(FUZZ_ROUNDS):
+        for path, base, paths in (
+            ("/v1/messages", messages_base, messages_paths),
+            ("/v1/responses", responses_base, responses_paths),
+        ):
+            body = _mutated(rng, base, paths)
+            response = post(client, path, body, key)
+            assert response.status_code < 500 or response.status_code == 529, (path, body, response.json)
