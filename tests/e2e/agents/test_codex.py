@@ -25,13 +25,15 @@ def codex() -> list[str]:
 
 def codex_env(scene: Scene) -> dict[str, str]:
     """CODEX_HOME/config.toml: the documented custom provider (base URL, the variable holding the key, model), the
-    Responses wire API, and no update check, analytics or feedback uploads."""
+    Responses wire API, and no update check, analytics, feedback uploads or plugin sync (which reaches GitHub and
+    chatgpt.com at start)."""
     codex_home = scene.home / ".codex"
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(
         f'model = "{scene.model}"\n'
         'model_provider = "horde"\n'
         "check_for_update_on_startup = false\n"
+        "[features]\nplugins = false\n"
         "[analytics]\nenabled = false\n"
         "[feedback]\nenabled = false\n"
         "[model_providers.horde]\n"

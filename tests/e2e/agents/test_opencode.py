@@ -29,7 +29,9 @@ def opencode() -> list[str]:
 
 def opencode_env(scene: Scene, model_options: dict) -> dict[str, str]:
     """~/.config/opencode/opencode.json: a custom provider (base URL, key, model and its options), no autoupdate,
-    no sharing; the environment switches keep it from fetching models.dev, plugins or language servers."""
+    no sharing; the environment switches keep it from fetching models.dev, default plugins or language servers.
+    opencode 1.18 still asks the npm registry for @opencode-ai/plugin (for its config folder) and has no switch
+    against it: the run's proxy variables refuse that at once."""
     config = {
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": False,
