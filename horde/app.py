@@ -82,19 +82,22 @@ SCHEMA_RETRY_DELAY_S = 0.2
 
 
 def init_schema(runtime: Runtime) -> None:
-    """Create the tables and the anonymous user; safe on every start, and when processes start together."""
+    """Create the tables, the anonymous user and the server secret; safe on every start, and when processes start
+    together."""
     import time
 
     from sqlalchemy.exc import DBAPIError
 
     from horde.accounts.service import ensure_anonymous_user
     from horde.models import create_schema
+    from horde.oai.sealing import stored_secret
 
     for attempt in range(SCHEMA_ATTEMPTS):
         try:
             create_schema(runtime.db.engine)
             with runtime.db.transaction() as session:
                 ensure_anonymous_user(session)
+                stored_secret(session)
             return
         except DBAPIError:  # another process created the same table or user a moment earlier
             if attempt == SCHEMA_ATTEMPTS - 1:

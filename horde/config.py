@@ -97,6 +97,9 @@ class Settings:
     cors_origins: tuple[str, ...] = ("*",)
     #: When set, GET /metrics requires it as a Bearer token.
     metrics_token: str | None = None
+    #: Seals what the Horde hands a client to read back later (Responses' reasoning.encrypted_content); unset,
+    #: a secret made once on the first start and kept in the database (table server_secrets) is used.
+    secret_key: str | None = None
     #: prometheus_client's multiprocess directory; None picks one per run under gunicorn.
     metrics_dir: str | None = None
     #: "text" or "json" (one JSON object per line).
@@ -155,6 +158,7 @@ VARIABLES: dict[str, Variable] = {
     "http_header_timeout_s": _seconds("HORDE_HTTP_HEADER_TIMEOUT_S"),
     "cors_origins": Variable("HORDE_CORS_ORIGINS", tuple),
     "metrics_token": Variable("HORDE_METRICS_TOKEN", optional=True),
+    "secret_key": Variable("HORDE_SECRET_KEY", optional=True),
     "metrics_dir": Variable("HORDE_METRICS_DIR", optional=True),
     "log_format": Variable("HORDE_LOG_FORMAT", choices=LOG_FORMATS),
     "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),

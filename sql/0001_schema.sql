@@ -47,6 +47,14 @@ CREATE TABLE served_totals (
 );
 
 
+CREATE TABLE server_secrets (
+	name VARCHAR(64) NOT NULL, 
+	value VARCHAR(128) NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+
 CREATE TABLE users (
 	id SERIAL NOT NULL, 
 	username VARCHAR(100) NOT NULL, 

@@ -7,6 +7,8 @@ import hashlib
 
 from horde.chat.models import ChatRequest
 from horde.chat.tokens import text_tokens
+from horde.oai import ignored as named
+from horde.oai.ignored import Ignored
 
 FINGERPRINT_HEX_CHARS = 12
 
@@ -65,14 +67,15 @@ def usage(request: ChatRequest) -> dict:
     }
 
 
-def x_horde(request: ChatRequest) -> dict:
+def x_horde(request: ChatRequest, ignored: Ignored | None = None) -> dict:
+    """The Horde's extension of every dialect's answer; `ignored` is what the screening named."""
     return {
         "request_id": request.id,
         "worker_id": request.worker_id,
         "worker_name": request.worker_name,
         "model": request.served_model,
         "kudos": request.kudos_charged,
-        "context_adjustments": request.context_adjustments or None,
+        **named.x_horde_fields(ignored, request.context_adjustments),
     }
 
 
@@ -93,7 +96,7 @@ def message(request: ChatRequest, include_reasoning: bool) -> dict:
     return result
 
 
-def chat_completion(request: ChatRequest, include_reasoning: bool = True) -> dict:
+def chat_completion(request: ChatRequest, include_reasoning: bool = True, ignored: Ignored | None = None) -> dict:
     body = {
         "id": completion_id(request),
         "object": "chat.completion",
@@ -110,7 +113,7 @@ def chat_completion(request: ChatRequest, include_reasoning: bool = True) -> dic
         ],
         "usage": usage(request),
         "system_fingerprint": system_fingerprint(request.worker_id, request.served_model),
-        "x_horde": x_horde(request),
+        "x_horde": x_horde(request, ignored),
     }
     if body["system_fingerprint"] is None:  # OpenAI's schema has it as an optional string, never null
         del body["system_fingerprint"]

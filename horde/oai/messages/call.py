@@ -23,17 +23,21 @@ if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 
-def screen(runtime: Runtime, body: Any, *, counting: bool = False) -> tuple[ScreenedRequest, bool]:
-    """The chat contract's ScreenedRequest for an Anthropic body, and whether thinking is on."""
+def screen(runtime: Runtime, body: Any, *, counting: bool = False) -> tuple[ScreenedRequest, answer.Shape]:
+    """The chat contract's ScreenedRequest for an Anthropic body (with every name in this API's), and the
+    shape of its answer."""
     if isinstance(body, dict):  # bounded before the mapping looks at each message
         admission.check_message_count(body.get("messages"), runtime.settings)
-    chat, thinking = mapping.chat_body(body, counting=counting)
+    mapped = mapping.chat_body(body, counting=counting)
     if counting:  # count_tokens has no max_tokens and never streams
-        chat["max_tokens"] = None
+        mapped.chat["max_tokens"] = None
     try:
-        return screen_chat_request(chat), thinking
+        screened = screen_chat_request(mapped.chat)
     except ScreeningError as error:
         raise mapping.renamed(error) from None
+    mapped.ignored.take(screened.ignored, mapping.rename)
+    screened.ignored = mapped.ignored
+    return screened, answer.Shape(mapped.thinking, mapped.ignored, mapped.applied_edits)
 
 
 def count_tokens(runtime: Runtime, body: Any) -> dict:
@@ -44,17 +48,17 @@ def count_tokens(runtime: Runtime, body: Any) -> dict:
 
 
 class MessagesCall(ChatCall):
-    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest, thinking: bool):
+    def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest, shape: answer.Shape):
         super().__init__(runtime, body, screened)
-        self.thinking = thinking
+        self.shape = shape
 
     @classmethod
     def screen_body(cls, runtime: Runtime, body: Any) -> MessagesCall:
-        screened, thinking = screen(runtime, body)
-        return cls(runtime, body, screened, thinking)
+        screened, shape = screen(runtime, body)
+        return cls(runtime, body, screened, shape)
 
     def answer_body(self, request: ChatRequest) -> dict:
-        return answer.message(request, self.thinking)
+        return answer.message(request, self.shape)
 
     def error_response(self, error: errors.HordeError, request_id: str, headers: dict) -> Response:
         result = anthropic_errors.horde_error_response(error, request_id, held=True)
@@ -62,7 +66,7 @@ class MessagesCall(ChatCall):
         return result
 
     def stream_state(self, request: ChatRequest) -> MessagesWriter:
-        return MessagesWriter(request, self.thinking)
+        return MessagesWriter(request, self.shape)
 
     def stream_opening(self, request: ChatRequest, state: MessagesWriter) -> bytes:
         return super().stream_opening(request, state) + state.opening(request)
