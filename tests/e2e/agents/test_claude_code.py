@@ -11,6 +11,7 @@ from tests.support.agents.scene import (
     assert_served_and_charged_once,
     hello_rules,
     make_scene,
+    quotes_the_tool_output,
     tool_rules,
 )
 
@@ -48,5 +49,5 @@ def test_claude_code_runs_its_bash_tool_and_answers_from_its_output(horde, tmp_p
     run = scene.run([*claude, "-p", LIST_PROMPT, "--model", scene.model, "--allowedTools", "Bash"], claude_env(scene))
     print(run.report())
     assert run.returncode == 0, run.report()
-    assert f"{scene.answer}: the tool said" in run.stdout and scene.marker in run.stdout, run.report()
+    assert quotes_the_tool_output(scene, run.stdout), run.report()
     assert_served_and_charged_once(scene, at_least=2)  # the Bash call, then the answer from its output

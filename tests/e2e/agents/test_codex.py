@@ -12,6 +12,7 @@ from tests.support.agents.scene import (
     assert_served_and_charged_once,
     hello_rules,
     make_scene,
+    quotes_the_tool_output,
     tool_rules,
 )
 
@@ -59,5 +60,5 @@ def test_codex_runs_its_exec_command_tool_and_answers_from_its_output(horde, tmp
     run = scene.run([*codex, "exec", "--skip-git-repo-check", LIST_PROMPT], codex_env(scene))
     print(run.report())
     assert run.returncode == 0, run.report()
-    assert f"{scene.answer}: the tool said" in run.stdout and scene.marker in run.stdout, run.report()
+    assert quotes_the_tool_output(scene, run.stdout), run.report()
     assert_served_and_charged_once(scene, at_least=2)  # the exec_command call, then the answer from its output

@@ -15,6 +15,7 @@ from tests.support.agents.scene import (
     assert_served_and_charged_once,
     hello_rules,
     make_scene,
+    quotes_the_tool_output,
     tool_rules,
 )
 
@@ -74,7 +75,7 @@ def test_opencode_runs_its_bash_tool_and_answers_from_its_output(horde, tmp_path
     run = scene.run([*opencode, "run", LIST_PROMPT], opencode_env(scene, {"limit": MODEL_LIMIT}))
     print(run.report())
     assert run.returncode == 0, run.report()
-    assert f"{scene.answer}: the tool said" in run.stdout and scene.marker in run.stdout, run.report()
+    assert quotes_the_tool_output(scene, run.stdout), run.report()
     assert_served_and_charged_once(scene, at_least=2)  # the bash call, then the answer from its output
 
 

@@ -14,6 +14,7 @@ from tests.support.agents.scene import (
     assert_served_and_charged_once,
     hello_rules,
     make_scene,
+    quotes_the_tool_output,
     tool_rules,
 )
 
@@ -56,5 +57,5 @@ def test_qwen_code_runs_its_list_directory_tool_and_answers_from_its_output(hord
     run = scene.run([*qwen, "-p", LIST_PROMPT, "--auth-type", "openai"], qwen_env(scene))
     print(run.report())
     assert run.returncode == 0, run.report()
-    assert f"{scene.answer}: the tool said" in run.stdout and scene.marker in run.stdout, run.report()
+    assert quotes_the_tool_output(scene, run.stdout), run.report()
     assert_served_and_charged_once(scene, at_least=2)  # the list_directory call, then the answer from its output

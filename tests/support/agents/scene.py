@@ -91,6 +91,13 @@ def tool_rules(call: dict | Callable[[Scene], dict]) -> Callable[[Scene], list[d
     return rules
 
 
+def quotes_the_tool_output(scene: Scene, printed: str) -> bool:
+    """The client printed the worker's answer to the tool's result, and that answer quotes the marker file: what
+    follows the answer's opening words, so a client that echoes its tool's output itself does not count."""
+    opening = f"{scene.answer}: the tool said"
+    return opening in printed and scene.marker in printed.split(opening, 1)[1]
+
+
 def served_requests(horde: Harness, model: str) -> list[ChatRequest]:
     ids = request_ids_for_model(horde.runtime.db, model)
     with horde.runtime.db.read() as session:
