@@ -116,11 +116,17 @@ def assert_served_and_charged_once(scene: Scene, at_least: int = 1) -> list[Chat
         assert row.kudos_charged > 0, f"request {row.id} was not charged"
         charged = entries(scene.horde, row.id)
         assert charged == {"charge": [-row.kudos_charged], "reward": [row.kudos_charged]}, (row.id, charged)
+    assert balance(scene) == USER_KUDOS - sum(row.kudos_charged for row in rows)
     return rows
 
 
 def assert_nothing_queued_or_charged(scene: Scene) -> None:
     assert served_requests(scene.horde, scene.model) == []
+    assert balance(scene) == USER_KUDOS
+
+
+def balance(scene: Scene) -> int:
     with scene.horde.runtime.db.read() as session:
         user = accounts.find_user(session, scene.key)
-        assert user is not None and user.kudos == USER_KUDOS
+        assert user is not None
+        return user.kudos
