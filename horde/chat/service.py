@@ -15,6 +15,7 @@ from horde.events import announce_jobs, request_channel
 from horde.stats import rollup
 from horde.timeutil import utcnow
 from horde.workers import service as workers
+from horde.workers.declarations import features_mask
 
 if TYPE_CHECKING:
     from horde.chat.snapshots import Snapshots
@@ -60,6 +61,15 @@ def create(
     runtime.snapshots.queue_changed()
     announce_jobs(runtime.bus, request.models)
     return request
+
+
+def served_with(runtime: Runtime, model: str, feature: str) -> bool:
+    """Whether an online worker (as this process saw them within a second) serves `model` and declares `feature`:
+    for a dialect that turns a client's hint into a requirement only where some worker can meet it."""
+    bit = features_mask([feature])
+    with runtime.db.read() as session:
+        online, _ = runtime.snapshots.online(session, runtime.settings.worker_online_window_s)
+    return any(model in worker.models and worker.features_mask & bit for worker in online)
 
 
 def load_owned(session: Session, user: Identity, request_id: str) -> ChatRequest:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from flask import Response
 
 from horde import errors
-from horde.chat import admission
+from horde.chat import admission, service
 from horde.chat.models import ChatRequest
 from horde.chat.tokens import prompt_tokens
 from horde.oai import stream
@@ -23,14 +23,19 @@ if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 
-def screen(runtime: Runtime, body: Any, *, counting: bool = False) -> tuple[ScreenedRequest, answer.Shape]:
+def screen(
+    runtime: Runtime, body: Any, *, counting: bool = False, reasoning_served: Callable[[str], bool] | None = None
+) -> tuple[ScreenedRequest, answer.Shape]:
     """The chat contract's ScreenedRequest for an Anthropic body (with every name in this API's), and the
-    shape of its answer."""
+    shape of its answer. `reasoning_served(model)`: whether a hinted effort can be met (else dropped, named)."""
     if isinstance(body, dict):  # bounded before the mapping looks at each message
         admission.check_message_count(body.get("messages"), runtime.settings)
     mapped = mapping.chat_body(body, counting=counting)
     if counting:  # count_tokens has no max_tokens and never streams
         mapped.chat["max_tokens"] = None
+    elif mapped.effort_hint and reasoning_served is not None and not _met(reasoning_served, mapped.chat.get("model")):
+        del mapped.chat["reasoning_effort"]
+        mapped.ignored.add("output_config.effort")
     try:
         screened = screen_chat_request(mapped.chat)
     except ScreeningError as error:
@@ -47,6 +52,12 @@ def count_tokens(runtime: Runtime, body: Any) -> dict:
     return {"input_tokens": prompt_tokens(native["messages"], native.get("tools"))}
 
 
+def _met(served: Callable[[str], bool], model: Any) -> bool:
+    """A hinted effort is a requirement only for a model some online worker reasons with (decision 0001 routes
+    by it); a model that is no string is the screening's to refuse."""
+    return not isinstance(model, str) or served(model)
+
+
 class MessagesCall(ChatCall):
     def __init__(self, runtime: Runtime, body: dict, screened: ScreenedRequest, shape: answer.Shape):
         super().__init__(runtime, body, screened)
@@ -54,7 +65,9 @@ class MessagesCall(ChatCall):
 
     @classmethod
     def screen_body(cls, runtime: Runtime, body: Any) -> MessagesCall:
-        screened, shape = screen(runtime, body)
+        screened, shape = screen(
+            runtime, body, reasoning_served=lambda model: service.served_with(runtime, model, "reasoning_effort")
+        )
         return cls(runtime, body, screened, shape)
 
     def answer_body(self, request: ChatRequest) -> dict:

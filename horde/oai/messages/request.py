@@ -76,6 +76,9 @@ class Mapped:
     ignored: Ignored = field(default_factory=Ignored)
     #: The context_management edits applied, as Anthropic reports them; None without context_management.
     applied_edits: list[dict] | None = None
+    #: Whether chat's reasoning_effort is only a hint (`output_config.effort` without thinking enabled, as Claude
+    #: Code sends it beside adaptive thinking for any model): the call drops it, named, when no worker reasons.
+    effort_hint: bool = False
 
 
 def chat_body(body: Any, *, counting: bool = False) -> Mapped:
@@ -129,7 +132,7 @@ def chat_body(body: Any, *, counting: bool = False) -> Mapped:
     applied = None
     if edits is not None:
         applied = context_edits.apply(edits, body, chat["messages"], chat.get("tools"), ignored)
-    return Mapped(chat, shown, ignored, applied)
+    return Mapped(chat, shown, ignored, applied, effort_hint=effort is not None and thinking.effort is None)
 
 
 def renamed(error: ScreeningError) -> ScreeningError:

@@ -189,6 +189,49 @@ def test_messages_takes_claude_code_s_request_and_names_what_it_drops(client, ow
     assert delta[0]["x_horde"]["lowered_parameters"] == x_horde["lowered_parameters"]
 
 
+def test_messages_serves_claude_code_s_adaptive_effort_on_a_model_no_worker_reasons_with(
+    client, make_user, owner_key, key
+):
+    """Claude Code 2.1.197 sends `thinking: adaptive` and `output_config.effort: high` for any model: a hint. Where no
+    online worker of the model declares reasoning_effort, the effort is dropped and named, and the request served
+    (it was routed as a requirement no worker met); where one does, the effort still reaches the worker."""
+    owner = make_user("plain-owner")[1]
+    plain = dict(DECLARATION, name="plain-worker", models=("plain",), features=[name for name in ALL_FEATURES if name != "reasoning_effort"])
+    pop(client, owner, **plain)
+    body = {
+        "model": "plain",
+        "max_tokens": 32000,
+        "messages": [{"role": "user", "content": "Hello"}],
+        "thinking": {"type": "adaptive"},
+        "output_config": {"effort": "high"},
+    }
+    served: list[dict] = []
+
+    def work():
+        deadline = time.monotonic() + Worker.DEADLINE_S
+        worker_client = client.application.test_client()
+        while not served and time.monotonic() < deadline:
+            job = pop(worker_client, owner, **plain, wait=2)
+            if job["id"]:
+                served.append(job)
+                submit(worker_client, owner, job["id"], content="Hello.")
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    answer = post(client, "/v1/messages", body, key, **ANTHROPIC)
+    thread.join(Worker.DEADLINE_S)
+    assert answer.status_code == 200, answer.json
+    assert "output_config.effort" in answer.json["x_horde"]["ignored_parameters"]
+    assert "reasoning_effort" not in served[0]["payload"]
+
+    reasoning_worker = Worker(client, owner_key, {"content": "Hi.", "reasoning_content": "Hm."})
+    answer = post(client, "/v1/messages", dict(body, model="m1"), key, **ANTHROPIC)
+    reasoning_worker.join()
+    assert answer.status_code == 200, answer.json
+    assert "output_config.effort" not in answer.json["x_horde"]["ignored_parameters"]
+    assert reasoning_worker.jobs[0]["payload"]["reasoning_effort"] == "high"
+
+
 def test_messages_clears_old_tool_results_before_the_worker_sees_them(client, owner_key, key):
     messages = [{"role": "user", "content": "Look around."}]
     for index in range(4):
