@@ -69,25 +69,40 @@ status_namespace = Namespace("status", description="Horde status")
 model_status_model = body_model(status_namespace, "ModelStatus", ModelStatusSchema)
 #: /status/models?type=<kind> for the other kinds of work, registered by their packages (text: horde/text/routes.py).
 OTHER_MODEL_TYPES: dict[str, Callable[[], list[dict]]] = {}
+#: The `type` of /status/models: the AI Horde's (image is its default; this Horde has none, nor interrogation) and
+#: this Horde's own `chat`, which the AI Horde's clients never ask for (horde-sdk refuses an entry of that type).
+MODEL_TYPES = ("image", "text", "interrogation", "chat")
+AI_HORDE_DEFAULT_MODEL_TYPE = "image"
+MODEL_TYPE_PARAM = {
+    "type": {
+        "in": "query",
+        "description": "'text', 'chat' (this Horde's chat models) or 'image' (the AI Horde's default)",
+    }
+}
+
+
+def model_type(raw: str | None, default: str | None) -> str | None:
+    """The `type` query parameter of the model status, or `default`; another value is 400 BadRequest."""
+    kind = raw or default
+    if kind is not None and kind not in MODEL_TYPES:
+        raise errors.BadRequest(
+            f"Unknown model type '{kind}'; the types are {', '.join(repr(name) for name in MODEL_TYPES)}.",
+            param="type",
+        )
+    return kind
 
 
 @status_namespace.route("/models")
 class Models(Resource):
-    @status_namespace.doc(params={"type": {"in": "query", "description": "'chat' (the default) or 'text'"}})
+    @status_namespace.doc(params=MODEL_TYPE_PARAM)
     @status_namespace.response(200, "One entry per model", [model_status_model])
     def get(self) -> list[dict]:
-        """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
-        kind = http_request.args.get("type") or "chat"
+        """Per model: online workers, threads, queued requests, largest lengths; chat's features and guarantees."""
+        kind = model_type(http_request.args.get("type"), default=AI_HORDE_DEFAULT_MODEL_TYPE)
         if kind in OTHER_MODEL_TYPES:
             return OTHER_MODEL_TYPES[kind]()
-        if kind in ("image", "interrogation"):
+        if kind != "chat":
             return []
-        if kind not in ("chat", "all"):
-            raise errors.BadRequest(
-                f"Unknown model type '{kind}'; this Horde serves 'chat' and "
-                f"{', '.join(repr(name) for name in OTHER_MODEL_TYPES)}.",
-                param="type",
-            )
         hub = runtime()
         with hub.db.read() as session:
             return model_stats(session, hub.settings)
