@@ -69,12 +69,14 @@ class Status(Resource):
         """Counts by stage, the wait, and every generation so far."""
         return service.status(runtime(), request_id)
 
-    @namespace.response(200, "The request, cancelled", status_model)
+    @namespace.response(200, "The request as it stood before the cancel", status_model)
     def delete(self, request_id: str) -> dict:
-        """Hand out no more generations; those running finish and are kept. Answers the status."""
+        """Hand out no more generations; those running finish and are kept. Answers the status as it stood
+        before the cancel (`done` false for a request that had not finished), as the AI Horde does."""
         hub = runtime()
+        before = service.status(hub, request_id)
         service.cancel(hub, request_id)
-        return service.status(hub, request_id)
+        return before
 
 
 @namespace.route("/pop")
