@@ -17,6 +17,7 @@ from horde.chat.schemas import (
     TotalsSchema,
 )
 from horde.client_address import client_address
+from horde.ops.metrics import count_client_request
 from horde.ops.request_context import note
 from horde.request_context import api_key, json_body, runtime
 from horde.swagger import body_model
@@ -41,6 +42,7 @@ class Async(Resource):
         address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
         request = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
         note(chat_request=request.id)
+        count_client_request(agent, "chat")
         return {"id": request.id, "kudos": request.kudos_estimate}, 202
 
 

@@ -9,6 +9,7 @@ from horde.accounts.auth import authenticate
 from horde.chat.routes import OTHER_MODEL_TYPES
 from horde.chat.schemas import TotalsSchema
 from horde.client_address import client_address
+from horde.ops.metrics import count_client_request
 from horde.request_context import api_key, json_body, raw_body, runtime
 from horde.swagger import body_model
 from horde.text import pop, service, stats
@@ -54,6 +55,7 @@ class Async(Resource):
         answer: dict = {"kudos": admitted.kudos}
         if admitted.request is None:
             return answer, 200
+        count_client_request(agent, "text")
         answer = {"id": admitted.request.id, **answer}
         if admitted.message:
             answer["message"] = admitted.message
