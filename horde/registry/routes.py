@@ -71,7 +71,7 @@ class OneWorker(Resource):
         return manage.delete(hub, authenticate(hub, api_key()), worker_id)
 
 
-@namespace.route("/name/<string:worker_name>")
+@namespace.route("/name/<path:worker_name>")
 class WorkerByName(Resource):
     @namespace.response(200, "The worker", worker_model)
     def get(self, worker_name: str) -> dict:

@@ -193,3 +193,10 @@ def test_a_worker_is_found_by_name_and_by_id(client, make_user, path):
     worker = worker_id(client, "findable")
     found = client.get("/api/v2" + path.format(name="findable", id=worker)).json
     assert (found["id"], found["name"], found["type"]) == (worker, "findable", "text")
+
+
+def test_a_name_with_a_slash_and_spaces_is_found(client, make_user):
+    _, owner = make_user()
+    text_pop(client, owner, "koboldcpp/my worker")
+    found = client.get("/api/v2/workers/name/koboldcpp/my%20worker")
+    assert (found.status_code, found.json["name"]) == (200, "koboldcpp/my worker")
