@@ -85,11 +85,16 @@ def test_model_types_are_the_ai_hordes_and_chat_only_when_asked_for(client, make
     assert client.get("/api/v2/status/models?type=image").json == []
     text = client.get("/api/v2/status/models?type=text").json
     assert [(entry["name"], entry["type"]) for entry in text] == [("both", "text"), ("text-only", "text")]
-    chat = client.get("/api/v2/status/models?type=chat").json
-    assert [(entry["name"], entry["type"]) for entry in chat] == [("both", "chat"), ("chat-only", "chat")]
-    assert [entry["type"] for entry in client.get("/api/v2/status/models/both").json] == ["text"]
+    chat = client.get("/api/v2/status/models?type=chat").json  # the chat entries: features, guarantees, workers
+    assert [(entry["name"], entry["type"], "features" in entry) for entry in chat] == [
+        ("both", "text", True),
+        ("chat-only", "text", True),
+    ]
+    assert [("features" in entry) for entry in client.get("/api/v2/status/models/both").json] == [False]
     assert client.get("/api/v2/status/models/chat-only").json == []
-    assert [entry["type"] for entry in client.get("/api/v2/status/models/chat-only?type=chat").json] == ["chat"]
+    assert [entry["worker_names"] for entry in client.get("/api/v2/status/models/chat-only?type=chat").json] == [
+        ["cw1"]
+    ]
     refused = client.get("/api/v2/status/models?type=video")
     assert (refused.status_code, refused.json["rc"], refused.json["param"]) == (400, "BadRequest", "type")
 
