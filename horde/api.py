@@ -8,7 +8,7 @@ from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
-from horde.accounts.routes import namespace as accounts_namespace
+from horde.accounts.routes import kudos_namespace, shared_keys_namespace
 from horde.chat.routes import namespace as chat_namespace
 from horde.chat.routes import stats_namespace, status_namespace
 from horde.chat.worker_routes import namespace as workers_namespace
@@ -18,9 +18,10 @@ from horde.request_context import runtime
 from horde.swagger import body_model
 from horde.text.routes import namespace as text_namespace
 from horde.text.routes import stats_namespace as text_stats_namespace
+from horde.users.routes import find_namespace, users_namespace
 
 NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
-    ("/find_user", accounts_namespace),
+    ("/find_user", find_namespace),
     ("/generate/chat", chat_namespace),
     ("/generate/chat", workers_namespace),
     ("/status", status_namespace),
@@ -30,6 +31,9 @@ NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
     ("/workers", registry_namespace),
     ("/teams", teams_namespace),
     ("/stats/img", image_stats_namespace),
+    ("/users", users_namespace),
+    ("/kudos", kudos_namespace),
+    ("/sharedkeys", shared_keys_namespace),
 )
 #: Every path under it answers in the native shape, an unknown path or a wrong method included.
 NATIVE_PREFIX = "/api"

@@ -328,6 +328,80 @@ class WorkerMaintenance(HordeError):
     rc = "WorkerMaintenance"
 
 
+# -- The AI Horde's accounts API: users, kudos transfers, shared keys (docs/reference/accounts.md) ----------------
+
+
+class Forbidden(HordeError):
+    """The caller may not do this to what it names (another user's shared key, a shared key over its count)."""
+
+    status = 403
+    rc = "Forbidden"
+
+
+class AnonForbidden(HordeError):
+    """The anonymous user cannot own shared keys."""
+
+    status = 403
+    rc = "AnonForbidden"
+
+
+class KudosValidationError(HordeError):
+    """A kudos transfer refused; the AI Horde answers every such refusal 400 with the rc of its reason."""
+
+    rc = "KudosValidationError"
+
+
+class InvalidTargetUsername(KudosValidationError):
+    rc = "InvalidTargetUsername"
+
+
+class KudosTransferFromAnon(KudosValidationError):
+    rc = "KudosTransferFromAnon"
+
+
+class KudosTransferToAnon(KudosValidationError):
+    rc = "KudosTransferToAnon"
+
+
+class KudosTransferToSelf(KudosValidationError):
+    rc = "KudosTransferToSelf"
+
+
+class NegativeKudosTransfer(KudosValidationError):
+    rc = "NegativeKudosTransfer"
+
+
+class InvalidKudosTransferAmount(KudosValidationError):
+    rc = "InvalidKudosTransferAmount"
+
+
+class KudosTransferNotEnough(KudosValidationError):
+    rc = "KudosTransferNotEnough"
+
+
+class SharedKeyExpired(HordeError):
+    """A request paid with an expired shared key (403); a transfer to one is a KudosValidationError (400)."""
+
+    status = 403
+    rc = "SharedKeyExpired"
+
+
+class SharedKeyEmpty(HordeError):
+    status = 403
+    rc = "SharedKeyEmpty"
+
+
+class SharedKeyInsufficientKudos(HordeError):
+    """The shared key's kudos left, less what its requests still running hold, are below the request's estimate."""
+
+    status = 403
+    rc = "SharedKeyInsufficientKudos"
+
+
+class NoSharedKeyModSelected(HordeError):
+    rc = "NoSharedKeyModSelected"
+
+
 def all_return_codes() -> list[type[HordeError]]:
     """Every error class, for the docs test that keeps README_return_codes.md complete."""
     seen, stack = [], [HordeError]

@@ -105,6 +105,8 @@ def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:
     owner = authenticate(runtime, api_key)
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+    if owner.shared_key_id is not None:  # a shared key only pays for requests (as on the AI Horde)
+        raise errors.InvalidAPIKey("A shared key cannot run workers; send the owner's API key.")
     return owner
 
 

@@ -13,14 +13,14 @@ requests (tests/e2e/horde_sdk_registry_scenarios.py).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-import pytest
 import requests
 
 from horde_testing.processes import wait_until
-from tests.e2e.test_text_horde_sdk import run_sdk
 from tests.support.harness import unique_model
+from tests.support.horde_sdk import run_sdk_module
 
 TEXT_RULES = Path(__file__).with_name("rules_text.json")
 REGISTRY_SCENARIOS = "tests.e2e.horde_sdk_registry_scenarios"
@@ -49,6 +49,10 @@ TAVERN_PARAMS = {
     "frmtrmspch": False,
     "frmttriminc": False,
 }
+
+
+def run_registry_scenario(horde, scenario: str, **args) -> dict:
+    return run_sdk_module(horde, REGISTRY_SCENARIOS, scenario, json.dumps(args))
 
 
 def api(horde, path: str) -> str:
@@ -170,8 +174,6 @@ def test_koboldai_lite_manages_its_workers(horde):
     worker = horde.worker([model], "--kinds", "text", key=owner, rules=TEXT_RULES)
     key = horde.user(kudos=100)
     user = requests.get(api(horde, "/find_user"), headers={"apikey": owner}, timeout=TIMEOUT_S).json()
-    if "worker_ids" not in user:
-        pytest.skip("find_user's worker_ids come with the accounts half of issue 40 (branch horde-accounts)")
     mine = [
         requests.get(api(horde, f"/workers/{worker_id}"), timeout=TIMEOUT_S).json() for worker_id in user["worker_ids"]
     ]
@@ -271,7 +273,7 @@ def test_horde_sdk_reads_status_workers_models_and_stats(horde):
     model = unique_model("sdk-meta")
     worker = horde.worker([model], "--kinds", "text", rules=TEXT_RULES)
     horde.worker([unique_model("chat")])  # a chat worker: lists without a type stay parseable by the SDK
-    result = run_sdk(horde, "meta", module=REGISTRY_SCENARIOS, model=model, worker_name=worker.worker_name)
+    result = run_registry_scenario(horde, "meta", model=model, worker_name=worker.worker_name)
 
     assert result["performance"]["text_worker_count"] >= 1 and result["performance"]["worker_count"] == 0
     assert result["news"] == [] and result["heartbeat"] == "2.0.0" and result["image_models"] == []
@@ -293,7 +295,7 @@ def test_horde_sdk_reads_status_workers_models_and_stats(horde):
 def test_horde_sdk_modifies_and_deletes_a_worker(horde):
     owner = horde.user()
     worker = horde.worker([unique_model("sdk-own")], "--kinds", "text", key=owner, rules=TEXT_RULES)
-    result = run_sdk(horde, "manage", module=REGISTRY_SCENARIOS, key=owner, worker_name=worker.worker_name)
+    result = run_registry_scenario(horde, "manage", key=owner, worker_name=worker.worker_name)
     assert result["on"] == {"maintenance": True, "info": "A note"} and result["seen_on"] == [True, "A note"]
     assert result["off"] == {"maintenance": False} and result["seen_off"] is False
     assert result["deleted"] == {"deleted_id": result["worker_id"], "deleted_name": worker.worker_name}
@@ -302,7 +304,7 @@ def test_horde_sdk_modifies_and_deletes_a_worker(horde):
 
 
 def test_horde_sdk_cancel_reads_the_status_before_the_cancel(horde):
-    result = run_sdk(horde, "cancel", module=REGISTRY_SCENARIOS, key=horde.user(kudos=100), model=unique_model("none"))
+    result = run_registry_scenario(horde, "cancel", key=horde.user(kudos=100), model=unique_model("none"))
     assert (result["done"], result["waiting"], result["finished"]) == (False, 2, 0)
     after = requests.get(api(horde, f"/generate/text/status/{result['id']}"), timeout=TIMEOUT_S).json()
     assert (after["done"], after["waiting"]) == (True, 0)

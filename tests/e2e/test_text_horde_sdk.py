@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import requests
 
-from horde_testing.processes import ROOT
 from tests.support.harness import unique_model
+from tests.support.horde_sdk import run_sdk_module
 
-SCENARIO_TIMEOUT_S = 180
 SDK_N_TIMEOUT_S = 20
 
 
-def run_sdk(horde, scenario: str, module: str = "tests.e2e.horde_sdk_scenarios", **args) -> dict:
-    env = dict(horde.env, AI_HORDE_URL=horde.url + "/api/")
-    done = subprocess.run(
-        [sys.executable, "-m", module, scenario, json.dumps(args)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SCENARIO_TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def run_sdk(horde, scenario: str, **args) -> dict:
+    return run_sdk_module(horde, "tests.e2e.horde_sdk_scenarios", scenario, json.dumps(args))
 
 
 def balance(horde, key: str) -> int:

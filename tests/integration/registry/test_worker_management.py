@@ -152,12 +152,15 @@ def test_deleting_a_worker_restarts_its_running_job_with_no_reward_and_frees_its
     assert client.get(f"/api/v2/workers/{worker}").json["rc"] == "WorkerNotFound"
     assert client.get("/api/v2/workers/name/doomed").json["rc"] == "WorkerNotFound"
     assert client.get("/api/v2/workers?type=text").json == []
+    mine = find_user(client, owner)
+    assert (mine["worker_ids"], mine["worker_count"]) == ([], 0)  # Lite's "Manage My Workers" no longer lists it
     again = client.delete(f"/api/v2/workers/{worker}", headers={"apikey": owner})
     assert (again.status_code, again.json["rc"]) == (404, "WorkerNotFound")
     assert put(client, owner, worker, maintenance=True).json["rc"] == "WorkerNotFound"
 
     reborn = text_pop(client, owner, "doomed", max_length=500)  # new declarations: a check-in, a new worker
     assert reborn["id"] is not None and worker_id(client, "doomed") != worker
+    assert find_user(client, owner)["worker_ids"] == [worker_id(client, "doomed")]
     assert text_submit(client, owner, reborn["id"]).json["reward"] > 0
 
 
