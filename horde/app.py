@@ -64,14 +64,18 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     @app.errorhandler(404)
     @app.errorhandler(405)
     def not_found(error):
-        """Under the front's prefix an unserved path or a wrong method is unsupported_endpoint."""
+        """Under the front's prefix an unserved path or a wrong method is unsupported_endpoint; under /api it is
+        the native API's NotFound or MethodNotAllowed."""
         from flask import request
 
+        from horde import api
         from horde.oai.endpoints import unsupported
 
         prefix = settings.oai_prefix.rstrip("/")
         if request.path.startswith(prefix + "/"):
             return unsupported(app, prefix, error)
+        if api.covers(request.path):
+            return api.routing_error(error)
         return error
 
     return app

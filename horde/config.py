@@ -113,6 +113,8 @@ class Settings:
     trusted_proxy_hops: int = 0
     http_idle_timeout_s: float = 75.0
     http_header_timeout_s: float = 10.0
+    #: A JSON file of the AI Horde's news pieces, answered by GET /api/v2/status/news; None: no news.
+    news_path: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -162,4 +164,5 @@ VARIABLES: dict[str, Variable] = {
     "metrics_dir": Variable("HORDE_METRICS_DIR", optional=True),
     "log_format": Variable("HORDE_LOG_FORMAT", choices=LOG_FORMATS),
     "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),
+    "news_path": Variable("HORDE_NEWS", optional=True),
 }

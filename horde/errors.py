@@ -271,6 +271,63 @@ class InvalidIdempotencyKey(HordeError):
     rc = "BadRequest"
 
 
+class NotFound(HordeError):
+    """A path under /api that the native API does not serve."""
+
+    status = 404
+    rc = "NotFound"
+
+
+class MethodNotAllowed(HordeError):
+    """A method a served path under /api does not take; the answer's `Allow` header lists those it does."""
+
+    status = 405
+    rc = "MethodNotAllowed"
+
+
+class NotOwner(HordeError):
+    """A worker changed by a user who does not own it."""
+
+    status = 403
+    rc = "NotOwner"
+
+
+class NotModerator(HordeError):
+    """An action only the AI Horde's moderators may take; this Horde has none."""
+
+    status = 403
+    rc = "NotModerator"
+
+
+class WorkerNameAlreadyExists(HordeError):
+    status = 400
+    rc = "WorkerNameAlreadyExists"
+
+
+class TooLongWorkerName(HordeError):
+    """A worker's new name or info above its limit (the AI Horde answers both with this rc)."""
+
+    status = 400
+    rc = "TooLongWorkerName"
+
+
+class NoWorkerModSelected(HordeError):
+    status = 400
+    rc = "NoWorkerModSelected"
+
+
+class TeamNotFound(HordeError):
+    status = 404
+    rc = "TeamNotFound"
+
+
+class WorkerMaintenance(HordeError):
+    """A pop of a worker its owner put in maintenance; the message is the owner's."""
+
+    status = 403
+    rc = "WorkerMaintenance"
+
+
 # -- The AI Horde's accounts API: users, kudos transfers, shared keys (docs/reference/accounts.md) ----------------
 
 

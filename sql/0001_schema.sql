@@ -256,6 +256,10 @@ CREATE TABLE workers (
 	nsfw BOOLEAN NOT NULL, 
 	require_upfront_kudos BOOLEAN NOT NULL, 
 	text_pop_at TIMESTAMP WITHOUT TIME ZONE, 
+	maintenance BOOLEAN NOT NULL, 
+	maintenance_msg VARCHAR(300), 
+	info VARCHAR(1000), 
+	deleted_at TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (id), 
 	UNIQUE (name), 
 	FOREIGN KEY(owner_id) REFERENCES users (id)

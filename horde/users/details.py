@@ -114,7 +114,11 @@ def _own_view(session: Session, user: User) -> dict:
         text = _open_requests(session, TextRequest, user.id, (text_models.WAITING, text_models.PROCESSING))
         chat = _open_requests(session, ChatRequest, user.id, (chat_models.WAITING, chat_models.PROCESSING))
     return {
-        "worker_ids": list(session.scalars(select(Worker.id).where(Worker.owner_id == user.id).order_by(Worker.id))),
+        "worker_ids": list(
+            session.scalars(
+                select(Worker.id).where(Worker.owner_id == user.id, Worker.deleted_at.is_(None)).order_by(Worker.id)
+            )
+        ),
         "sharedkey_ids": list(
             session.scalars(select(SharedKey.id).where(SharedKey.user_id == user.id).order_by(SharedKey.created_at))
         ),
@@ -144,5 +148,9 @@ def _open_requests(session: Session, table: Any, user_id: int, states: Sequence[
 def _worker_counts(session: Session, user_ids: list[int]) -> dict[int, int]:
     if not user_ids:
         return {}
-    query = select(Worker.owner_id, func.count()).where(Worker.owner_id.in_(user_ids)).group_by(Worker.owner_id)
+    query = (
+        select(Worker.owner_id, func.count())
+        .where(Worker.owner_id.in_(user_ids), Worker.deleted_at.is_(None))  # a deleted worker is no longer theirs
+        .group_by(Worker.owner_id)
+    )
     return {row[0]: row[1] for row in session.execute(query)}

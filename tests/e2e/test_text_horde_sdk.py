@@ -89,7 +89,7 @@ def test_cancel_stops_handing_out_generations_and_keeps_the_finished_one(horde):
         prompt="Cancel me",
     )
     assert len(result["first_pop"]["ids"]) == 1 and result["first_pop"]["n"] == 1
-    assert result["deleted"]["waiting"] == 0 and result["deleted"]["done"] is True
+    assert (result["deleted"]["waiting"], result["deleted"]["done"]) == (2, False)  # as it stood before the cancel
     assert result["pop_after_delete"]["ids"] == []
     assert result["final"]["finished"] == 1 and result["texts"] == [f" reply to [Cancel me] by sdk-{model[-8:]}"]
     assert 100 - balance(horde, client_key) == result["final"]["kudos"] > 0
