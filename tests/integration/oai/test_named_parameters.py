@@ -196,7 +196,12 @@ def test_messages_serves_claude_code_s_adaptive_effort_on_a_model_no_worker_reas
     online worker of the model declares reasoning_effort, the effort is dropped and named, and the request served
     (it was routed as a requirement no worker met); where one does, the effort still reaches the worker."""
     owner = make_user("plain-owner")[1]
-    plain = dict(DECLARATION, name="plain-worker", models=("plain",), features=[name for name in ALL_FEATURES if name != "reasoning_effort"])
+    plain = dict(
+        DECLARATION,
+        name="plain-worker",
+        models=("plain",),
+        features=[name for name in ALL_FEATURES if name != "reasoning_effort"],
+    )
     pop(client, owner, **plain)
     body = {
         "model": "plain",
