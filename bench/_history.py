@@ -55,10 +55,13 @@ def fill(runtime, count: int, client_ids: list[int], owner_id: int) -> None:
                         "first_client": first_client,
                     },
                 )
-        connection.execute(
+        history = "FROM kudos_ledger WHERE kudos_ledger.user_id = users.id AND kudos_ledger.request_id LIKE 'history-%'"
+        connection.execute(  # the balances and their running totals (horde/accounts/moves.py) take the history in
             text(
-                "UPDATE users SET kudos = kudos + (SELECT coalesce(sum(amount), 0) FROM kudos_ledger "
-                "WHERE kudos_ledger.user_id = users.id AND kudos_ledger.request_id LIKE 'history-%')"
+                f"UPDATE users SET kudos = kudos + (SELECT coalesce(sum(amount), 0) {history}), "
+                f"kudos_accumulated = kudos_accumulated + (SELECT coalesce(sum(amount), 0) {history}), "
+                f"requested_generations = requested_generations + (SELECT count(*) {history} AND kind = 'charge'), "
+                f"fulfilled_generations = fulfilled_generations + (SELECT count(*) {history} AND kind = 'reward')"
             )
         )
 

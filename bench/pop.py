@@ -42,9 +42,10 @@ from horde.chat.models import (
 )
 from horde.config import Settings
 from horde.payload import load
+from horde.protocol import FEATURES, GUARANTEES
 from horde.runtime import Runtime
 from horde.timeutil import utcnow
-from horde.workers.declarations import FEATURES, GUARANTEES, features_mask, guarantees_mask
+from horde.workers.declarations import features_mask, guarantees_mask
 from horde.workers.models import Worker
 from horde.workers.pop import pop_once
 from horde.workers.schemas import POP_SCHEMA

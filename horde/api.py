@@ -8,18 +8,20 @@ from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
 from horde import errors, request_json
-from horde.accounts.routes import namespace as accounts_namespace
+from horde.accounts.routes import kudos_namespace, shared_keys_namespace
 from horde.chat.routes import namespace as chat_namespace
 from horde.chat.routes import stats_namespace, status_namespace
 from horde.chat.worker_routes import namespace as workers_namespace
 from horde.registry.routes import namespace as registry_namespace
+from horde.registry.status_routes import image_stats_namespace, teams_namespace
 from horde.request_context import runtime
 from horde.swagger import body_model
 from horde.text.routes import namespace as text_namespace
 from horde.text.routes import stats_namespace as text_stats_namespace
+from horde.users.routes import find_namespace, users_namespace
 
 NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
-    ("/find_user", accounts_namespace),
+    ("/find_user", find_namespace),
     ("/generate/chat", chat_namespace),
     ("/generate/chat", workers_namespace),
     ("/status", status_namespace),
@@ -27,7 +29,14 @@ NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
     ("/generate/text", text_namespace),
     ("/stats/text", text_stats_namespace),
     ("/workers", registry_namespace),
+    ("/teams", teams_namespace),
+    ("/stats/img", image_stats_namespace),
+    ("/users", users_namespace),
+    ("/kudos", kudos_namespace),
+    ("/sharedkeys", shared_keys_namespace),
 )
+#: Every path under it answers in the native shape, an unknown path or a wrong method included.
+NATIVE_PREFIX = "/api"
 
 
 class ErrorSchema(Schema):
@@ -74,6 +83,8 @@ def make_blueprint() -> Blueprint:
             if error.code == errors.RequestTooLarge.status:  # werkzeug's own limit (MAX_CONTENT_LENGTH)
                 refusal = request_json.too_large(runtime().settings.max_body_bytes)
                 return refusal.to_native(), refusal.status, refusal.headers
+            if error.code in (errors.NotFound.status, errors.MethodNotAllowed.status):
+                return routing_error(error)
             code = error.code or errors.InternalError.status
             error_class = errors.BadRequest if code < errors.InternalError.status else errors.InternalError
             return {"message": error.description, "rc": error_class.rc}, code
@@ -81,6 +92,25 @@ def make_blueprint() -> Blueprint:
         return errors.InternalError("Internal Server Error").to_native(), errors.InternalError.status
 
     return blueprint
+
+
+def covers(path: str) -> bool:
+    """The path is under /api, where every answer is the native API's JSON."""
+    return path == NATIVE_PREFIX or path.startswith(NATIVE_PREFIX + "/")
+
+
+def routing_error(error: HTTPException) -> tuple[dict, int, dict]:
+    """A path under /api that no route serves (404 NotFound), or a method its route does not take (405
+    MethodNotAllowed, with `Allow`): werkzeug's routing refusals, in the native shape."""
+    if error.code == errors.MethodNotAllowed.status:
+        allowed = sorted(getattr(error, "valid_methods", None) or ())
+        refusal: errors.HordeError = errors.MethodNotAllowed(
+            f"{request.method} is not allowed on {request.path}; it takes {', '.join(allowed)}.",
+            headers={"Allow": ", ".join(allowed)},
+        )
+    else:
+        refusal = errors.NotFound(f"No endpoint at {request.path}; see /api/v2/doc for the native API.")
+    return refusal.to_native(), refusal.status, refusal.headers
 
 
 def _document_errors(namespace: Namespace) -> None:

@@ -64,14 +64,18 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     @app.errorhandler(404)
     @app.errorhandler(405)
     def not_found(error):
-        """Under the front's prefix an unserved path or a wrong method is unsupported_endpoint."""
+        """Under the front's prefix an unserved path or a wrong method is unsupported_endpoint; under /api it is
+        the native API's NotFound or MethodNotAllowed."""
         from flask import request
 
+        from horde import api
         from horde.oai.endpoints import unsupported
 
         prefix = settings.oai_prefix.rstrip("/")
         if request.path.startswith(prefix + "/"):
             return unsupported(app, prefix, error)
+        if api.covers(request.path):
+            return api.routing_error(error)
         return error
 
     return app
@@ -82,19 +86,22 @@ SCHEMA_RETRY_DELAY_S = 0.2
 
 
 def init_schema(runtime: Runtime) -> None:
-    """Create the tables and the anonymous user; safe on every start, and when processes start together."""
+    """Create the tables, the anonymous user and the server secret; safe on every start, and when processes start
+    together."""
     import time
 
     from sqlalchemy.exc import DBAPIError
 
     from horde.accounts.service import ensure_anonymous_user
     from horde.models import create_schema
+    from horde.oai.sealing import stored_secret
 
     for attempt in range(SCHEMA_ATTEMPTS):
         try:
             create_schema(runtime.db.engine)
             with runtime.db.transaction() as session:
                 ensure_anonymous_user(session)
+                stored_secret(session)
             return
         except DBAPIError:  # another process created the same table or user a moment earlier
             if attempt == SCHEMA_ATTEMPTS - 1:

@@ -97,6 +97,9 @@ class Settings:
     cors_origins: tuple[str, ...] = ("*",)
     #: When set, GET /metrics requires it as a Bearer token.
     metrics_token: str | None = None
+    #: Seals what the Horde hands a client to read back later (Responses' reasoning.encrypted_content); unset,
+    #: a secret made once on the first start and kept in the database (table server_secrets) is used.
+    secret_key: str | None = None
     #: prometheus_client's multiprocess directory; None picks one per run under gunicorn.
     metrics_dir: str | None = None
     #: "text" or "json" (one JSON object per line).
@@ -112,6 +115,8 @@ class Settings:
     http_header_timeout_s: float = 10.0
     #: How long a conversation's next turn waits for the worker that served its last turn (0: no affinity).
     affinity_wait_ms: int = 300
+    #: A JSON file of the AI Horde's news pieces, answered by GET /api/v2/status/news; None: no news.
+    news_path: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -157,8 +162,10 @@ VARIABLES: dict[str, Variable] = {
     "http_header_timeout_s": _seconds("HORDE_HTTP_HEADER_TIMEOUT_S"),
     "cors_origins": Variable("HORDE_CORS_ORIGINS", tuple),
     "metrics_token": Variable("HORDE_METRICS_TOKEN", optional=True),
+    "secret_key": Variable("HORDE_SECRET_KEY", optional=True),
     "metrics_dir": Variable("HORDE_METRICS_DIR", optional=True),
     "log_format": Variable("HORDE_LOG_FORMAT", choices=LOG_FORMATS),
     "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),
     "affinity_wait_ms": _count("HORDE_AFFINITY_WAIT_MS", minimum=0),
+    "news_path": Variable("HORDE_NEWS", optional=True),
 }

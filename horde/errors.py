@@ -271,6 +271,137 @@ class InvalidIdempotencyKey(HordeError):
     rc = "BadRequest"
 
 
+class NotFound(HordeError):
+    """A path under /api that the native API does not serve."""
+
+    status = 404
+    rc = "NotFound"
+
+
+class MethodNotAllowed(HordeError):
+    """A method a served path under /api does not take; the answer's `Allow` header lists those it does."""
+
+    status = 405
+    rc = "MethodNotAllowed"
+
+
+class NotOwner(HordeError):
+    """A worker changed by a user who does not own it."""
+
+    status = 403
+    rc = "NotOwner"
+
+
+class NotModerator(HordeError):
+    """An action only the AI Horde's moderators may take; this Horde has none."""
+
+    status = 403
+    rc = "NotModerator"
+
+
+class WorkerNameAlreadyExists(HordeError):
+    status = 400
+    rc = "WorkerNameAlreadyExists"
+
+
+class TooLongWorkerName(HordeError):
+    """A worker's new name or info above its limit (the AI Horde answers both with this rc)."""
+
+    status = 400
+    rc = "TooLongWorkerName"
+
+
+class NoWorkerModSelected(HordeError):
+    status = 400
+    rc = "NoWorkerModSelected"
+
+
+class TeamNotFound(HordeError):
+    status = 404
+    rc = "TeamNotFound"
+
+
+class WorkerMaintenance(HordeError):
+    """A pop of a worker its owner put in maintenance; the message is the owner's."""
+
+    status = 403
+    rc = "WorkerMaintenance"
+
+
+# -- The AI Horde's accounts API: users, kudos transfers, shared keys (docs/reference/accounts.md) ----------------
+
+
+class Forbidden(HordeError):
+    """The caller may not do this to what it names (another user's shared key, a shared key over its count)."""
+
+    status = 403
+    rc = "Forbidden"
+
+
+class AnonForbidden(HordeError):
+    """The anonymous user cannot own shared keys."""
+
+    status = 403
+    rc = "AnonForbidden"
+
+
+class KudosValidationError(HordeError):
+    """A kudos transfer refused; the AI Horde answers every such refusal 400 with the rc of its reason."""
+
+    rc = "KudosValidationError"
+
+
+class InvalidTargetUsername(KudosValidationError):
+    rc = "InvalidTargetUsername"
+
+
+class KudosTransferFromAnon(KudosValidationError):
+    rc = "KudosTransferFromAnon"
+
+
+class KudosTransferToAnon(KudosValidationError):
+    rc = "KudosTransferToAnon"
+
+
+class KudosTransferToSelf(KudosValidationError):
+    rc = "KudosTransferToSelf"
+
+
+class NegativeKudosTransfer(KudosValidationError):
+    rc = "NegativeKudosTransfer"
+
+
+class InvalidKudosTransferAmount(KudosValidationError):
+    rc = "InvalidKudosTransferAmount"
+
+
+class KudosTransferNotEnough(KudosValidationError):
+    rc = "KudosTransferNotEnough"
+
+
+class SharedKeyExpired(HordeError):
+    """A request paid with an expired shared key (403); a transfer to one is a KudosValidationError (400)."""
+
+    status = 403
+    rc = "SharedKeyExpired"
+
+
+class SharedKeyEmpty(HordeError):
+    status = 403
+    rc = "SharedKeyEmpty"
+
+
+class SharedKeyInsufficientKudos(HordeError):
+    """The shared key's kudos left, less what its requests still running hold, are below the request's estimate."""
+
+    status = 403
+    rc = "SharedKeyInsufficientKudos"
+
+
+class NoSharedKeyModSelected(HordeError):
+    rc = "NoSharedKeyModSelected"
+
+
 def all_return_codes() -> list[type[HordeError]]:
     """Every error class, for the docs test that keeps README_return_codes.md complete."""
     seen, stack = [], [HordeError]

@@ -15,7 +15,7 @@ from horde.accounts.models import KudosEntry, RateCount, User
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
-from horde.oai.responses.models import StoredResponse
+from horde.oai.responses.models import ServerSecret, StoredResponse
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
 from horde.text import known_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
@@ -32,6 +32,7 @@ MODELS = (
     ChatJob,
     IdempotencyKey,
     StoredResponse,
+    ServerSecret,
     TextRequest,
     TextRequestModel,
     TextJob,

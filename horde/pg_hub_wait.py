@@ -5,6 +5,10 @@ watcher and tears both down again on every wait: a statement waits at least twic
 that machinery cost about as much CPU as the rest of the driver's work for a short statement (measured at 115 to
 139 µs per `SELECT 1` from 8 greenlets, against 68 to 71 µs waiting here). gevent's own sockets keep their
 read and write watchers for their life in the same way.
+
+`wait` overrides psycopg's `Connection.wait(gen, interval, timeout)`, the signature of psycopg 3.3.6 and later
+(requirements.txt's bound): before it, a bounded wait (`notifies(timeout=...)`) was asked as `interval` alone,
+which a wait on the hub would have ignored, waiting for ever.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ class HubWaitConnection(psycopg.Connection):
     _watchers: dict[tuple[int, int], Any] | None = None
 
     def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
-        if timeout is not None:  # psycopg's cancel path bounds its wait; it is rare, so it keeps psycopg's own
+        """`interval` is how often psycopg's own loops wake to look again; the hub wakes on readiness instead."""
+        if timeout is not None:  # a bounded wait (notifies(timeout=...)) is rare: psycopg's own, deadline included
             return super().wait(gen, interval=interval, timeout=timeout)
         fileno = self.pgconn.socket
         try:

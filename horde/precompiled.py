@@ -13,11 +13,15 @@ good share of the table", which walks the whole table for the few waiting reques
 belongs to one statement object, so its constants are those of every run.
 
 What stays the same as `Connection.execute`: the statement runs in the connection's transaction (begun on
-first use as SQLAlchemy would begin it), listeners of `before_cursor_execute` hear it (tests count statements
-that way), and a driver's error becomes SQLAlchemy's DBAPIError, invalidating the connection when the driver
-says it was lost. A list expanded into an IN gets a plan per length of its list. A statement this module
-cannot compile once (a literal rendered into the SQL on every run, a Python default that wants SQLAlchemy's
-execution context, a column name that cannot be an attribute) runs through `Connection.execute` instead.
+first use as SQLAlchemy would begin it); listeners of `before_cursor_execute`, `after_cursor_execute` and
+`handle_error` hear it with the arguments SQLAlchemy gives them (no execution context: None, as SQLAlchemy's
+own `Connection._cursor_execute` gives), so that tests count statements and tracing pairs them; and a failure
+is handled by the Connection: a driver's error becomes SQLAlchemy's DBAPIError, and the connection is
+invalidated when the driver says it was lost or the statement was interrupted. (The dialect's `do_execute`
+events are not heard: the driver's cursor is called directly.) A list expanded into an IN gets a plan per
+length of its list. A statement this module cannot compile once (a literal rendered into the SQL on every run,
+a Python default that wants SQLAlchemy's execution context, a column name that cannot be an attribute) runs
+through `Connection.execute` instead.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any, cast
 
 from sqlalchemy import Boolean, Connection, Executable, Integer, String
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError, InvalidRequestError, MultipleResultsFound, NoResultFound
+from sqlalchemy.exc import InvalidRequestError, MultipleResultsFound, NoResultFound
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import BindParameter
 
@@ -308,28 +312,40 @@ def _planned(statement: Executable, dialect: Dialect, given: Mapping[str, Any], 
 
 
 def _run(connection: Connection, plan: _Plan, parameters: Any, *, many: bool) -> Rows:
+    """The statement on a cursor of the connection's DBAPI connection, as SQLAlchemy's own `_cursor_execute` runs
+    a statement without an execution context: the cursor events (before, after, handle_error) when listeners are
+    registered, a failure handled by the Connection (wrapped, the connection invalidated when it was lost)."""
     if not connection.in_transaction():
         connection.begin()  # what Connection.execute's autobegin does: on SQLite, the engine's BEGIN
     dbapi_connection = connection.connection.dbapi_connection
-    cursor = dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor: Any = dbapi_connection.cursor()  # type: ignore[union-attr]
+    sql = plan.sql
+    # SQLAlchemy's own test for listeners of a connection's events costs a tenth of asking for each event's; an
+    # engine with listeners of other events (SQLite's `begin`) asks for the two cursor events' then.
+    dispatch = connection.dispatch if connection._has_events or connection.engine._has_events else None
     try:
-        heard = connection.dispatch.before_cursor_execute
-        if heard:
-            heard(connection, cursor, plan.sql, parameters, None, many)
+        if dispatch is not None and dispatch.before_cursor_execute:
+            for listener in dispatch.before_cursor_execute:  # a listener with retval=True may rewrite the statement
+                sql, parameters = listener(connection, cursor, sql, parameters, None, many)
         if many:
-            cursor.executemany(plan.sql, parameters)
+            cursor.executemany(sql, parameters)
         else:
-            cursor.execute(plan.sql, parameters)
-        rows = _fetched(cursor, plan) if plan.result else []
-        return Rows(rows, cursor.rowcount)
-    except connection.dialect.loaded_dbapi.Error as exc:
-        raise _wrapped(connection, exc, plan.sql, parameters, cursor) from exc
+            cursor.execute(sql, parameters)
+        if dispatch is not None and dispatch.after_cursor_execute:
+            dispatch.after_cursor_execute(connection, cursor, sql, parameters, None, many)
+        fetched = cursor.fetchall() if plan.result else []
+        rowcount = cursor.rowcount
+    except BaseException as exc:  # a greenlet killed mid-statement too: its connection is in an unknown state
+        # Fires handle_error, closes the cursor, raises SQLAlchemy's error (or a listener's), invalidates a
+        # connection that was lost or interrupted: what Connection.execute does with a failure of its cursor.
+        connection._handle_dbapi_exception(exc, sql, parameters, cursor, None)
+    try:  # the result's conversions are Python's work, not the driver's: their errors are raised as they are
+        return Rows(_converted(fetched, cursor, plan) if fetched else fetched, rowcount)
     finally:
         cursor.close()
 
 
-def _fetched(cursor: Any, plan: _Plan) -> list[Any]:
-    rows = cursor.fetchall()
+def _converted(rows: list[Any], cursor: Any, plan: _Plan) -> list[Any]:
     converters = plan.converters
     if converters is None:
         converters = plan.converters = _converters(cursor, plan)
@@ -356,13 +372,3 @@ def _converters(cursor: Any, plan: _Plan) -> list[tuple[int, Callable[[Any], Any
         if convert is not None:
             converters.append((i, convert))
     return converters
-
-
-def _wrapped(connection: Connection, exc: Any, sql: str, parameters: Any, cursor: Any) -> Exception:
-    dialect = connection.dialect
-    lost = dialect.is_disconnect(exc, connection.connection.dbapi_connection, cursor)
-    if lost:
-        connection.invalidate(exc)
-    return DBAPIError.instance(
-        sql, parameters, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost, dialect=dialect
-    )

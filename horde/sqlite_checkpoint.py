@@ -29,15 +29,20 @@ def run_checkpoints(path: str, interval_s: float = CHECKPOINT_INTERVAL_S) -> Non
     """Checkpoint the database file at `path` every `interval_s` until killed, on a connection of its own."""
     connection = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
     threads = gevent.get_hub().threadpool
+    running = None
     try:
         while True:
             gevent.sleep(interval_s)
+            running = threads.spawn(checkpoint, connection)
             try:
-                threads.apply(checkpoint, (connection,))
+                running.get()
             except sqlite3.Error:
                 log.warning("checkpointing the SQLite database failed; the next checkpoint tries again", exc_info=True)
     finally:
-        connection.close()
+        if running is None or running.ready():
+            connection.close()
+        else:  # killed while a thread still checkpoints on it: closing it under that thread crashes the process
+            running.rawlink(lambda _: connection.close())
 
 
 def start_checkpoints(path: str | None) -> gevent.Greenlet | None:

@@ -86,7 +86,7 @@ def main(argv=None) -> int:
             stderr=subprocess.STDOUT,
         )
         wait_for(
-            lambda: any(stat["name"] == MODEL for stat in requests.get(URL + "/api/v2/status/models").json()),
+            lambda: any(stat["name"] == MODEL for stat in requests.get(URL + "/api/v2/status/models?type=chat").json()),
             "the worker",
         )
         client = OpenAI(base_url=URL + "/v1", api_key=key, default_headers={"X-Title": "horde-demo"})

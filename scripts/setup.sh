@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Create .venv, install the project's requirements into it and the project itself, editable (idempotent).
+# Create .venv, install a requirements file into it (requirements.txt unless given) at the versions of
+# requirements-lock.txt, and the project itself, editable (idempotent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r "${1:-requirements.txt}"
+# The lock constrains the install: what the requirements pull in comes at the tested versions, nothing more.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r "${1:-requirements.txt}" -c requirements-lock.txt
 # The editable install points at this tree, so it is made once per venv (bench/ and tests import the project).
 if ! .venv/bin/python -m pip show --quiet horde >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .

@@ -47,6 +47,14 @@ CREATE TABLE served_totals (
 );
 
 
+CREATE TABLE server_secrets (
+	name VARCHAR(64) NOT NULL, 
+	value VARCHAR(128) NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+
 CREATE TABLE users (
 	id SERIAL NOT NULL, 
 	username VARCHAR(100) NOT NULL, 
@@ -55,6 +63,14 @@ CREATE TABLE users (
 	trusted BOOLEAN NOT NULL, 
 	anonymous BOOLEAN NOT NULL, 
 	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	kudos_accumulated INTEGER DEFAULT 0 NOT NULL, 
+	kudos_gifted INTEGER DEFAULT 0 NOT NULL, 
+	kudos_received INTEGER DEFAULT 0 NOT NULL, 
+	kudos_admin INTEGER DEFAULT 0 NOT NULL, 
+	requested_generations INTEGER DEFAULT 0 NOT NULL, 
+	requested_tokens BIGINT DEFAULT 0 NOT NULL, 
+	fulfilled_generations INTEGER DEFAULT 0 NOT NULL, 
+	fulfilled_tokens BIGINT DEFAULT 0 NOT NULL, 
 	PRIMARY KEY (id), 
 	UNIQUE (username)
 );
@@ -64,6 +80,7 @@ CREATE UNIQUE INDEX ix_users_api_key_hash ON users (api_key_hash);
 CREATE TABLE chat_requests (
 	id VARCHAR(36) NOT NULL, 
 	user_id INTEGER NOT NULL, 
+	shared_key_id VARCHAR(36), 
 	state VARCHAR(16) NOT NULL, 
 	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	finished_at TIMESTAMP WITHOUT TIME ZONE, 
@@ -111,6 +128,7 @@ CREATE INDEX ix_chat_requests_conversation ON chat_requests (conversation_key, c
 CREATE INDEX ix_chat_requests_done_finished ON chat_requests (state, finished_at) WHERE state = 'done';
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_chat_requests_reserved ON chat_requests (state, reserved_worker_id, priority_class, priority DESC, created_at, id) WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
+CREATE INDEX ix_chat_requests_shared_key ON chat_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
 
 CREATE TABLE idempotency_keys (
@@ -142,6 +160,23 @@ CREATE TABLE kudos_ledger (
 CREATE INDEX ix_kudos_ledger_request_id ON kudos_ledger (request_id);
 CREATE INDEX ix_kudos_ledger_user_id ON kudos_ledger (user_id);
 
+CREATE TABLE shared_keys (
+	id VARCHAR(36) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	name VARCHAR(255), 
+	kudos_limit BIGINT NOT NULL, 
+	utilized BIGINT NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE, 
+	max_image_pixels INTEGER NOT NULL, 
+	max_image_steps INTEGER NOT NULL, 
+	max_text_tokens INTEGER NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(user_id) REFERENCES users (id)
+);
+
+CREATE INDEX ix_shared_keys_user_id ON shared_keys (user_id);
+
 CREATE TABLE stored_responses (
 	id VARCHAR(64) NOT NULL, 
 	user_id INTEGER NOT NULL, 
@@ -160,6 +195,7 @@ CREATE INDEX ix_stored_responses_user_id ON stored_responses (user_id);
 CREATE TABLE text_requests (
 	id VARCHAR(36) NOT NULL, 
 	user_id INTEGER NOT NULL, 
+	shared_key_id VARCHAR(36), 
 	state VARCHAR(16) NOT NULL, 
 	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	finished_at TIMESTAMP WITHOUT TIME ZONE, 
@@ -201,6 +237,7 @@ CREATE TABLE text_requests (
 
 CREATE INDEX ix_text_requests_body_hash ON text_requests (body_hash);
 CREATE INDEX ix_text_requests_queue ON text_requests (state, priority_class, priority DESC, created_at, id);
+CREATE INDEX ix_text_requests_shared_key ON text_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
 CREATE INDEX ix_text_requests_user_created ON text_requests (user_id, created_at);
 
 CREATE TABLE workers (
@@ -224,6 +261,10 @@ CREATE TABLE workers (
 	nsfw BOOLEAN NOT NULL, 
 	require_upfront_kudos BOOLEAN NOT NULL, 
 	text_pop_at TIMESTAMP WITHOUT TIME ZONE, 
+	maintenance BOOLEAN NOT NULL, 
+	maintenance_msg VARCHAR(300), 
+	info VARCHAR(1000), 
+	deleted_at TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (id), 
 	UNIQUE (name), 
 	FOREIGN KEY(owner_id) REFERENCES users (id)

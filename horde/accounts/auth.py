@@ -1,7 +1,8 @@
 """Who is calling: the user owning an API key, for every route of both APIs.
 
 A known key is read without a write transaction; only the first anonymous call on a fresh database (which
-creates the anonymous user) or a bad key (refused with 401) opens one.
+creates the anonymous user) or a bad key (refused with 401) opens one. A shared key's id is a key too
+(horde/accounts/shared_keys.py): its caller is the key's owner, with the key named in the identity.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from horde.accounts import service as accounts
+from horde.accounts import shared_keys
 from horde.accounts.identity import Identity
 from horde.ops.request_context import note
 
@@ -23,12 +25,16 @@ def authenticate(runtime: Runtime, api_key: str | None) -> Identity:
     if identity is not None:
         note(user=identity.id)
         return identity
+    shared_key_id = None
     with runtime.db.read() as session:
         user = accounts.find_user(session, api_key)
+        if user is None:
+            user = shared_keys.owner_of(session, api_key)
+            shared_key_id = shared_keys.canonical_id(api_key) if user is not None else None
     if user is None:
         with runtime.db.transaction() as session:  # first anonymous call on a fresh database, or a bad key
             user = accounts.authenticate(session, api_key)
-    identity = Identity.of(user)
+    identity = Identity.of(user, shared_key_id)
     runtime.identities.put(cache_key, identity)
     note(user=identity.id)
     return identity

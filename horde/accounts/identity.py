@@ -29,10 +29,19 @@ class Identity:
     username: str
     trusted: bool
     anonymous: bool
+    #: The caller sent one of this user's shared keys (horde/accounts/shared_keys.py): its requests are the user's,
+    #: within the key's limits, which admission reads afresh (a key's limits and life are never cached here).
+    shared_key_id: str | None = None
 
     @classmethod
-    def of(cls, user: User) -> Identity:
-        return cls(id=user.id, username=user.username, trusted=bool(user.trusted), anonymous=bool(user.anonymous))
+    def of(cls, user: User, shared_key_id: str | None = None) -> Identity:
+        return cls(
+            id=user.id,
+            username=user.username,
+            trusted=bool(user.trusted),
+            anonymous=bool(user.anonymous),
+            shared_key_id=shared_key_id,
+        )
 
 
 class IdentityCache:

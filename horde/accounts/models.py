@@ -1,10 +1,10 @@
-"""Account tables: users, the kudos ledger that explains every balance, and the callers' rate counts."""
+"""Account tables: users, the kudos ledger that explains every balance, the callers' rate counts, shared keys."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, Integer, String
+from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.database import Base
@@ -23,8 +23,26 @@ class User(Base):
     anonymous: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
-    def to_public(self) -> dict:
-        return {"id": self.id, "username": self.username, "kudos": self.kudos, "trusted": self.trusted}
+    # Running totals for the AI Horde's user details (kudos_details, records), added to by the same statement that
+    # moves the balance and writes the ledger entry (horde/accounts/moves.py): a read costs one row, however long
+    # the user's history. Each kudos_* column is the sum of this user's ledger entries of its kinds. A database
+    # default too: rows written before these columns existed (sql/0011_*) and by other tools start at zero.
+    kudos_accumulated: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))  # charge and reward
+    kudos_gifted: Mapped[int] = mapped_column(
+        Integer, default=0, server_default=text("0")
+    )  # gifted (sent to other users, negative)
+    kudos_received: Mapped[int] = mapped_column(
+        Integer, default=0, server_default=text("0")
+    )  # received (from other users)
+    kudos_admin: Mapped[int] = mapped_column(
+        Integer, default=0, server_default=text("0")
+    )  # grant and adjustment (the operator's)
+    #: Generations served to this user's requests (a chat request, or one of a text request's n) and their tokens.
+    requested_generations: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    requested_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    #: Generations this user's workers served, and their tokens.
+    fulfilled_generations: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    fulfilled_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
 
 
 class KudosEntry(Base):
@@ -35,7 +53,7 @@ class KudosEntry(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     amount: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(16))  # grant | adjustment | charge | reward
+    kind: Mapped[str] = mapped_column(String(16))  # a horde.accounts.moves.Kind
     request_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
@@ -54,3 +72,31 @@ class RateCount(Base):
     #: Seconds since the Unix epoch (UTC) of the admissions counted here.
     epoch_second: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     admitted: Mapped[int] = mapped_column(Integer)
+
+
+class SharedKey(Base):
+    """A key that lends its owner's kudos (the AI Horde's shared keys): a request sent with it is the owner's,
+    within the key's limits (horde/accounts/shared_keys.py).
+
+    The id is the key itself, kept as it is (as the AI Horde keeps it): its owner reads it back in
+    `sharedkey_ids`. Requests name the key they were paid with (`shared_key_id`) without a foreign key, so a key
+    deleted while its requests run leaves them to finish, charged to the owner alone."""
+
+    __tablename__ = "shared_keys"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    name: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    #: The most kudos requests paid with the key may cost in all; -1: no limit (the AI Horde's `kudos`). Not named
+    #: `kudos`: SQLAlchemy adds a SET of every column named like a bound parameter to an UPDATE, and the settling
+    #: statements that update this table bind a `kudos` of their own.
+    kudos_limit: Mapped[int] = mapped_column(BigInteger)
+    #: Kudos charged so far to requests paid with the key.
+    utilized: Mapped[int] = mapped_column(BigInteger, default=0)
+    expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    max_image_pixels: Mapped[int] = mapped_column(Integer, default=-1)
+    max_image_steps: Mapped[int] = mapped_column(Integer, default=-1)
+    #: The most tokens a request paid with the key may ask for (a text request's max_length, a chat request's
+    #: max_tokens); -1: no limit.
+    max_text_tokens: Mapped[int] = mapped_column(Integer, default=-1)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import (
     CTE,
+    Boolean,
     ColumnElement,
     DateTime,
     Integer,
@@ -23,8 +24,10 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from horde import errors, precompiled
+from horde.accounts import moves
 from horde.accounts.keys import ANONYMOUS_API_KEY, ANONYMOUS_USERNAME, hash_api_key, new_api_key
-from horde.accounts.models import KudosEntry, User
+from horde.accounts.models import KudosEntry, SharedKey, User
+from horde.accounts.moves import Kind, Move
 from horde.database import is_postgresql, table_of
 from horde.timeutil import utcnow
 
@@ -88,74 +91,115 @@ def move_kudos(session: Session, user: User, amount: int, *, kind: str, request_
     """The only way a balance changes: one ledger entry and the same amount added in SQL, in one transaction.
 
     The addition happens in the database (`kudos = kudos + amount`), never from a value read earlier, so
-    concurrent moves on one user all count and the balance stays the sum of its entries.
+    concurrent moves on one user all count and the balance stays the sum of its entries. The same statement adds
+    to the user's running totals (horde/accounts/moves.py).
     """
     if amount == 0:
         return
     session.add(KudosEntry(user_id=user.id, amount=amount, kind=kind, request_id=request_id))
+    added = moves.deltas(Move(user.id, amount, kind))
     balance = session.execute(
-        update(User).where(User.id == user.id).values(kudos=User.kudos + amount).returning(User.kudos),
+        update(User)
+        .where(User.id == user.id)
+        .values({column: getattr(User, column) + value for column, value in added.items()})
+        .returning(User.kudos),
         execution_options={"synchronize_session": False},
     ).scalar_one()
     set_committed_value(user, "kudos", balance)
 
 
-_USERS, _LEDGER = table_of(User), table_of(KudosEntry)
+_USERS, _LEDGER, _SHARED_KEYS = table_of(User), table_of(KudosEntry), table_of(SharedKey)
+#: The users' columns a move adds to: the balance and its running totals.
+_ADDED_COLUMNS = ("kudos", *moves.TOTALS)
+
+
+def _added(prefix: str) -> dict[str, ColumnElement[Any]]:
+    """SET clauses adding bind parameter `{prefix}{column}` to each of _ADDED_COLUMNS."""
+    return {
+        column: _USERS.c[column] + bindparam(f"{prefix}{column}", type_=_USERS.c[column].type)
+        for column in _ADDED_COLUMNS
+    }
+
+
+def _added_params(prefix: str, added: dict[str, int]) -> dict[str, int]:
+    return {f"{prefix}{column}": value for column, value in added.items()}
+
+
 #: Built once (memoized cache keys): settlement runs on every submitted reply.
-_ADD_TO_BALANCE = (
-    update(_USERS).where(_USERS.c.id == bindparam("user")).values(kudos=_USERS.c.kudos + bindparam("moved"))
-)
+_ADD_TO_BALANCE = update(_USERS).where(_USERS.c.id == bindparam("user")).values(_added("add_"))
 _RECORD = insert(_LEDGER)
 #: PostgreSQL: one move in one statement, the ledger entry written by a data-modifying WITH.
 _MOVE_WITH_ITS_ENTRY = _ADD_TO_BALANCE.add_cte(
     insert(_LEDGER)
     .values(
         user_id=bindparam("user"),
-        amount=bindparam("moved"),
+        amount=bindparam("add_kudos"),
         kind=bindparam("kind"),
         request_id=bindparam("request"),
         created_at=bindparam("at"),
     )
     .cte("entry")
 )
+#: A request paid with a shared key: its charge added to what the key has utilized (the admission held it,
+#: horde/accounts/shared_keys.py).
+_USE_SHARED_KEY = (
+    update(_SHARED_KEYS)
+    .where(_SHARED_KEYS.c.id == bindparam("shared_key", type_=String))
+    .values(utilized=_SHARED_KEYS.c.utilized + bindparam("key_charge", type_=Integer))
+)
 
 
-def transfer(session: Session, moves: list[tuple[int, int, str]], *, request_id: str) -> None:
-    """Move kudos for a request: each (user id, amount, kind) adds `amount` in SQL, with its ledger entry, in
-    the caller's transaction. The users are updated in id order, so two transfers never wait on each other
-    crosswise; zero amounts are skipped, as in move_kudos."""
-    moves = sorted(move for move in moves if move[1])
-    if not moves:
+def transfer(
+    session: Session, moves_made: list[Move] | list[tuple], *, request_id: str, shared_key_id: str | None = None
+) -> None:
+    """Move kudos for a request: each Move (user id, amount, kind, tokens) adds `amount` in SQL, with its ledger
+    entry and the user's running totals, in the caller's transaction; with `shared_key_id`, the charge is also
+    added to what that key has utilized. The users are updated in id order, so two transfers never wait on each
+    other crosswise; zero amounts are skipped, as in move_kudos."""
+    made = sorted(Move(*move) for move in moves_made if move[1])
+    if not made:
         return
     connection, now = session.connection(), utcnow()
-    params = [
-        {"user": user_id, "moved": amount, "kind": kind, "request": request_id, "at": now}
-        for user_id, amount, kind in moves
-    ]
     if is_postgresql(session):
-        if len(moves) == 2:  # a charge and its reward: one statement, one round trip
-            precompiled.execute(connection, _PAIRED_TRANSFER, paired_transfer_params(moves, request_id=request_id))
+        if len(made) == 2:  # a charge and its reward: one statement, one round trip
+            statement = _PAIRED_TRANSFER_WITH_KEY if shared_key_id else _PAIRED_TRANSFER
+            params = paired_transfer_params(made, request_id=request_id, shared_key_id=shared_key_id)
+            precompiled.execute(connection, statement, params)
             return
-        for move in params:  # a statement per move, in id order: one round trip each
-            precompiled.execute(connection, _MOVE_WITH_ITS_ENTRY, move)
-        return
-    # SQLite: in-process, so fewer calls matter more than statements
-    precompiled.execute_many(connection, _ADD_TO_BALANCE, params)
-    precompiled.execute_many(
-        connection,
-        _RECORD,
-        [
-            {"user_id": user_id, "amount": amount, "kind": kind, "request_id": request_id, "created_at": now}
-            for user_id, amount, kind in moves
-        ],
-    )
+        for move in made:  # a statement per move, in id order: one round trip each
+            params = {"user": move.user_id, "kind": move.kind, "request": request_id, "at": now}
+            precompiled.execute(connection, _MOVE_WITH_ITS_ENTRY, params | _added_params("add_", moves.deltas(move)))
+    else:  # SQLite: in-process, so fewer calls matter more than statements
+        precompiled.execute_many(
+            connection,
+            _ADD_TO_BALANCE,
+            [{"user": move.user_id} | _added_params("add_", moves.deltas(move)) for move in made],
+        )
+        precompiled.execute_many(
+            connection,
+            _RECORD,
+            [
+                {"user_id": move.user_id, "amount": move.amount, "kind": move.kind, "request_id": request_id}
+                | {"created_at": now}
+                for move in made
+            ],
+        )
+    if shared_key_id:
+        precompiled.execute(connection, _USE_SHARED_KEY, {"shared_key": shared_key_id, "key_charge": _charge(made)})
 
 
-def paired_transfer_ctes(condition: ColumnElement[bool]) -> list[CTE]:
+def _charge(made: list[Move]) -> int:
+    """What the requester paid of `made`: the kudos a shared key utilizes."""
+    return -sum(move.amount for move in made if move.kind == Kind.CHARGE)
+
+
+def paired_transfer_ctes(condition: ColumnElement[bool], *, shared_key: bool = False) -> list[CTE]:
     """PostgreSQL: a charge and its reward (two moves) as data-modifying WITH clauses that run only when
     `condition` holds, for a caller that settles in the same statement as its own compare-and-set. Bind
-    them with paired_transfer_params. Like transfer: each balance changes by addition in SQL, with its
-    entries, users in id order (the clauses run in the order listed), zero amounts skipped."""
+    them with paired_transfer_params. Like transfer: each balance and its totals change by addition in SQL,
+    with its entries, users in id order (the clauses run in the order listed), zero amounts skipped; with
+    `shared_key`, the charge is added to what the key (bind parameter `shared_key`) has utilized, last (the lock
+    order of every settlement: users, then the key)."""
     entries = [
         select(
             bindparam(f"entry{n}_user", type_=Integer),
@@ -169,35 +213,68 @@ def paired_transfer_ctes(condition: ColumnElement[bool]) -> list[CTE]:
     columns = ["user_id", "amount", "kind", "request_id", "created_at"]
     ctes = [insert(_LEDGER).from_select(columns, union_all(*entries)).cte("paired_entries")]
     for n in (1, 2):
-        moved = bindparam(f"balance{n}_moved", type_=Integer)
+        changes = bindparam(f"balance{n}_changes", type_=Boolean)
         add = (
             update(_USERS)
-            .where(_USERS.c.id == bindparam(f"balance{n}_user", type_=Integer), moved != 0, condition)
-            .values(kudos=_USERS.c.kudos + moved)
+            .where(_USERS.c.id == bindparam(f"balance{n}_user", type_=Integer), changes, condition)
+            .values(_added(f"balance{n}_"))
         )
         ctes.append(add.cte(f"paired_balance{n}"))
+    if shared_key:
+        ctes.append(_USE_SHARED_KEY.where(condition).cte("shared_key_used"))
     return ctes
 
 
 #: PostgreSQL: two moves (paired_transfer_ctes) as a statement of their own, for transfer.
 _PAIRED_TRANSFER = select(literal(1)).add_cte(*paired_transfer_ctes(true()))
+_PAIRED_TRANSFER_WITH_KEY = select(literal(1)).add_cte(*paired_transfer_ctes(true(), shared_key=True))
 
 
-def paired_transfer_params(moves: list[tuple[int, int, str]], *, request_id: str) -> dict[str, Any]:
-    """The bind parameters of paired_transfer_ctes for two (user id, amount, kind) moves; a user on both sides
-    gets both entries and one change of the net amount (a row changes once per statement)."""
-    if len(moves) != 2:
+def paired_transfer_params(
+    moves_made: list[Move] | list[tuple], *, request_id: str, shared_key_id: str | None = None
+) -> dict[str, Any]:
+    """The bind parameters of paired_transfer_ctes for two Moves; a user on both sides gets both entries and one
+    change of the net amounts (a row changes once per statement). With `shared_key_id`, those of its shared-key
+    clause too."""
+    made = [Move(*move) for move in moves_made]
+    if len(made) != 2:
         raise ValueError("a paired transfer moves kudos twice: a charge and its reward")
     params: dict[str, Any] = {"request": request_id, "at": utcnow()}
-    for n, (user_id, amount, kind) in enumerate(moves, start=1):
-        params |= {f"entry{n}_user": user_id, f"entry{n}_amount": amount, f"entry{n}_kind": kind}
-    net: dict[int, int] = {}
-    for user_id, amount, _ in moves:
-        net[user_id] = net.get(user_id, 0) + amount
-    balances = sorted(net.items()) + [(moves[0][0], 0)]  # a user on both sides: the second change is none
-    for n, (user_id, amount) in enumerate(balances[:2], start=1):
-        params |= {f"balance{n}_user": user_id, f"balance{n}_moved": amount}
+    for n, move in enumerate(made, start=1):
+        params |= {f"entry{n}_user": move.user_id, f"entry{n}_amount": move.amount, f"entry{n}_kind": move.kind}
+    net = list(moves.net_by_user([move for move in made if move.amount]).items())
+    net += [(made[0].user_id, dict.fromkeys(_ADDED_COLUMNS, 0))] * (2 - len(net))  # a second change of none
+    for n, (user_id, added) in enumerate(net, start=1):
+        params |= {f"balance{n}_user": user_id, f"balance{n}_changes": any(added.values())}
+        params |= _added_params(f"balance{n}_", added)
+    if shared_key_id:
+        params |= {"shared_key": shared_key_id, "key_charge": _charge(made)}
     return params
+
+
+#: A user's gift (POST /kudos/transfer) taken from the sender only while its balance holds it: a compare-and-set.
+_TAKE_WITHIN_BALANCE = _ADD_TO_BALANCE.where(_USERS.c.kudos >= bindparam("at_least", type_=Integer))
+
+
+def gift(session: Session, sender_id: int, recipient_id: int, amount: int) -> None:
+    """Move `amount` kudos from one user to another, with an entry each side (gifted, received), in the caller's
+    transaction: the sender's balance is taken from only while it holds `amount` (compare-and-set in SQL, so
+    concurrent gifts never take it below zero), and the two rows are updated in id order, so crossing gifts
+    never wait on each other crosswise. KudosTransferNotEnough when the sender holds less: raised within the
+    caller's transaction, which then rolls back whatever this wrote."""
+    connection, now = session.connection(), utcnow()
+    sent, received = Move(sender_id, -amount, Kind.GIFTED), Move(recipient_id, amount, Kind.RECEIVED)
+    for move in sorted((sent, received)):
+        params = {"user": move.user_id} | _added_params("add_", moves.deltas(move))
+        if move is not sent:
+            precompiled.execute(connection, _ADD_TO_BALANCE, params)
+        elif precompiled.execute(connection, _TAKE_WITHIN_BALANCE, params | {"at_least": amount}).rowcount != 1:
+            raise errors.KudosTransferNotEnough("Not enough kudos.")
+    entries = [
+        {"user_id": move.user_id, "amount": move.amount, "kind": move.kind, "request_id": None, "created_at": now}
+        for move in (sent, received)
+    ]
+    precompiled.execute_many(connection, _RECORD, entries)
 
 
 def locked_balance(session: Session, user_id: int, *, lock: bool) -> int:

@@ -26,19 +26,11 @@ from horde.bridge.backends.probe_checks import probe_server
 from horde.bridge.backends.scripted import ScriptedBackend
 from horde.bridge.client import HordeClient
 from horde.bridge.context import PROGRESS_INTERVAL_S
-from horde.bridge.declarations import (
-    FEATURES,
-    GUARANTEES,
-    MAX_LENGTH_MAX_TOKENS,
-    POP_WAIT_MAX_S,
-    THREADS_MAX,
-    Declarations,
-    narrow,
-    parse_name_list,
-)
+from horde.bridge.declarations import Declarations, narrow, parse_name_list
 from horde.bridge.loop import MAIN_POLL_S, POP_WAIT_DEFAULT_S, SHUTDOWN_GRACE_S, WorkerLoop
 from horde.bridge.rules import DEFAULT_RULES, RulesError, load_rules
 from horde.bridge.text_loop import TextLoop
+from horde.protocol import FEATURES, GUARANTEES, MAX_LENGTH_MAX_TOKENS, POP_WAIT_MAX_S, THREADS_MAX
 
 log = logging.getLogger("horde.bridge")
 

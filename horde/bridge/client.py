@@ -28,6 +28,8 @@ POP_TIMEOUT_MARGIN_S = 15.0
 BACKOFF_FIRST_S = 0.5
 #: rcs that mean the job is gone for this worker: drop it, never retry.
 JOB_GONE_RCS = ("AbortedGen", "DuplicateGen", "JobNotFound")
+#: The AI Horde's answer to a pop of a worker its owner put in maintenance (PUT /workers/{id}).
+MAINTENANCE_RC = "WorkerMaintenance"
 
 
 class HordeError(Exception):
@@ -39,7 +41,8 @@ class HordeError(Exception):
 
     @property
     def transient(self) -> bool:
-        return self.status == 429 or self.status >= 500
+        """Worth asking again later: a rate limit, a server error, or the owner's maintenance (which ends)."""
+        return self.status == 429 or self.status >= 500 or self.rc == MAINTENANCE_RC
 
 
 class FatalHordeError(HordeError):

@@ -1,36 +1,15 @@
 """What a worker tells the Horde on every pop: models, limits, features and guarantees.
 
-The names are the native contract's (docs/reference/chat_requests.md). A worker declares
-only what its backend really does; the Horde routes requests by these declarations.
+The names and bounds are the worker protocol's (horde/protocol.py, which the server reads too). A worker
+declares only what its backend really does; the Horde routes requests by these declarations.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from horde import protocol
 from horde.bridge import BRIDGE_AGENT
-
-FEATURES = (
-    "tools",
-    "json_object",
-    "json_schema",
-    "tools_with_response_format",
-    "vision",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "reasoning_effort",
-    "progress",
-)
-GUARANTEES = ("tool_choice", "schema_adherence", "prompt_fit")
-
-MAX_LENGTH_MIN_TOKENS = 16
-MAX_LENGTH_MAX_TOKENS = 16384
-THREADS_MIN = 1
-THREADS_MAX = 50
-POP_WAIT_MAX_S = 30
-MODELS_MAX = 100
-NAME_MAX_CHARS = 100
 
 
 @dataclass
@@ -51,18 +30,22 @@ class Declarations:
 
     def validate(self) -> None:
         """Refuse at start what the Horde would refuse on every pop."""
-        if not 1 <= len(self.name) <= NAME_MAX_CHARS:
-            raise ValueError(f"the worker name must have 1 to {NAME_MAX_CHARS} characters")
-        if not 1 <= len(self.models) <= MODELS_MAX:
-            raise ValueError(f"a worker serves 1 to {MODELS_MAX} models")
-        if not MAX_LENGTH_MIN_TOKENS <= self.max_length <= MAX_LENGTH_MAX_TOKENS:
-            raise ValueError(f"max_length must be {MAX_LENGTH_MIN_TOKENS} to {MAX_LENGTH_MAX_TOKENS} tokens")
-        if self.max_context_length < self.max_length:
-            raise ValueError("max_context_length must be at least max_length")
-        if not THREADS_MIN <= self.threads <= THREADS_MAX:
-            raise ValueError(f"threads must be {THREADS_MIN} to {THREADS_MAX}")
-        check_names(self.features, FEATURES, "feature")
-        check_names(self.guarantees, GUARANTEES, "guarantee")
+        if not 1 <= len(self.name) <= protocol.NAME_MAX_CHARS:
+            raise ValueError(f"the worker name must have 1 to {protocol.NAME_MAX_CHARS} characters")
+        if not 1 <= len(self.models) <= protocol.MODELS_MAX:
+            raise ValueError(f"a worker serves 1 to {protocol.MODELS_MAX} models")
+        if not protocol.MAX_LENGTH_MIN_TOKENS <= self.max_length <= protocol.MAX_LENGTH_MAX_TOKENS:
+            raise ValueError(
+                f"max_length must be {protocol.MAX_LENGTH_MIN_TOKENS} to {protocol.MAX_LENGTH_MAX_TOKENS} tokens"
+            )
+        if self.max_context_length < max(self.max_length, protocol.MAX_CONTEXT_LENGTH_MIN_TOKENS):
+            raise ValueError(
+                f"max_context_length must be at least max_length and {protocol.MAX_CONTEXT_LENGTH_MIN_TOKENS}"
+            )
+        if not protocol.THREADS_MIN <= self.threads <= protocol.THREADS_MAX:
+            raise ValueError(f"threads must be {protocol.THREADS_MIN} to {protocol.THREADS_MAX}")
+        check_names(self.features, protocol.FEATURES, "feature")
+        check_names(self.guarantees, protocol.GUARANTEES, "guarantee")
 
     def pop_body(self, wait_s: float) -> dict:
         return {

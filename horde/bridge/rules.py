@@ -3,6 +3,10 @@
 Format: `{"rules": [{"match": {...}, "reply": {...}}, ...]}`; the first rule whose
 every `match` key holds wins. Keys are checked at load time, so a typo fails the
 worker's start rather than silently never matching (examples/scripted_rules.json).
+
+A reply's `content` and `reasoning_content` are templates: `{last_user}` (the last
+user message's text), `{last_tool_output}` (the last tool message's text, so a rule
+can answer from what a client's own tool returned), `{n_images}` and `{model}`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from horde.bridge.job import FINISH_REASONS, Job
-from horde.bridge.messages import count_images, last_user_text
+from horde.bridge.messages import count_images, last_user_text, message_text
 
 MATCH_KEYS = {
     "model": str,
@@ -37,7 +41,7 @@ REPLY_KEYS = {
     "cancel_aware": bool,
 }
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
-TEMPLATE_FIELDS = ("last_user", "n_images", "model")
+TEMPLATE_FIELDS = ("last_user", "last_tool_output", "n_images", "model")
 DEFAULT_CONTENT = "Hello from the scripted worker."
 
 
@@ -132,10 +136,16 @@ def find_rule(rules: Iterable[Rule], job: Job) -> Rule | None:
     return next((rule for rule in rules if rule_matches(rule.match, job)), None)
 
 
+def last_tool_output(messages: list[dict]) -> str:
+    """The text of the last tool message (a tool's result the client sent back), "" when there is none."""
+    return next((message_text(message) for message in reversed(messages) if message.get("role") == "tool"), "")
+
+
 def fill_template(text: str, job: Job) -> str:
-    """Replace `{last_user}`, `{n_images}` and `{model}`; other braces (JSON) stay as they are."""
+    """Replace `{last_user}`, `{last_tool_output}`, `{n_images}` and `{model}`; other braces (JSON) stay as they are."""
     values = {
         "last_user": last_user_text(job.messages),
+        "last_tool_output": last_tool_output(job.messages),
         "n_images": str(count_images(job.messages)),
         "model": job.model,
     }

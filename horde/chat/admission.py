@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from horde import errors
-from horde.accounts import rate_limit
+from horde.accounts import rate_limit, shared_keys
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.chat import affinity, context, conversation, pricing, queue, request_rows, requirements
@@ -83,9 +83,12 @@ def admit(
     horde/oai/idempotency.py); `conversation_key` (horde/chat/conversation.py) too, and the request is reserved
     for the conversation's worker when that worker is eligible for it (horde/chat/affinity.py)."""
     model_param = model_param or ("model" if "model" in native else "models")
+    if user.shared_key_id is not None and "max_tokens" not in native:
+        native = _within_shared_key_tokens(session, user.shared_key_id, native)
     row = {
         "id": request_id or new_id(),
         "user_id": user.id,
+        "shared_key_id": user.shared_key_id,
         "client_agent": _storable_agent(client_agent),
         "client_address": client_address,
         "body_hash": body_hash,
@@ -218,6 +221,15 @@ def _queue_on(
     if row["conversation_key"]:
         payload[conversation.FIELD] = row["conversation_key"]  # the worker keeps a conversation on one slot
     created_at = utcnow()
+    if turn.user.shared_key_id is not None:  # last: it locks the key until the request is written
+        shared_keys.hold(
+            session,
+            turn.user.id,
+            turn.user.shared_key_id,
+            estimate=estimate,
+            tokens=requested,
+            tokens_param="max_tokens",
+        )
     return turn.insert(
         {
             **row,
@@ -253,6 +265,15 @@ def _queue_on(
         },
         eligible,
     )
+
+
+def _within_shared_key_tokens(session: Session, shared_key_id: str, native: dict) -> dict:
+    """A request paid with a shared key that limits its tokens, and that names no max_tokens: the default
+    max_tokens lowered to the key's limit (one named above it is refused, shared_keys.hold)."""
+    limit = shared_keys.text_tokens_limit(session, shared_key_id)
+    if limit == shared_keys.UNLIMITED or limit >= DEFAULT_MAX_TOKENS:
+        return native
+    return {**native, "max_tokens": max(1, limit)}
 
 
 def _need(native: dict, models: list[str]) -> Need:

@@ -9,6 +9,10 @@ from horde.config import Settings
 from horde.workers import service as workers
 from horde.workers.declarations import feature_names, guarantee_names
 
+#: An entry's `type` is the AI Horde's kind of generation, which its clients parse (text or image): a chat model
+#: generates text. Chat entries are told apart by the list they are in (/status/models?type=chat) and their fields.
+AI_HORDE_TYPE = "text"
+
 
 def model_stats(session: Session, settings: Settings, model: str | None = None) -> list[dict]:
     online = workers.online_workers(session, settings.worker_online_window_s)
@@ -29,7 +33,7 @@ def model_stats(session: Session, settings: Settings, model: str | None = None) 
         stats.append(
             {
                 "name": name,
-                "type": "chat",
+                "type": AI_HORDE_TYPE,
                 "workers": len(serving),
                 "threads": threads,
                 "queued": queued,

@@ -106,7 +106,16 @@ _TAKE = (
 _NEW_JOB = insert(_JOBS)
 _JOB_COLUMNS = ("id", "request_id", "worker_id", "model", "state", "started_at", "deadline_at")
 #: PostgreSQL: what the claim also returns of the request for its submit (Claimed.terms).
-TERMS_COLUMNS = ("user_id", "models", "required_guarantees", "prompt_tokens", "max_tokens", "n_images")
+TERMS_COLUMNS = (
+    "user_id",
+    "models",
+    "required_guarantees",
+    "prompt_tokens",
+    "max_tokens",
+    "n_images",
+    "kudos_estimate",
+    "shared_key_id",
+)
 #: PostgreSQL: the first of the request's models that the worker serves (bind parameter `worker_models`), as claim()
 #: chooses in Python on SQLite.
 _SERVED_MODEL = (

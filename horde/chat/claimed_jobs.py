@@ -36,6 +36,8 @@ class SubmitView:
     max_tokens: int
     n_images: int
     kudos_charged: int
+    kudos_estimate: int
+    shared_key_id: str | None
     attempts: int | None
     current_job_id: str
     job_id: str

@@ -16,7 +16,7 @@ from typing import Any
 from horde.cooperative import pause_every
 
 #: The longest conversation key a client may send (native `conversation_key`, `prompt_cache_key`, session ids).
-CONVERSATION_KEY_MAX_CHARS = 256
+CONVERSATION_KEY_MAX_CHARS = 1024
 #: The stored key: hex of a SHA-256 of the user's id and the client's key, cut to 128 bits.
 STORED_KEY_CHARS = 32
 #: The native field, and the worker payload's key that carries the stored (hashed) key to the worker.

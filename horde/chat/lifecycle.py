@@ -21,6 +21,7 @@ from horde import errors, precompiled
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
+from horde.accounts.moves import Kind, Move
 from horde.chat import model_rows, pricing, replies
 from horde.chat.finish import CLAIM_COLUMNS, Finish
 from horde.chat.models import (
@@ -63,6 +64,8 @@ _REQUEST_COLUMNS = (
     _REQUESTS.c.kudos_charged,
     _REQUESTS.c.attempts,
     _REQUESTS.c.current_job_id,
+    _REQUESTS.c.kudos_estimate,
+    _REQUESTS.c.shared_key_id,
 )
 _READ_REQUEST = select(*_REQUEST_COLUMNS).where(_REQUESTS.c.id == bindparam("request"))
 #: A worker's call in one round trip: its job, the job's worker's owner, and the request under its row lock.
@@ -137,7 +140,7 @@ _FAULT = (
 )
 
 
-def _submit_and_settle_statement(*, lock_first: bool):
+def _submit_and_settle_statement(*, lock_first: bool, shared_key: bool):
     """PostgreSQL: an accepted reply in one statement: the job ends (compare-and-set from processing), and only
     then the request finishes, and only then kudos move with their entries. It answers how many jobs ended and
     requests finished; nothing is written unless both are 1.
@@ -146,7 +149,8 @@ def _submit_and_settle_statement(*, lock_first: bool):
     takes that lock itself, first (the lock order of every transition: request, job, users), and only while
     the request still runs this job uncharged: the statement is a whole transaction in autocommit, and the
     rows it locks (the owner's balance, shared by every submit of the owner's workers) are held only while
-    the database runs it, never across a round trip to this process."""
+    the database runs it, never across a round trip to this process. With `shared_key`, the charge is also added
+    to what the request's shared key has utilized (accounts.paired_transfer_ctes)."""
     ready = []
     if lock_first:
         locked = (
@@ -173,11 +177,14 @@ def _submit_and_settle_statement(*, lock_first: bool):
         select(func.count()).select_from(submitted).scalar_subquery().label("ended"),
         select(func.count()).select_from(finished).scalar_subquery().label("finished"),
         *(select(finished.c[column.name]).scalar_subquery().label(column.name) for column in _CLAIM_COLUMNS),
-    ).add_cte(*ctes, *accounts.paired_transfer_ctes(exists(select(finished.c.id))))
+    ).add_cte(*ctes, *accounts.paired_transfer_ctes(exists(select(finished.c.id)), shared_key=shared_key))
 
 
-_SUBMIT_AND_SETTLE = _submit_and_settle_statement(lock_first=False)
-_LOCK_SUBMIT_AND_SETTLE = _submit_and_settle_statement(lock_first=True)
+#: By whether the request is paid with a shared key: the statements of every other request stay as they were.
+_SUBMIT_AND_SETTLE = {paid: _submit_and_settle_statement(lock_first=False, shared_key=paid) for paid in (False, True)}
+_LOCK_SUBMIT_AND_SETTLE = {
+    paid: _submit_and_settle_statement(lock_first=True, shared_key=paid) for paid in (False, True)
+}
 _DUE_JOBS = select(_JOBS.c.id, _JOBS.c.request_id).where(
     _JOBS.c.state == JOB_PROCESSING, _JOBS.c.deadline_at < bindparam("now")
 )
@@ -283,7 +290,9 @@ def submit(
     if request.kudos_charged:
         raise errors.DuplicateGen("This request was already charged.")
     kudos = replies.price(settings, request, reply)
-    accounts.transfer(session, replies.moves(request, kudos), request_id=request.id)
+    accounts.transfer(
+        session, replies.moves(request, kudos, reply), request_id=request.id, shared_key_id=request.shared_key_id
+    )
     at = utcnow()
     params = {"request": request.id, "job": request.job_id, "reply": reply, "at": at, "kudos": kudos}
     finished = precompiled.execute(session.connection(), _FINISH_RETURNING, params).first()
@@ -314,13 +323,9 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
     if request.kudos_charged or replies.violation(request, reply):
         return None
     kudos = replies.price(settings, request, reply)
-    params = accounts.paired_transfer_params(replies.moves(request, kudos), request_id=request.id) | {
-        "request": request.id,
-        "job": request.job_id,
-        "reply": reply,
-        "kudos": kudos,
-    }
-    settled = precompiled.execute(session.connection(), _LOCK_SUBMIT_AND_SETTLE, params).one()
+    params = _settlement_params(request, kudos, reply) | {"request": request.id}
+    statement = _LOCK_SUBMIT_AND_SETTLE[request.shared_key_id is not None]
+    settled = precompiled.execute(session.connection(), statement, params).one()
     if not settled.finished:
         connection = session.connection()
         if precompiled.execute(connection, _JOB_STATE, {"job": request.job_id}).scalar() != JOB_PROCESSING:
@@ -341,17 +346,21 @@ def _accept_in_one_statement(
             _refuse_ended_job(session, request.job_id)
         raise errors.DuplicateGen("This request was already charged.")
     kudos = replies.price(settings, request, reply)
-    params = accounts.paired_transfer_params(replies.moves(request, kudos), request_id=request.id) | {
-        "job": request.job_id,
-        "reply": reply,
-        "kudos": kudos,
-    }
-    settled = precompiled.execute(session.connection(), _SUBMIT_AND_SETTLE, params).one()
+    params = _settlement_params(request, kudos, reply)
+    settled = precompiled.execute(session.connection(), _SUBMIT_AND_SETTLE[request.shared_key_id is not None], params)
+    settled = settled.one()
     if not settled.ended:
         _refuse_ended_job(session, request.job_id)
     if not settled.finished:  # cannot happen under the lock; refuse (and roll back the job's end) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
     return kudos, None, _finished(request, reply, kudos, params["at"], settled)
+
+
+def _settlement_params(request: Any, kudos: int, reply: dict) -> dict[str, Any]:
+    """The bind parameters of a settling statement (_SUBMIT_AND_SETTLE, _LOCK_SUBMIT_AND_SETTLE) but the request's."""
+    moved = replies.moves(request, kudos, reply)
+    params = accounts.paired_transfer_params(moved, request_id=request.id, shared_key_id=request.shared_key_id)
+    return params | {"job": request.job_id, "reply": reply, "kudos": kudos}
 
 
 def _finished(request: Any, reply: dict, kudos: int, at: dt.datetime, claim: Any) -> Changed:
@@ -422,17 +431,18 @@ def _charge_streamed(
     """A cancelled stream pays for what reached its client, once."""
     if request.kudos_charged:
         raise errors.DuplicateGen("This request was already charged.")
+    tokens = max(1, streamed_chars // 4)
     kudos = pricing.price(
         job.model,
-        completion_tokens=max(1, streamed_chars // 4),
+        completion_tokens=tokens,
         prompt_tokens=request.prompt_tokens,
         n_images=request.n_images,
         reference_path=settings.model_reference_path,
     )
+    kudos = replies.within_shared_key(request, kudos)
     owner_id = session.get_one(Worker, job.worker_id).owner_id
-    accounts.transfer(
-        session, [(request.user_id, -kudos, "charge"), (owner_id, kudos, "reward")], request_id=request.id
-    )
+    moved = [Move(request.user_id, -kudos, Kind.CHARGE, tokens), Move(owner_id, kudos, Kind.REWARD, tokens)]
+    accounts.transfer(session, moved, request_id=request.id, shared_key_id=request.shared_key_id)
     request.kudos_charged = kudos
 
 

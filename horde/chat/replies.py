@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from horde.accounts.moves import Kind, Move
 from horde.chat import conformance, pricing
 from horde.config import Settings
 
@@ -26,18 +27,26 @@ def price(settings: Settings, request: Any, reply: dict) -> int:
     """Bill the reply (its usage and finish reason completed in place) and price it."""
     usage = reply["usage"] = _billable_usage(reply, request)
     reply["finish_reason"] = reply.get("finish_reason") or "stop"
-    return pricing.price(
+    kudos = pricing.price(
         request.job_model,
         completion_tokens=usage["completion_tokens"],
         prompt_tokens=request.prompt_tokens,
         n_images=request.n_images,
         reference_path=settings.model_reference_path,
     )
+    return within_shared_key(request, kudos)
 
 
-def moves(request: Any, kudos: int) -> list[tuple[int, int, str]]:
-    """The client pays what the worker's owner earns."""
-    return [(request.user_id, -kudos, "charge"), (request.owner_id, kudos, "reward")]
+def within_shared_key(request: Any, kudos: int) -> int:
+    """A request paid with a shared key costs at most the estimate its admission reserved of the key (priced with
+    its first model: a larger one of its models may serve it); so the key's limit holds (accounts/shared_keys.py)."""
+    return min(kudos, request.kudos_estimate) if request.shared_key_id else kudos
+
+
+def moves(request: Any, kudos: int, reply: dict) -> list[Move]:
+    """The client pays what the worker's owner earns; both count the generation and its billed tokens."""
+    tokens = reply["usage"]["completion_tokens"]
+    return [Move(request.user_id, -kudos, Kind.CHARGE, tokens), Move(request.owner_id, kudos, Kind.REWARD, tokens)]
 
 
 def _billable_usage(reply: dict, request: Any) -> dict:

@@ -17,13 +17,15 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
 from horde import precompiled
-from horde.accounts import rate_limit
+from horde.accounts import rate_limit, shared_keys
 from horde.accounts.models import User
 from horde.chat import affinity
 from horde.chat.models import (
     FINAL_STATES,
     PRIORITY_CLASS_KUDOS,
     PRIORITY_CLASS_OTHERS,
+    PROCESSING,
+    WAITING,
     ChatRequest,
     ChatRequestModel,
 )
@@ -35,6 +37,7 @@ REQUESTS = table_of(ChatRequest)
 REQUEST_MODELS = table_of(ChatRequestModel)
 USERS = table_of(User)
 WORKERS = table_of(Worker)
+shared_keys.holds_in(REQUESTS, (WAITING, PROCESSING))
 
 _READ_REQUEST = select(REQUESTS).where(REQUESTS.c.id == bindparam("request_id"))
 #: The row as a waiter follows it: the payload (the prompt, possibly large) only once the request is final.

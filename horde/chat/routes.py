@@ -17,6 +17,7 @@ from horde.chat.schemas import (
     TotalsSchema,
 )
 from horde.client_address import client_address
+from horde.ops.metrics import count_client_request
 from horde.ops.request_context import note
 from horde.request_context import api_key, json_body, runtime
 from horde.swagger import body_model
@@ -41,6 +42,7 @@ class Async(Resource):
         address = client_address(http_request.environ, hub.settings.trusted_proxy_hops)
         request = service.create(hub, user, json_body(), client_agent=agent, client_address=address)
         note(chat_request=request.id)
+        count_client_request(agent, "chat")
         return {"id": request.id, "kudos": request.kudos_estimate}, 202
 
 
@@ -69,25 +71,40 @@ status_namespace = Namespace("status", description="Horde status")
 model_status_model = body_model(status_namespace, "ModelStatus", ModelStatusSchema)
 #: /status/models?type=<kind> for the other kinds of work, registered by their packages (text: horde/text/routes.py).
 OTHER_MODEL_TYPES: dict[str, Callable[[], list[dict]]] = {}
+#: The `type` of /status/models: the AI Horde's (image is its default; this Horde has none, nor interrogation) and
+#: this Horde's own `chat`, which the AI Horde's clients never ask for (horde-sdk refuses an entry of that type).
+MODEL_TYPES = ("image", "text", "interrogation", "chat")
+AI_HORDE_DEFAULT_MODEL_TYPE = "image"
+MODEL_TYPE_PARAM = {
+    "type": {
+        "in": "query",
+        "description": "'text', 'chat' (this Horde's chat models) or 'image' (the AI Horde's default)",
+    }
+}
+
+
+def model_type(raw: str | None, default: str | None) -> str | None:
+    """The `type` query parameter of the model status, or `default`; another value is 400 BadRequest."""
+    kind = raw or default
+    if kind is not None and kind not in MODEL_TYPES:
+        raise errors.BadRequest(
+            f"Unknown model type '{kind}'; the types are {', '.join(repr(name) for name in MODEL_TYPES)}.",
+            param="type",
+        )
+    return kind
 
 
 @status_namespace.route("/models")
 class Models(Resource):
-    @status_namespace.doc(params={"type": {"in": "query", "description": "'chat' (the default) or 'text'"}})
+    @status_namespace.doc(params=MODEL_TYPE_PARAM)
     @status_namespace.response(200, "One entry per model", [model_status_model])
     def get(self) -> list[dict]:
-        """Per model: online workers, threads, queued requests, largest lengths, features and guarantees."""
-        kind = http_request.args.get("type") or "chat"
+        """Per model: online workers, threads, queued requests, largest lengths; chat's features and guarantees."""
+        kind = model_type(http_request.args.get("type"), default=AI_HORDE_DEFAULT_MODEL_TYPE)
         if kind in OTHER_MODEL_TYPES:
             return OTHER_MODEL_TYPES[kind]()
-        if kind in ("image", "interrogation"):
+        if kind != "chat":
             return []
-        if kind not in ("chat", "all"):
-            raise errors.BadRequest(
-                f"Unknown model type '{kind}'; this Horde serves 'chat' and "
-                f"{', '.join(repr(name) for name in OTHER_MODEL_TYPES)}.",
-                param="type",
-            )
         hub = runtime()
         with hub.db.read() as session:
             return model_stats(session, hub.settings)

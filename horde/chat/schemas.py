@@ -208,10 +208,11 @@ class ChatStatusSchema(Schema):
 
 
 class ModelStatusSchema(Schema):
-    """GET /status/models entries: one per model and kind of worker (`type`), chat's or text's fields."""
+    """GET /status/models entries: one per model and kind of worker (type=text or type=chat), chat's or text's fields;
+    `type` is the AI Horde's kind of generation, "text" for both (its clients refuse any but text and image)."""
 
     name = fields.String(required=True)
-    type = fields.String(required=True, validate=validate.OneOf(("chat", "text")))
+    type = fields.String(required=True, validate=validate.OneOf(("text", "image")))
     threads = fields.Integer(required=True)
     queued = fields.Integer(required=True, metadata={"description": "chat: requests; text: tokens"})
     max_length = fields.Integer(required=True)

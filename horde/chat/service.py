@@ -16,6 +16,7 @@ from horde.events import announce_jobs, request_channel
 from horde.stats import rollup
 from horde.timeutil import utcnow
 from horde.workers import service as workers
+from horde.workers.declarations import features_mask
 
 if TYPE_CHECKING:
     from horde.chat.snapshots import Snapshots
@@ -78,6 +79,15 @@ def announce(runtime: Runtime, request: ChatRequest) -> None:
     wait_s = (request.reserved_until - utcnow()).total_seconds()
     models = list(request.models)  # not the request: the timer would hold its prompt until it runs
     runtime.affinity_wakeups.at(time.monotonic() + wait_s, lambda: announce_jobs(runtime.bus, models))
+
+
+def served_with(runtime: Runtime, model: str, feature: str) -> bool:
+    """Whether an online worker (as this process saw them within a second) serves `model` and declares `feature`:
+    for a dialect that turns a client's hint into a requirement only where some worker can meet it."""
+    bit = features_mask([feature])
+    with runtime.db.read() as session:
+        online, _ = runtime.snapshots.online(session, runtime.settings.worker_online_window_s)
+    return any(model in worker.models and worker.features_mask & bit for worker in online)
 
 
 def load_owned(session: Session, user: Identity, request_id: str) -> ChatRequest:

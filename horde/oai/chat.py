@@ -18,7 +18,7 @@ from horde.chat import admission, service
 from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest, new_id
 from horde.client_address import client_address
 from horde.contract import DEFAULT_AVAILABILITY_MODE
-from horde.oai import auth, completion, conversation, idempotency, stream
+from horde.oai import auth, completion, conversation, idempotency, ignored, stream
 from horde.oai import errors as oai_errors
 from horde.oai.observed import observed
 from horde.oai.screening import ScreenedRequest, screen_chat_request
@@ -186,15 +186,19 @@ class ChatCall:
     def _final_json(self, request, headers) -> Response:
         if request.state == DONE:
             body = self.answer_body(request)
-            return oai_errors.response(body, 200, dict(headers, **{"x-request-id": request.id}))
+            return oai_errors.response(body, 200, dict(headers, **self.named(request), **{"x-request-id": request.id}))
         error = oai_errors.faulted_error(request) if request.state == FAULTED else oai_errors.cancelled_error(request)
         return self.error_response(error, request.id, headers)
+
+    def named(self, request: ChatRequest) -> dict[str, str]:
+        """The headers naming what the screening ignored or lowered (and what admission lowered), every dialect's."""
+        return ignored.headers(self.screened.ignored, request.context_adjustments)
 
     # The dialect's hooks: a dialect (the Responses API, Anthropic's Messages) overrides these and keeps the rest.
 
     def answer_body(self, request: ChatRequest) -> dict:
         """The JSON answer of a request that ended done."""
-        return completion.chat_completion(request, self.screened.include_reasoning)
+        return completion.chat_completion(request, self.screened.include_reasoning, self.screened.ignored)
 
     def error_response(self, error: errors.HordeError, request_id: str, headers: dict) -> Response:
         retry = error.should_retry is True  # server_shutting_down: the request stays held and a retry attaches
@@ -206,7 +210,9 @@ class ChatCall:
 
     def stream_state(self, request: ChatRequest) -> Any:
         """What one stream tracks; it has `diverged` and `streamed_chars` for the release below."""
-        return stream.StreamState(request, self.screened.include_reasoning, self.screened.include_usage)
+        return stream.StreamState(
+            request, self.screened.include_reasoning, self.screened.include_usage, self.screened.ignored
+        )
 
     def stream_opening(self, request: ChatRequest, state: Any) -> bytes:
         """The first bytes, sent at once: the headers go out after the first status read."""
@@ -246,6 +252,7 @@ class ChatCall:
         # generator itself (it yields bytes), without werkzeug's two wrapping iterators on every stream's stack.
         response = Response(generate(), mimetype="text/event-stream", direct_passthrough=True)
         response.headers.update(headers)
+        response.headers.update(self.named(request))
         response.headers["x-should-retry"] = "false"
         response.headers["Cache-Control"] = "no-cache"
         response.headers["X-Accel-Buffering"] = "no"

@@ -7,6 +7,8 @@ import hashlib
 
 from horde.chat.models import ChatRequest
 from horde.chat.tokens import text_tokens
+from horde.oai import ignored as named
+from horde.oai.ignored import Ignored
 
 FINGERPRINT_HEX_CHARS = 12
 
@@ -71,14 +73,15 @@ def cached_tokens(request: ChatRequest) -> int:
     return ((request.reply or {}).get("usage") or {}).get("cached_tokens") or 0
 
 
-def x_horde(request: ChatRequest) -> dict:
+def x_horde(request: ChatRequest, ignored: Ignored | None = None) -> dict:
+    """The Horde's extension of every dialect's answer; `ignored` is what the screening named."""
     return {
         "request_id": request.id,
         "worker_id": request.worker_id,
         "worker_name": request.worker_name,
         "model": request.served_model,
         "kudos": request.kudos_charged,
-        "context_adjustments": request.context_adjustments or None,
+        **named.x_horde_fields(ignored, request.context_adjustments),
     }
 
 
@@ -99,7 +102,7 @@ def message(request: ChatRequest, include_reasoning: bool) -> dict:
     return result
 
 
-def chat_completion(request: ChatRequest, include_reasoning: bool = True) -> dict:
+def chat_completion(request: ChatRequest, include_reasoning: bool = True, ignored: Ignored | None = None) -> dict:
     body = {
         "id": completion_id(request),
         "object": "chat.completion",
@@ -116,7 +119,7 @@ def chat_completion(request: ChatRequest, include_reasoning: bool = True) -> dic
         ],
         "usage": usage(request),
         "system_fingerprint": system_fingerprint(request.worker_id, request.served_model),
-        "x_horde": x_horde(request),
+        "x_horde": x_horde(request, ignored),
     }
     if body["system_fingerprint"] is None:  # OpenAI's schema has it as an optional string, never null
         del body["system_fingerprint"]

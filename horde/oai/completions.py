@@ -17,7 +17,7 @@ from flask import Response, stream_with_context
 
 from horde import errors
 from horde.client_address import client_address
-from horde.oai import auth, idempotency, stream, text_completion
+from horde.oai import auth, idempotency, ignored, stream, text_completion
 from horde.oai import errors as oai_errors
 from horde.oai.chat import _client_gone, _release_delivered, _retry_count
 from horde.oai.screening import screen_completion_request
@@ -74,6 +74,7 @@ class CompletionCall:
             tick_s=None if self.screened.stream else JSON_WAIT_TICK_S,
         )
         extra = {idempotency.REPLAYED_HEADER: "true"} if replayed else {}
+        extra.update(ignored.headers(self.screened.ignored, None))
         if self.screened.stream:
             return self._stream(request_id, watcher, extra)
         return self._json(request_id, watcher, environ, extra)
@@ -139,7 +140,7 @@ class CompletionCall:
             return _error(_ended_error(request), request.id, headers)
         with self.runtime.db.read() as session:
             jobs = views.submitted_jobs(session, request.id)
-        body = text_completion.text_completion(request, jobs)
+        body = text_completion.text_completion(request, jobs, self.screened.ignored)
         return oai_errors.response(body, 200, dict(headers, **{"x-request-id": request.id}))
 
     def _stream(self, request_id, watcher, headers) -> Response:
@@ -151,7 +152,7 @@ class CompletionCall:
             self._release(request_id, gone=False)
             return _error(_ended_error(first.request), request_id, headers)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
-        runtime, include_usage = self.runtime, self.screened.include_usage
+        runtime, include_usage, named = self.runtime, self.screened.include_usage, self.screened.ignored
 
         def generate():
             finished, sent = False, cast(list[str], [])
@@ -164,7 +165,7 @@ class CompletionCall:
                         yield from _new_choices(runtime, request_id, sent)
                     elif isinstance(event, Finished):
                         yield from _new_choices(runtime, request_id, sent)
-                        yield from _finish(runtime, event.request, include_usage)
+                        yield from _finish(runtime, event.request, include_usage, named)
                         finished = True
                         return
                     elif isinstance(event, Failed):
@@ -204,7 +205,7 @@ def _new_choices(runtime, request_id: str, sent: list[str]):
         yield stream.data_event(text_completion.envelope(request, [job], [text_completion.choice(request, job, index)]))
 
 
-def _finish(runtime, request, include_usage: bool):
+def _finish(runtime, request, include_usage: bool, named: ignored.Ignored):
     if request.state != DONE:
         yield from stream.error_event(_ended_error(request), request.id)
         return
@@ -213,7 +214,7 @@ def _finish(runtime, request, include_usage: bool):
             jobs = views.submitted_jobs(session, request.id)
         body = text_completion.envelope(request, jobs, [])
         body["usage"] = text_completion.usage(request, jobs)
-        body["x_horde"] = text_completion.x_horde(request, jobs)
+        body["x_horde"] = text_completion.x_horde(request, jobs, named)
         yield stream.data_event(body)
     yield stream.DONE_EVENT
 

@@ -19,6 +19,7 @@ from horde.chat import service
 from horde.chat.models import CANCELLED, FAULTED, WAITING, ChatRequest
 from horde.oai import completion
 from horde.oai.errors import cancelled_error, faulted_error, from_horde_error
+from horde.oai.ignored import Ignored
 from horde.oai.waiter import Failed, Finished, Keepalive, Progress, Restarted
 
 if TYPE_CHECKING:
@@ -71,8 +72,11 @@ def paced(text: str) -> list[str]:
 class StreamState:
     """What has been sent on one stream, to continue (or refuse to) from the final reply."""
 
-    def __init__(self, request: ChatRequest, include_reasoning: bool, include_usage: bool):
+    def __init__(
+        self, request: ChatRequest, include_reasoning: bool, include_usage: bool, ignored: Ignored | None = None
+    ):
         self.request_id = request.id
+        self.ignored = ignored
         self.id = completion.completion_id(request)
         self.created = completion.created_epoch(request)
         self.model = request.models[0]
@@ -224,7 +228,7 @@ def finish(state: StreamState, request: ChatRequest) -> list[bytes]:
     if calls:
         indexed = [dict(call, index=index) for index, call in enumerate(calls)]
         out.append(data_event(state.chunk({"tool_calls": indexed})))
-    x_horde = completion.x_horde(request)
+    x_horde = completion.x_horde(request, state.ignored)
     # x_horde at the top level, as on the completion object, and in the choice beside native_finish_reason,
     # for clients that read the finish fields from the choice.
     finish_chunk = state.chunk(

@@ -11,6 +11,7 @@ import calendar
 from typing import TYPE_CHECKING
 
 from horde.oai.completion import system_fingerprint
+from horde.oai.ignored import Ignored
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,7 +54,7 @@ def usage(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
     }
 
 
-def x_horde(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
+def x_horde(request: TextRequest | Row, jobs: Sequence[TextJob | Row], ignored: Ignored | None = None) -> dict:
     first = jobs[0] if jobs else None
     return {
         "request_id": request.id,
@@ -71,6 +72,7 @@ def x_horde(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
             }
             for index, job in enumerate(jobs)
         ],
+        "ignored_parameters": ignored.paths if ignored else [],
     }
 
 
@@ -92,8 +94,8 @@ def envelope(request: TextRequest | Row, jobs: Sequence[TextJob | Row], choices:
     return body
 
 
-def text_completion(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
+def text_completion(request: TextRequest | Row, jobs: Sequence[TextJob | Row], ignored: Ignored | None = None) -> dict:
     body = envelope(request, jobs, [choice(request, job, index) for index, job in enumerate(jobs)])
     body["usage"] = usage(request, jobs)
-    body["x_horde"] = x_horde(request, jobs)
+    body["x_horde"] = x_horde(request, jobs, ignored)
     return body

@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 UNMATCHED_ROUTE = "unmatched"
+#: The `client` label of horde_client_requests_total: the name part of a Client-Agent, at most this long, and at
+#: most MAX_CLIENT_NAMES distinct names per process; the names past them are counted as OTHER_CLIENTS.
+CLIENT_NAME_MAX_CHARS = 64
+MAX_CLIENT_NAMES = 50
+OTHER_CLIENTS = "other"
+UNKNOWN_CLIENT = "unknown"
 
 
 def run_directory(master_pid: int) -> Path:
@@ -98,6 +105,14 @@ class Metrics:
         self.long_polls = Gauge(
             "horde_open_long_polls", "Worker pops waiting for a job.", multiprocess_mode="livesum", registry=registry
         )
+        self.client_requests = counter(
+            "horde_client_requests_total",
+            "Chat and text requests queued through the native API, by the name in their Client-Agent "
+            f"(name:version:contact) and endpoint; a process counts at most {MAX_CLIENT_NAMES} names, "
+            f"the rest as '{OTHER_CLIENTS}'.",
+            ["client", "endpoint"],
+        )
+        self.client_names = ClientNames(MAX_CLIENT_NAMES)
 
     def exposition(self, extra_collectors: Iterable[Collector] = ()) -> bytes:
         """The text format: this process's metrics, or the run's in multiprocess mode, then `extra_collectors`."""
@@ -117,6 +132,39 @@ class Metrics:
                 extra.register(collector)
             output += generate_latest(extra)
         return output
+
+
+class ClientNames:
+    """The label of a Client-Agent: its name part, among the first `limit` distinct names this process saw."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def label(self, client_agent: str | None) -> str:
+        name = client_name(client_agent)
+        if name in self._seen:
+            return name
+        with self._lock:
+            if len(self._seen) < self.limit:
+                self._seen.add(name)
+                return name
+        return OTHER_CLIENTS
+
+
+def client_name(client_agent: str | None) -> str:
+    """`name` of `name:version:contact` (the AI Horde's Client-Agent; a bare name or `name:version` too), printable
+    and at most CLIENT_NAME_MAX_CHARS long; UNKNOWN_CLIENT for none."""
+    name = (client_agent or "").split(":", 1)[0]
+    name = "".join(char for char in name if char.isprintable()).strip()[:CLIENT_NAME_MAX_CHARS]
+    return name or UNKNOWN_CLIENT
+
+
+def count_client_request(client_agent: str | None, endpoint: str) -> None:
+    """One request queued by the client that `client_agent` names, on `endpoint` (text or chat)."""
+    registry = metrics()
+    registry.client_requests.labels(registry.client_names.label(client_agent), endpoint).inc()
 
 
 _metrics: Metrics | None = None

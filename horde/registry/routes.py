@@ -1,32 +1,40 @@
-"""GET /workers, /workers/{id}, /status/models/{name} and /status/heartbeat: the Horde's public registry."""
+"""GET /workers, /workers/{id}, /workers/name/{name}; PUT and DELETE /workers/{id}: the Horde's workers."""
 
 from __future__ import annotations
 
 from flask import request as http_request
 from flask_restx import Namespace, Resource
+from sqlalchemy import select
 
 from horde import errors
-from horde.chat.cards import model_stats
-from horde.chat.routes import model_status_model, status_namespace
-from horde.registry import views
-from horde.registry.schemas import HeartbeatSchema, WorkerDetailSchema
-from horde.request_context import runtime
+from horde.accounts.auth import authenticate
+from horde.registry import manage, views
+from horde.registry.schemas import (
+    MODIFY_WORKER_SCHEMA,
+    DeletedWorkerSchema,
+    ModifyWorkerAnswerSchema,
+    WorkerDetailSchema,
+)
+from horde.request_context import api_key, json_body, runtime
 from horde.swagger import body_model
-from horde.text import stats as text_stats
 from horde.workers.models import Worker
 
 namespace = Namespace("registry", description="Workers, as the AI Horde lists them")
-HORDE_API_VERSION = "2.0.0"
+OWNER_APIKEY_HEADER = {"apikey": {"in": "header", "description": "The worker owner's API key", "required": True}}
 worker_model = body_model(namespace, "WorkerDetail", WorkerDetailSchema)
-heartbeat_model = body_model(status_namespace, "Heartbeat", HeartbeatSchema)
+modify_model = body_model(namespace, "ModifyWorkerInput", MODIFY_WORKER_SCHEMA)
+modify_answer_model = body_model(namespace, "ModifyWorker", ModifyWorkerAnswerSchema)
+deleted_model = body_model(namespace, "DeletedWorker", DeletedWorkerSchema)
 
 
 @namespace.route("")
 class Workers(Resource):
-    @namespace.doc(params={"type": {"in": "query", "description": "'text' or 'chat'; none lists every worker"}})
+    @namespace.doc(
+        params={"type": {"in": "query", "description": "'text' (what no type lists) or 'chat'; image: none"}}
+    )
     @namespace.response(200, "The workers", [worker_model])
     def get(self) -> list[dict]:
-        """Every worker that ever popped, with its declarations and work done."""
+        """Every worker that ever popped the kind asked for, with its declarations and work done."""
         kind = http_request.args.get("type") or None
         if kind not in (None, *views.KINDS):
             if kind in ("image", "interrogation"):
@@ -45,27 +53,31 @@ class OneWorker(Resource):
     def get(self, worker_id: str) -> dict:
         hub = runtime()
         with hub.db.read() as session:
-            worker = session.get(Worker, worker_id)
-            if worker is None:
-                raise errors.WorkerNotFound(f"No worker with id '{worker_id}'.")
-            return views.one(session, hub.settings, worker)
+            return views.one(session, hub.settings, manage.live_worker(session, worker_id))
+
+    @namespace.doc(params=OWNER_APIKEY_HEADER)
+    @namespace.expect(modify_model)
+    @namespace.response(200, "The fields changed, with their new values", modify_answer_model)
+    def put(self, worker_id: str) -> dict:
+        """Maintenance on or off (with its message), info, name, team: by the worker's owner."""
+        hub = runtime()
+        return manage.modify(hub, authenticate(hub, api_key()), worker_id, json_body())
+
+    @namespace.doc(params=OWNER_APIKEY_HEADER)
+    @namespace.response(200, "Deleted", deleted_model)
+    def delete(self, worker_id: str) -> dict:
+        """Delete the worker, by its owner; its running jobs end as expired ones, with no reward."""
+        hub = runtime()
+        return manage.delete(hub, authenticate(hub, api_key()), worker_id)
 
 
-@status_namespace.route("/models/<path:model_name>")
-class OneModel(Resource):
-    @status_namespace.response(200, "One entry per kind of worker serving it", [model_status_model])
-    def get(self, model_name: str) -> list[dict]:
-        """The model's entries: one per kind of worker (text, chat) serving it; [] when none does."""
+@namespace.route("/name/<path:worker_name>")
+class WorkerByName(Resource):
+    @namespace.response(200, "The worker", worker_model)
+    def get(self, worker_name: str) -> dict:
         hub = runtime()
         with hub.db.read() as session:
-            return text_stats.model_status(session, hub.settings, model_name) + model_stats(
-                session, hub.settings, model_name
-            )
-
-
-@status_namespace.route("/heartbeat")
-class Heartbeat(Resource):
-    @status_namespace.response(200, "Alive", heartbeat_model)
-    def get(self) -> dict:
-        """Liveness: the process answers."""
-        return {"message": "OK", "version": HORDE_API_VERSION}
+            worker = session.scalar(select(Worker).where(Worker.name == worker_name, Worker.deleted_at.is_(None)))
+            if worker is None:
+                raise errors.WorkerNotFound(f"No worker named '{worker_name}'.")
+            return views.one(session, hub.settings, worker)

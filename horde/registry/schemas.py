@@ -5,9 +5,10 @@ The routes build them as dicts (horde/registry/views.py); a test checks real ans
 
 from __future__ import annotations
 
-from marshmallow import Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, fields, validate
 
 from horde.registry.views import KINDS
+from horde.workers.models import MAX_MAINTENANCE_MSG_CHARS
 
 
 class KudosDetailsSchema(Schema):
@@ -33,9 +34,9 @@ class WorkerDetailSchema(Schema):
     performance = fields.String(required=True)
     threads = fields.Integer(required=True)
     uptime = fields.Integer(required=True, metadata={"description": "Seconds since the worker first popped"})
-    maintenance_mode = fields.Boolean(required=True)
+    maintenance_mode = fields.Boolean(required=True, metadata={"description": "Put in maintenance by its owner"})
     paused = fields.Boolean(required=True)
-    info = fields.String(required=True, allow_none=True)
+    info = fields.String(required=True, allow_none=True, metadata={"description": "Its owner's note"})
     nsfw = fields.Boolean(required=True)
     trusted = fields.Boolean(required=True)
     flagged = fields.Boolean(required=True)
@@ -56,3 +57,113 @@ class HeartbeatSchema(Schema):
 
     message = fields.String(required=True)
     version = fields.String(required=True)
+
+
+class ModifyWorkerSchema(Schema):
+    """PUT /workers/{id} (ModifyWorkerInput): what to change; a null or absent key changes nothing."""
+
+    class Meta:
+        unknown = EXCLUDE  # as the AI Horde: keys it does not know are ignored
+
+    maintenance = fields.Boolean(allow_none=True, metadata={"description": "True: the worker takes no jobs"})
+    maintenance_msg = fields.String(
+        allow_none=True,
+        validate=validate.Length(max=MAX_MAINTENANCE_MSG_CHARS),
+        metadata={"description": "With maintenance true: what its pops are answered (403 WorkerMaintenance)"},
+    )
+    paused = fields.Boolean(allow_none=True, metadata={"description": "Moderators only; this Horde has none"})
+    info = fields.String(allow_none=True, metadata={"description": "A note shown with the worker; up to 1000 chars"})
+    name = fields.String(allow_none=True, metadata={"description": "A new name, 5 to 100 characters, unique"})
+    team = fields.String(
+        allow_none=True, validate=validate.Length(max=36), metadata={"description": "'' leaves the worker teamless"}
+    )
+
+
+MODIFY_WORKER_SCHEMA = ModifyWorkerSchema()
+
+
+class ModifyWorkerAnswerSchema(Schema):
+    """ModifyWorker: only the fields the PUT changed."""
+
+    maintenance = fields.Boolean()
+    info = fields.String()
+    name = fields.String()
+    team = fields.String()
+
+
+class DeletedWorkerSchema(Schema):
+    deleted_id = fields.String(required=True)
+    deleted_name = fields.String(required=True)
+
+
+class PerformanceSchema(Schema):
+    """HordePerformance: text figures from this Horde; the image and interrogation ones are 0 (it has none)."""
+
+    queued_requests = fields.Integer(required=True, metadata={"description": "Image generations: 0"})
+    queued_text_requests = fields.Integer(
+        required=True, metadata={"description": "Text generations waiting or running"}
+    )
+    worker_count = fields.Integer(required=True, metadata={"description": "Image workers: 0"})
+    text_worker_count = fields.Integer(required=True, metadata={"description": "Workers that popped text lately"})
+    thread_count = fields.Integer(required=True, metadata={"description": "Image worker threads: 0"})
+    text_thread_count = fields.Integer(required=True)
+    queued_tokens = fields.Float(required=True, metadata={"description": "Tokens the queued text generations ask"})
+    past_minute_tokens = fields.Float(
+        required=True, metadata={"description": "Tokens generated in the last minute, text and chat together"}
+    )
+    queued_megapixelsteps = fields.Float(required=True)
+    past_minute_megapixelsteps = fields.Float(required=True)
+    queued_forms = fields.Float(required=True)
+    interrogator_count = fields.Integer(required=True)
+    interrogator_thread_count = fields.Integer(required=True)
+
+
+class NewspieceSchema(Schema):
+    date_published = fields.String(required=True)
+    newspiece = fields.String(required=True)
+    importance = fields.String(required=True)
+    title = fields.String(allow_none=True)
+    tags = fields.List(fields.String())
+    more_info_urls = fields.List(fields.String())
+
+
+class ModesSchema(Schema):
+    maintenance_mode = fields.Boolean(required=True)
+    invite_only_mode = fields.Boolean(required=True)
+    raid_mode = fields.Boolean(required=True)
+
+
+class TeamDetailsSchema(Schema):
+    """TeamDetails; this Horde has no teams, so no answer holds one."""
+
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    info = fields.String(allow_none=True)
+    requests_fulfilled = fields.Integer()
+    kudos = fields.Float()
+    uptime = fields.Integer()
+    creator = fields.String()
+    worker_count = fields.Integer()
+
+
+class ImagePeriodSchema(Schema):
+    images = fields.Integer(required=True)
+    ps = fields.Integer(required=True)
+
+
+class ImageTotalsSchema(Schema):
+    """/stats/img/totals: this Horde makes no images."""
+
+    minute = fields.Nested(ImagePeriodSchema, required=True)
+    hour = fields.Nested(ImagePeriodSchema, required=True)
+    day = fields.Nested(ImagePeriodSchema, required=True)
+    month = fields.Nested(ImagePeriodSchema, required=True)
+    total = fields.Nested(ImagePeriodSchema, required=True)
+
+
+class ImageModelsSchema(Schema):
+    """/stats/img/models: images per model, none here."""
+
+    day = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    month = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    total = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)

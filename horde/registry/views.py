@@ -1,7 +1,8 @@
-"""The worker registry as the AI Horde shows it: GET /workers and /workers/{id}.
+"""The worker registry as the AI Horde shows it: GET /workers, /workers/{id} and /workers/name/{name}.
 
-A worker pops chat, text or both; `type` is the kind asked for, or without a filter
-"text" when the worker pops text (the AI Horde's clients know that type), else "chat".
+A worker pops chat, text or both; `type` is the kind asked for. Without a filter the list holds the workers of
+the AI Horde's kinds (text), since its clients refuse any other type; chat workers are listed with `type=chat`.
+One worker is shown as "text" when it pops text, else "chat". A deleted worker is never shown.
 """
 
 from __future__ import annotations
@@ -26,19 +27,21 @@ if TYPE_CHECKING:
     from horde.config import Settings
 
 
-KINDS = ("text", "chat")
-
-
 def pops(worker: Worker, kind: str) -> bool:
     """The worker popped `kind` at least once; `online` says whether lately."""
     moment = worker.text_pop_at if kind == "text" else worker.last_pop_at
     return moment is not None and moment > checkin.NEVER_POPPED
 
 
+KINDS = ("text", "chat")
+#: What /workers lists without a `type`: the AI Horde's kinds of work that this Horde serves.
+AI_HORDE_KINDS = ("text",)
+
+
 def listing(session: Session, settings: Settings, kind: str | None) -> list[dict]:
-    found = session.scalars(select(Worker).order_by(Worker.name)).all()
-    chosen = [(worker, kind or _kind_of(worker)) for worker in found if kind is None or pops(worker, kind)]
-    return [detail(session, settings, worker, shown) for worker, shown in chosen]
+    found = session.scalars(select(Worker).where(Worker.deleted_at.is_(None)).order_by(Worker.name)).all()
+    kinds = (kind,) if kind else AI_HORDE_KINDS
+    return [detail(session, settings, worker, shown) for worker in found for shown in kinds if pops(worker, shown)]
 
 
 def one(session: Session, settings: Settings, worker: Worker) -> dict:
@@ -67,9 +70,9 @@ def detail(session: Session, settings: Settings, worker: Worker, kind: str) -> d
         "performance": f"{speed:.1f} tokens per second" if speed else "No requests fulfilled yet",
         "threads": worker.threads,
         "uptime": int(seconds_since(worker.created_at)),
-        "maintenance_mode": False,
+        "maintenance_mode": bool(worker.maintenance),
         "paused": False,
-        "info": None,
+        "info": worker.info,
         "nsfw": bool(worker.nsfw),
         "trusted": trusted,
         "flagged": False,

@@ -13,7 +13,7 @@ from sqlalchemy import Integer, Row, and_, bindparam
 from sqlalchemy.orm import Session
 
 from horde import errors
-from horde.accounts import rate_limit
+from horde.accounts import rate_limit, shared_keys
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
@@ -22,7 +22,7 @@ from horde.chat import request_rows
 from horde.database import table_of
 from horde.payload import load
 from horde.text import pricing
-from horde.text.models import WAITING, TextRequest, TextRequestModel, new_id
+from horde.text.models import PROCESSING, WAITING, TextRequest, TextRequestModel, new_id
 from horde.text.schemas import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_LENGTH_TOKENS,
@@ -40,6 +40,7 @@ RATE_WINDOW_S = rate_limit.RATE_WINDOW_S
 
 
 _USERS = table_of(User)
+shared_keys.holds_in(table_of(TextRequest), (WAITING, PROCESSING))
 #: The request's INSERT below the caller's rate limit, which chat and text share, with what the caller's balance
 #: decides (chat's priority, and whether the estimate was paid upfront) worked out from the balance as the INSERT
 #: reads it: no read of the user before.
@@ -123,11 +124,22 @@ def admit(
     )
     if loaded.get("dry_run"):
         return Admitted(kudos=estimate, warnings=warnings)
+    shared_key_id = getattr(user, "shared_key_id", None)
+    if shared_key_id is not None:  # last: it locks the key until the request is written
+        shared_keys.hold(
+            session,
+            user.id,
+            shared_key_id,
+            estimate=estimate,
+            tokens=params["max_length"],
+            tokens_param="params.max_length",
+        )
     address = client_address if user.anonymous else None
     only, blocked = _worker_lists(loaded)
     values = dict(
         id=new_id(),
         user_id=user.id,
+        shared_key_id=shared_key_id,
         state=WAITING,
         created_at=utcnow(),
         models=models,

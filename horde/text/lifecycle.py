@@ -34,6 +34,7 @@ from horde import errors, precompiled
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
+from horde.accounts.moves import Kind, Move
 from horde.chat.tokens import text_tokens
 from horde.database import table_of
 from horde.text import pricing
@@ -179,6 +180,9 @@ _OWNED_JOB = (
         _REQUESTS.c.user_id,
         _REQUESTS.c.max_length,
         _REQUESTS.c.prompt_tokens,
+        _REQUESTS.c.shared_key_id,
+        _REQUESTS.c.kudos_estimate,
+        _REQUESTS.c.n,
     )
     .select_from(
         _JOBS.join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id).outerjoin(
@@ -256,6 +260,8 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
     kudos = pricing.price(
         job.model, tokens=tokens, prompt_tokens=job.prompt_tokens, reference_path=settings.model_reference_path
     )
+    if job.shared_key_id:  # at most its share of what the admission reserved of the key (accounts/shared_keys.py)
+        kudos = min(kudos, job.kudos_estimate // job.n)
     now = utcnow()
     connection = session.connection()
     landed = precompiled.execute(
@@ -278,8 +284,8 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
         _refuse_ended(session, job.id)
     precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
     # Charge the requester and reward the worker's owner, as chat's settlement does.
-    moves = [(job.user_id, -kudos, "charge"), (job.owner_id, kudos, "reward")]
-    accounts.transfer(session, moves, request_id=job.request_id)
+    moves = [Move(job.user_id, -kudos, Kind.CHARGE, tokens), Move(job.owner_id, kudos, Kind.REWARD, tokens)]
+    accounts.transfer(session, moves, request_id=job.request_id, shared_key_id=job.shared_key_id)
     return kudos, job.id, _request_of(session, job)
 
 

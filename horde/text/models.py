@@ -39,10 +39,20 @@ class TextRequest(Base):
     __table_args__ = (
         Index("ix_text_requests_queue", "state", "priority_class", text("priority DESC"), "created_at", "id"),
         Index("ix_text_requests_user_created", "user_id", "created_at"),
+        # The open requests paid with a shared key, as chat's (horde/chat/models.py).
+        Index(
+            "ix_text_requests_shared_key",
+            "shared_key_id",
+            "state",
+            postgresql_where=text("shared_key_id IS NOT NULL"),
+            sqlite_where=text("shared_key_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    #: The shared key the request is paid with (its user is the key's owner), if any.
+    shared_key_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     state: Mapped[str] = mapped_column(String(16), default=WAITING)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)

@@ -24,6 +24,7 @@ from horde.payload import RepeatedBodies
 from horde.text import checkin, eligibility, lifecycle, views
 from horde.text.models import WAITING, TextRequest
 from horde.text.schemas import POP_SCHEMA
+from horde.workers import duty
 from horde.workers.pop import busy_threads, worker_owner
 
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ def pop_once(runtime: Runtime, owner: Identity, pop_body: dict, *, explain: bool
         answer, request_id = _claim_or_explain(runtime, session, owner, worker, pop_body, explain=explain)
     if remembered is None:
         runtime.text_checkins.remember(pop_body, worker, started)
+    refusal = answer.pop("maintenance", None)
+    if refusal is not None:  # after the commit: the check-in stands
+        raise refusal
     if request_id is not None:
         runtime.bus.publish(request_channel(request_id))
     return answer
@@ -106,7 +110,10 @@ def _claim_or_explain(
     runtime: Runtime, session: Session, owner: Identity, worker: checkin.TextWorkerView, pop_body: dict, *, explain
 ) -> tuple[dict, str | None]:
     """The pop's answer and the request it claimed generations of, if any, in the pop's transaction."""
-    free = worker.threads - busy_threads(session, worker.id)
+    busy = busy_threads(session, worker.id)
+    if duty.is_off_duty(busy):
+        return dict(empty_answer({}), busy=True, maintenance=duty.refusal(session, worker.id)), None
+    free = worker.threads - busy
     if free <= 0:
         return dict(empty_answer({}), busy=True), None
     # A worker's speed (the median of its latest generations) moves slowly: read up to a second old, not on

@@ -9,6 +9,7 @@ from horde.accounts.auth import authenticate
 from horde.chat.routes import OTHER_MODEL_TYPES
 from horde.chat.schemas import TotalsSchema
 from horde.client_address import client_address
+from horde.ops.metrics import count_client_request
 from horde.request_context import api_key, json_body, raw_body, runtime
 from horde.swagger import body_model
 from horde.text import pop, service, stats
@@ -54,6 +55,7 @@ class Async(Resource):
         answer: dict = {"kudos": admitted.kudos}
         if admitted.request is None:
             return answer, 200
+        count_client_request(agent, "text")
         answer = {"id": admitted.request.id, **answer}
         if admitted.message:
             answer["message"] = admitted.message
@@ -69,12 +71,14 @@ class Status(Resource):
         """Counts by stage, the wait, and every generation so far."""
         return service.status(runtime(), request_id)
 
-    @namespace.response(200, "The request, cancelled", status_model)
+    @namespace.response(200, "The request as it stood before the cancel", status_model)
     def delete(self, request_id: str) -> dict:
-        """Hand out no more generations; those running finish and are kept. Answers the status."""
+        """Hand out no more generations; those running finish and are kept. Answers the status as it stood
+        before the cancel (`done` false for a request that had not finished), as the AI Horde does."""
         hub = runtime()
+        before = service.status(hub, request_id)
         service.cancel(hub, request_id)
-        return service.status(hub, request_id)
+        return before
 
 
 @namespace.route("/pop")

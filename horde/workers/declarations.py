@@ -1,26 +1,13 @@
-"""What a worker may declare: features it acts on and guarantees it enforces.
-
-Both are stored as bit masks so that eligibility is one SQL expression:
-a request is eligible when `required & ~declared == 0`.
+"""What a worker declared (features it acts on, guarantees it enforces; horde/protocol.py names them), as the
+server stores it: bit masks, so that eligibility is one SQL expression: a request is eligible when
+`required & ~declared == 0`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-FEATURES = (
-    "tools",
-    "json_object",
-    "json_schema",
-    "tools_with_response_format",
-    "vision",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "reasoning_effort",
-    "progress",
-)
-GUARANTEES = ("tool_choice", "schema_adherence", "prompt_fit")
+from horde.protocol import FEATURES, GUARANTEES
 
 FEATURE_BITS = {name: 1 << index for index, name in enumerate(FEATURES)}
 GUARANTEE_BITS = {name: 1 << index for index, name in enumerate(GUARANTEES)}

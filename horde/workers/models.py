@@ -11,6 +11,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 from horde.database import Base
 from horde.timeutil import utcnow
 
+MAX_NAME_CHARS = 100
+MAX_INFO_CHARS = 1000
+MAX_MAINTENANCE_MSG_CHARS = 300
+
 
 class KnownModel(Base):
     """A model some worker declared once: the Horde keeps knowing it after every worker drops it."""
@@ -25,7 +29,7 @@ class Worker(Base):
     __tablename__ = "workers"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=lambda: str(uuid.uuid4()))
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME_CHARS), unique=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     models: Mapped[list] = mapped_column(JSON, default=list)
     max_length: Mapped[int] = mapped_column(Integer)
@@ -47,3 +51,10 @@ class Worker(Base):
     nsfw: Mapped[bool] = mapped_column(Boolean, default=False)
     require_upfront_kudos: Mapped[bool] = mapped_column(Boolean, default=False)
     text_pop_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True, index=True)
+
+    # Set by the owner (PUT and DELETE /workers/{id}, horde/registry/manage.py). A worker in maintenance takes no
+    # jobs. A deleted worker's row stays for the jobs that name it, renamed at random so that its name is free.
+    maintenance: Mapped[bool] = mapped_column(Boolean, default=False)
+    maintenance_msg: Mapped[str | None] = mapped_column(String(MAX_MAINTENANCE_MSG_CHARS), nullable=True)
+    info: Mapped[str | None] = mapped_column(String(MAX_INFO_CHARS), nullable=True)
+    deleted_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)

@@ -22,6 +22,7 @@ from horde.ops.drain import DRAIN
 from horde.ops.request_context import note
 from horde.payload import RepeatedBodies
 from horde.text import lifecycle as text_lifecycle
+from horde.workers import duty
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 LONG_POLL_RECHECK_S = 5.0
 NEXT_JOB_FAILED_MESSAGE = "The next job could not be claimed; the call itself succeeded. Pop again."
 log = logging.getLogger(__name__)
-#: Chat and text jobs share a worker's threads: one statement counts both.
-_BUSY = chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT
+#: Chat and text jobs share a worker's threads: one statement counts both; a worker off duty has none free.
+_BUSY = chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT + duty.OFF_DUTY
 _BUSY_THREADS = select(_BUSY)
 #: A pop's first look, in one round trip: its busy threads and whether its models have a queue at all.
 _BUSY_THREADS_AND_QUEUE = select(_BUSY, chat_claim.ANY_WAITING_FOR)
@@ -111,6 +112,8 @@ def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:
     owner = authenticate(runtime, api_key)
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+    if owner.shared_key_id is not None:  # a shared key only pays for requests (as on the AI Horde)
+        raise errors.InvalidAPIKey("A shared key cannot run workers; send the owner's API key.")
     return owner
 
 
@@ -144,6 +147,8 @@ def _pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, 
             result, claimed, queued = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
     if checked_in:
         runtime.checkins.remember(request, worker, started)
+    if result.get("rc") == errors.WorkerMaintenance.rc:  # after the commit: the check-in stands
+        raise errors.WorkerMaintenance(result["message"])
     if claimed is not None:
         runtime.claimed_jobs.remember(claimed, worker.id, owner.id)
         runtime.snapshots.queue_changed()  # after the commit: a view taken again now sees the claim
@@ -206,7 +211,11 @@ def _job_answer(runtime: Runtime, claimed: chat_claim.Claimed, worker: WorkerVie
 def _not_claimed(
     runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, busy: int, queued: bool, *, explain: bool
 ) -> dict[str, Any]:
-    """An empty pop's answer: its threads all busy, or with `explain` why the waiting requests were not its."""
+    """An empty pop's answer: the worker off duty (in maintenance: the AI Horde's refusal, which /pop raises), its
+    threads all busy, or with `explain` why the waiting requests were not its."""
+    if duty.is_off_duty(busy):
+        refusal = duty.refusal(session, worker.id)
+        return {"id": None, **(refusal.to_native() if refusal else {"skipped": {}})}
     if busy >= worker.threads:
         return {"id": None, "skipped": {"threads": busy}}
     if not explain:
@@ -226,7 +235,7 @@ def _waiting_for_other_models(runtime: Runtime, session: Session) -> dict[str, i
 
 
 def busy_threads(session: Session, worker_id: str) -> int:
-    """The worker's running jobs, chat and text together."""
+    """The worker's running jobs, chat and text together; duty.OFF_DUTY_THREADS more when it is off duty."""
     return precompiled.execute(session.connection(), _BUSY_THREADS, {"worker": worker_id}).scalar() or 0
 
 

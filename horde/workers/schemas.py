@@ -4,31 +4,45 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from horde.contract import FINISH_REASONS, MODEL_NAME_MAX_CHARS, TOKEN_CEILING, TOKEN_FLOOR
-from horde.workers.declarations import FEATURES, GUARANTEES
-
-MAX_WAIT_S = 30
-MAX_WORKER_THREADS = 50
+from horde.contract import FINISH_REASONS, MODEL_NAME_MAX_CHARS
+from horde.protocol import (
+    FEATURES,
+    GUARANTEES,
+    MAX_CONTEXT_LENGTH_MIN_TOKENS,
+    MAX_LENGTH_MAX_TOKENS,
+    MAX_LENGTH_MIN_TOKENS,
+    MODELS_MAX,
+    NAME_MAX_CHARS,
+    POP_WAIT_MAX_S,
+    THREADS_MAX,
+    THREADS_MIN,
+)
 
 
 class PopSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    name = fields.String(required=True, validate=validate.Length(min=1, max=100))
+    name = fields.String(required=True, validate=validate.Length(min=1, max=NAME_MAX_CHARS))
     models = fields.List(
         fields.String(validate=validate.Length(min=1, max=MODEL_NAME_MAX_CHARS)),
         required=True,
-        validate=validate.Length(min=1, max=100),
+        validate=validate.Length(min=1, max=MODELS_MAX),
     )
-    max_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR, max=TOKEN_CEILING))
-    max_context_length = fields.Integer(required=True, strict=True, validate=validate.Range(min=TOKEN_FLOOR * 2))
-    threads = fields.Integer(load_default=1, strict=True, validate=validate.Range(min=1, max=MAX_WORKER_THREADS))
+    max_length = fields.Integer(
+        required=True, strict=True, validate=validate.Range(min=MAX_LENGTH_MIN_TOKENS, max=MAX_LENGTH_MAX_TOKENS)
+    )
+    max_context_length = fields.Integer(
+        required=True, strict=True, validate=validate.Range(min=MAX_CONTEXT_LENGTH_MIN_TOKENS)
+    )
+    threads = fields.Integer(
+        load_default=THREADS_MIN, strict=True, validate=validate.Range(min=THREADS_MIN, max=THREADS_MAX)
+    )
     features = fields.List(fields.String(validate=validate.OneOf(FEATURES)), load_default=list)
     guarantees = fields.List(fields.String(validate=validate.OneOf(GUARANTEES)), load_default=list)
     limits = fields.Dict(load_default=dict)
     bridge_agent = fields.String(load_default="unknown:0:unknown", validate=validate.Length(max=300))
-    wait = fields.Float(load_default=0, validate=validate.Range(min=0, max=MAX_WAIT_S))
+    wait = fields.Float(load_default=0, validate=validate.Range(min=0, max=POP_WAIT_MAX_S))
 
     @validates_schema
     def _known_limits(self, data, **_):

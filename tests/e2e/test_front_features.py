@@ -240,3 +240,29 @@ def _state(horde, request_id):
 
     with horde.runtime.db.transaction() as session:
         return session.get(ChatRequest, request_id).state
+
+
+def test_prompt_cache_key_and_user_are_accepted_and_user_is_named(horde):
+    """Codex and the SDKs send prompt_cache_key; the Horde takes it as the conversation's key (conversation
+    affinity), so it is not named; user is, as the Horde does nothing with it. Defaults (store false, n 1) are not
+    named."""
+    model = unique_model()
+    horde.worker([model])
+    client = horde.openai(horde.user())
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=hi(), prompt_cache_key="session-1", user="end-user-7", store=False, n=1
+    )
+    completion = raw.parse()
+    print("named ->", raw.headers.get("x-horde-ignored-parameters"), completion.model_extra["x_horde"])
+    assert raw.headers["x-horde-ignored-parameters"] == "user"
+    assert completion.model_extra["x_horde"]["ignored_parameters"] == ["user"]
+    stream = client.chat.completions.with_raw_response.create(
+        model=model, messages=hi(), prompt_cache_key="session-1", stream=True
+    )
+    assert "x-horde-ignored-parameters" not in stream.headers
+    chunks = list(stream.parse())
+    finals = [chunk.model_extra["x_horde"] for chunk in chunks if chunk.model_extra.get("x_horde")]
+    assert [final["ignored_parameters"] for final in finals] == [[]]
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model=model, messages=hi(), max_tokens=32000)
+    assert refused.value.body["param"] == "max_tokens"

@@ -178,3 +178,109 @@ def test_tool_result_errors_and_images_map_onto_the_chat_contract(horde):
         horde.url + "/v1/messages/count_tokens", json={"model": model, "messages": hi()}, timeout=30
     )
     assert counted.status_code == 200 and json.loads(counted.text)["input_tokens"] > 0
+
+
+#: Claude Code 2.1.197's first request, cut down (docs/how-to/use-coding-agents.md): what it sends unprompted.
+CLAUDE_CODE_BETAS = ["claude-code-20250219", "interleaved-thinking-2025-05-14", "context-management-2025-06-27"]
+BASH_TOOL = {
+    "name": "Bash",
+    "description": "Run a shell command",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    "cache_control": {"type": "ephemeral"},
+}
+CLAUDE_CODE_NAMED = [
+    "system[1].cache_control",
+    "messages[0].content[0].cache_control",
+    "tools[0].cache_control",
+    "context_management.edits[0]",
+    "metadata.user_id",
+]
+
+
+def claude_code_request(model, text="think first", **overrides):
+    request = {
+        "model": model,
+        "max_tokens": 32000,
+        "betas": CLAUDE_CODE_BETAS,
+        "system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197"},
+            {"type": "text", "text": "You are a Claude agent.", "cache_control": {"type": "ephemeral"}},
+        ],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]}
+        ],
+        "tools": [BASH_TOOL],
+        "metadata": {"user_id": json.dumps({"device_id": "d", "account_uuid": "", "session_id": "s-1"})},
+        "thinking": {"type": "enabled", "budget_tokens": 31999},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "timeout": 120,  # else the SDK asks for streaming above its own max_tokens guess
+        "extra_query": {"beta": "true"},  # as Claude Code's (TypeScript) SDK sends its beta calls
+    }
+    request.update(overrides)
+    return request
+
+
+def test_claude_code_s_first_request_is_served_with_what_it_drops_named(horde):
+    model = unique_model()
+    horde.worker([model], "--max-length", "16384", "--max-context-length", "200000")
+    sdk = client(horde, horde.user(kudos=100_000))
+    raw = sdk.beta.messages.with_raw_response.create(**claude_code_request(model))
+    message = raw.parse()
+    print("Claude Code's request ->", raw.http_request.url, dict(raw.headers), message.content)
+    assert raw.http_request.url.params["beta"] == "true"
+    assert raw.headers["x-horde-ignored-parameters"] == ", ".join(CLAUDE_CODE_NAMED)
+    assert raw.headers["x-horde-lowered-parameters"] == "max_tokens=16384, thinking.budget_tokens=16383"
+    assert [block.type for block in message.content] == ["thinking", "text"]
+    assert message.content[1].text == "The answer is 42."
+    assert message.context_management.applied_edits == []
+    x_horde = message.model_extra["x_horde"]
+    assert x_horde["ignored_parameters"] == CLAUDE_CODE_NAMED
+    assert x_horde["context_adjustments"][0] == {"from": 32000, "to": 16384, "reason": "worker_max_length"}
+
+    with sdk.beta.messages.stream(**claude_code_request(model, "slow please")) as stream:
+        text = "".join(stream.text_stream)
+        headers = stream.response.headers
+    assert text == "A slow answer, in steps."
+    assert headers["x-horde-ignored-parameters"] == ", ".join(CLAUDE_CODE_NAMED)
+
+    # Its newer default: adaptive thinking with an effort, and a system message among the messages.
+    adaptive = claude_code_request(model, thinking={"type": "adaptive"})
+    adaptive["messages"] = adaptive["messages"] + [{"role": "system", "content": "Agent types: claude."}]
+    answered = sdk.beta.messages.create(**adaptive, extra_body={"output_config": {"effort": "high"}})
+    assert [block.type for block in answered.content] == ["thinking", "text"]
+
+
+def test_claude_code_s_tool_round_trip(horde):
+    model = unique_model()
+    horde.worker([model], "--max-length", "16384", "--max-context-length", "200000")
+    sdk = client(horde, horde.user(kudos=100_000))
+    first = sdk.beta.messages.create(**claude_code_request(model, "List the files", thinking={"type": "adaptive"}))
+    uses = [block for block in first.content if block.type == "tool_use"]
+    assert first.stop_reason == "tool_use" and [use.name for use in uses] == ["Bash"]
+    result = {
+        "type": "tool_result",
+        "tool_use_id": uses[0].id,
+        "content": "a.txt",
+        "cache_control": {"type": "ephemeral"},
+    }
+    conversation = [
+        *claude_code_request(model, "List the files")["messages"],
+        {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]},
+        {"role": "user", "content": [result]},
+    ]
+    raw = sdk.beta.messages.with_raw_response.create(**claude_code_request(model, messages=conversation))
+    print("tool_result ->", raw.headers.get("x-horde-ignored-parameters"), raw.parse().content)
+    assert raw.parse().content[-1].text == "The tool said what it said; here is my answer."
+    assert "messages[2].content[0].cache_control" in raw.headers["x-horde-ignored-parameters"]
+
+
+def test_the_ai_sdk_s_model_maximum_is_lowered(horde):
+    """@ai-sdk/anthropic sends max_tokens 64000 for a claude-sonnet-4-5 name."""
+    model = unique_model()
+    horde.worker([model], "--max-length", "8192", "--max-context-length", "200000")
+    raw = client(horde, horde.user(kudos=100_000)).messages.with_raw_response.create(
+        model=model, max_tokens=64000, messages=hi(), timeout=120
+    )
+    assert raw.parse().content[0].text == "You wrote: Hello"
+    assert raw.headers["x-horde-lowered-parameters"] == "max_tokens=8192"
+    assert "x-horde-ignored-parameters" not in raw.headers

@@ -7,11 +7,9 @@ gevent worker imports `packaging`, which only gunicorn's `gevent` extra brings).
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import uuid
-from importlib import metadata
 
 import openai
 import pytest
@@ -22,6 +20,7 @@ from horde.config import Settings
 from horde.runtime import Runtime
 from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
 from horde_testing.processes import ROOT, Gunicorn, Worker, base_env
+from tests.support.distributions import canonical, closure
 from tests.support.harness import RULES_PATH, unique_model
 
 IMPORTED_BY_GEVENT_WORKER = """
@@ -40,34 +39,9 @@ print(json.dumps(sorted({dist for name in names for dist in owners.get(name, ())
 NOT_REQUIRED = {"horde", "ujson"}
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _closure(requirements: list[str]) -> set[str]:
-    """Every distribution that installing `requirements` brings, extras and markers included."""
-    from packaging.requirements import Requirement
-
-    seen: set[str] = set()
-    pending = [(Requirement(line), ()) for line in requirements]
-    while pending:
-        requirement, parent_extras = pending.pop()
-        environments = [{"extra": extra} for extra in parent_extras] or [{"extra": ""}]
-        if requirement.marker and not any(requirement.marker.evaluate(env) for env in environments):
-            continue
-        name = _canonical(requirement.name)
-        key = name + "[" + ",".join(sorted(requirement.extras)) + "]"
-        if key in seen:
-            continue
-        seen.add(key)
-        for line in metadata.requires(requirement.name) or ():
-            pending.append((Requirement(line), tuple(requirement.extras)))
-    return {key.split("[")[0] for key in seen}
-
-
 def test_requirements_txt_installs_everything_the_production_command_imports(tmp_path):
     lines = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
-    installed = _closure([line for line in lines if line])
+    installed = closure([line for line in lines if line])
     probe = subprocess.run(
         [sys.executable, "-c", IMPORTED_BY_GEVENT_WORKER],
         capture_output=True,
@@ -77,7 +51,7 @@ def test_requirements_txt_installs_everything_the_production_command_imports(tmp
         timeout=120,
     )
     assert probe.returncode == 0, probe.stderr
-    imported = {_canonical(name) for name in json.loads(probe.stdout)}
+    imported = {canonical(name) for name in json.loads(probe.stdout)}
     assert "packaging" in imported  # the import that broke the README's command
     assert imported - installed - NOT_REQUIRED == set()
 

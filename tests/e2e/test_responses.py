@@ -161,9 +161,11 @@ def test_refusals_name_the_field(horde):
     client = horde.openai()
     cases = [
         ({"model": model, "input": "Hi", "frobnicate": 1}, "frobnicate"),
-        ({"model": model, "input": "Hi", "tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"model": model, "input": "Hi", "tools": [{"type": "custom", "name": "apply_patch"}]}, "tools[0].type"),
+        ({"model": model, "input": "Hi", "tools": [{"type": "web_search"}], "tool_choice": "required"}, "tool_choice"),
+        ({"model": model, "input": "Hi", "include": ["file_search_call.results"]}, "include[0]"),
         ({"model": model, "input": "Hi", "background": True}, "background"),
-        ({"model": model, "input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
+        ({"model": model, "input": [{"type": "web_search_call", "id": "x"}]}, "input[0].type"),
         ({"model": model, "input": "Hi", "max_output_tokens": 1}, "max_output_tokens"),
         ({"model": model}, "input"),
     ]
@@ -171,8 +173,11 @@ def test_refusals_name_the_field(horde):
         response = requests.post(horde.url + "/v1/responses", json=body, timeout=30)
         print("refused:", param, response.status_code, response.json()["error"]["code"])
         assert response.status_code == 400 and response.json()["error"]["param"] == param, response.text
-    with pytest.raises(openai.BadRequestError):
-        client.responses.create(model=model, input="Hi", tools=[{"type": "web_search"}])
+    with pytest.raises(openai.BadRequestError) as forced:
+        client.responses.create(
+            model=model, input="Hi", tools=[{"type": "web_search"}], tool_choice={"type": "web_search_preview"}
+        )
+    assert forced.value.body["param"] == "tool_choice"
 
 
 def test_reasoning_item_and_incomplete_status(horde, tmp_path):
@@ -229,3 +234,145 @@ def test_agents_sdk_with_a_function_tool(horde):
     agents.set_default_openai_client(client, use_for_tracing=False)
     prefixed = agents.Agent(name="plain", model=f"openai/{model}")
     assert agents.Runner.run_sync(prefixed, "Hello").final_output == "You wrote: Hello"
+
+
+EXEC_COMMAND = {
+    "type": "function",
+    "name": "exec_command",
+    "description": "Runs a command.",
+    "strict": False,
+    "parameters": {
+        "type": "object",
+        "properties": {"cmd": {"type": "string"}},
+        "required": ["cmd"],
+        "additionalProperties": False,
+    },
+}
+MULTI_AGENT = {
+    "type": "namespace",
+    "name": "multi_agent_v1",
+    "description": "Tools for spawning and managing sub-agents.",
+    "tools": [
+        {
+            "type": "function",
+            "name": "close_agent",
+            "description": "Close an agent.",
+            "strict": False,
+            "parameters": {
+                "type": "object",
+                "properties": {"target": {"type": "string"}},
+                "required": ["target"],
+                "additionalProperties": False,
+            },
+        }
+    ],
+}
+CODEX_NAMED = "tools[2], client_metadata"
+
+
+def codex_request(model, text, tools=(EXEC_COMMAND, MULTI_AGENT, {"type": "web_search"}), **overrides):
+    """Codex CLI 0.171's request (docs/how-to/use-coding-agents.md), as its keys go through the OpenAI SDK."""
+    request = {
+        "model": model,
+        "instructions": "You are Codex.",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+        "tools": list(tools),
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+        "reasoning": {"summary": "auto"},
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "01a2425e-d067-77e1-a188-fbe9a5edb2da",
+        "extra_body": {"client_metadata": {"session_id": "01a2425e-d067-77e1-a188-fbe9a5edb2da"}},
+    }
+    request.update(overrides)
+    return request
+
+
+def test_codex_s_request_and_its_encrypted_reasoning_round_trip(horde):
+    model = unique_model()
+    horde.worker([model], "--max-length", "16384", "--max-context-length", "200000")
+    key = horde.user(kudos=100_000)
+    client = horde.openai(key)
+    raw = client.responses.with_raw_response.create(**codex_request(model, "think first"))
+    body = raw.http_response.json()
+    validate(body, "Response")
+    print("Codex's request ->", dict(raw.headers), [item["type"] for item in body["output"]])
+    assert raw.headers["x-horde-ignored-parameters"] == CODEX_NAMED
+    assert body["x_horde"]["ignored_parameters"] == CODEX_NAMED.split(", ")
+    reasoning, message = raw.parse().output
+    assert reasoning.type == "reasoning" and reasoning.encrypted_content
+    assert "think" not in reasoning.encrypted_content and message.content[0].text == "The answer is 42."
+
+    turn = [*codex_request(model, "think first")["input"], reasoning.model_dump(exclude_none=True)]
+    follow_up = [*turn, {"role": "user", "content": "Hello"}]
+    again = client.responses.create(**codex_request(model, "Hello", tools=(), input=follow_up))
+    assert again.output_text == "You wrote: Hello"
+    forged = dict(turn[1], encrypted_content=reasoning.encrypted_content[:-4] + "AAAA")
+    for sender, item in ((client, forged), (horde.openai(horde.user()), turn[1])):
+        with pytest.raises(openai.BadRequestError) as refused:
+            sender.responses.create(**codex_request(model, "Hello", input=[turn[0], item]))
+        print("sealed reasoning refused ->", refused.value.body)
+        assert refused.value.body["param"] == "input[1].encrypted_content"
+
+
+def test_codex_s_namespace_tools_are_called_back_in_their_namespace(horde):
+    model = unique_model()
+    horde.worker([model], "--max-length", "16384", "--max-context-length", "200000")
+    client = horde.openai(horde.user(kudos=100_000))
+    tools = (MULTI_AGENT, EXEC_COMMAND, {"type": "web_search"})  # the scripted worker calls the first tool
+    first = client.responses.create(**codex_request(model, "Close it", tools=tools))
+    calls = [item for item in first.output if item.type == "function_call"]
+    print("namespace call ->", [call.model_dump(exclude_none=True) for call in calls])
+    assert [(call.model_extra.get("namespace") or getattr(call, "namespace", None), call.name) for call in calls] == [
+        ("multi_agent_v1", "close_agent")
+    ]
+    output = {"type": "function_call_output", "call_id": calls[0].call_id, "output": "closed"}
+    back = [*codex_request(model, "Close it")["input"], calls[0].model_dump(exclude_none=True), output]
+    second = client.responses.create(**codex_request(model, "Close it", tools=tools, input=back))
+    assert second.output_text == "The tool said what it said; here is my answer."
+
+    _, events = raw_events(
+        horde, {k: v for k, v in codex_request(model, "Close it", tools=tools).items() if k != "extra_body"}
+    )
+    for event in events:
+        validate(event, "ResponseStreamEvent")
+    done = [event["item"] for event in events if event["type"] == "response.output_item.done"]
+    assert [(item.get("namespace"), item["name"]) for item in done if item["type"] == "function_call"] == [
+        ("multi_agent_v1", "close_agent")
+    ]
+
+
+def test_max_output_tokens_above_the_ceiling_is_lowered(horde):
+    model = unique_model()
+    horde.worker([model], "--max-length", "4096", "--max-context-length", "200000")
+    raw = horde.openai(horde.user(kudos=100_000)).responses.with_raw_response.create(
+        model=model, input="Hello", max_output_tokens=128000
+    )
+    assert raw.parse().output_text == "You wrote: Hello"
+    assert raw.headers["x-horde-lowered-parameters"] == "max_output_tokens=4096"
+    assert raw.http_response.json()["x_horde"]["context_adjustments"][0] == {
+        "from": 128000,
+        "to": 4096,
+        "reason": "worker_max_length",
+    }
+
+
+def test_a_stored_reasoning_item_referenced_by_id(horde):
+    """The AI SDK's OpenAI provider sends a stored response's reasoning back as an item_reference."""
+    model = unique_model()
+    horde.worker([model])
+    client = horde.openai(horde.user())
+    first = client.responses.create(model=model, input="think first")
+    reasoning = first.output[0]
+    assert reasoning.type == "reasoning"
+    follow_up = [
+        {"role": "user", "content": "think first"},
+        {"type": "item_reference", "id": reasoning.id},
+        {"role": "assistant", "content": first.output_text},
+        {"role": "user", "content": "Hello"},
+    ]
+    assert client.responses.create(model=model, input=follow_up).output_text == "You wrote: Hello"
+    with pytest.raises(openai.NotFoundError) as unknown:
+        horde.openai(horde.user()).responses.create(model=model, input=follow_up)  # another user's item
+    assert unknown.value.body["param"] == "input[1].id"

@@ -140,7 +140,7 @@ def test_ready_and_the_503_of_both_apis_while_the_database_is_down(proxied):
     front = client.get("/v1/models")
     assert front.status_code == 503 and front.headers["Retry-After"] == "5"
     assert front.json["error"]["code"] == "service_unavailable" and front.json["error"]["type"] == "api_error"
-    native = client.get("/api/v2/status/models")
+    native = client.get("/api/v2/status/models?type=chat")
     assert native.status_code == 503 and native.headers["Retry-After"] == "5"
     assert native.json["rc"] == "service_unavailable" and "database" in native.json["message"]
 

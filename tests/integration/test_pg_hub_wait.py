@@ -1,9 +1,16 @@
 """PostgreSQL connections wait for their socket on gevent's hub: other greenlets run meanwhile, a connection
-keeps one watcher per direction for its life, and a connection the server drops fails its statement."""
+keeps one watcher per direction for its life, and a connection the server drops fails its statement. A bounded
+wait (psycopg's `timeout`, which `notifies` passes) ends at its deadline, in a process under gevent's patching
+as in one without."""
 
 from __future__ import annotations
 
+import inspect
+import json
+import subprocess
+import sys
 import threading
+import time
 
 import gevent
 import psycopg
@@ -88,3 +95,74 @@ def test_a_connection_used_from_another_os_thread_waits_on_that_threads_hub(conn
     other.start()
     other.join(timeout=10)
     assert answers == [(2,)]  # a watcher of this thread's loop, which nobody runs there, would never wake it
+
+
+def test_wait_takes_the_parameters_of_the_installed_psycopgs_wait():
+    """psycopg calls `wait` with the parameters of its own signature (`timeout` since 3.3.6): an override that
+    lacked one would fail, or ignore a bound, in psycopg's own calls."""
+    ours = inspect.signature(HubWaitConnection.wait).parameters
+    theirs = inspect.signature(psycopg.Connection.wait).parameters
+    assert [(name, parameter.default) for name, parameter in ours.items()] == [
+        (name, parameter.default) for name, parameter in theirs.items()
+    ]
+
+
+def test_a_bounded_wait_ends_at_its_deadline_and_hears_what_comes_before_it(url, connection):
+    connection.execute("LISTEN hub_wait_probe")
+    started = time.monotonic()
+    with gevent.Timeout(10, AssertionError("notifies(timeout=0.2) outlived its deadline")):
+        assert list(connection.notifies(timeout=0.2)) == []
+    assert 0.2 <= time.monotonic() - started < 5
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("NOTIFY hub_wait_probe, 'hello'")
+    with gevent.Timeout(10, AssertionError("the notification never came")):
+        heard = list(connection.notifies(timeout=5, stop_after=1))
+    assert [(notice.channel, notice.payload) for notice in heard] == [("hub_wait_probe", "hello")]
+    assert connection.execute("SELECT 1").fetchone() == (1,)  # the hub's waits go on after a bounded one
+
+
+#: A process patched as the server's are: a bounded wait lets the other greenlets run, ends at its deadline, and
+#: hears a notification sent while it waits.
+PATCHED_BOUNDED_WAIT = """
+from gevent import monkey
+monkey.patch_all()
+import json, sys, time
+import gevent, psycopg
+from horde.pg_hub_wait import HubWaitConnection, waits_on_the_hub
+
+url = sys.argv[1]
+connection = HubWaitConnection.connect(url, autocommit=True)
+connection.execute("LISTEN hub_wait_patched")
+ticks = []
+
+def tick():
+    while True:
+        ticks.append(1)
+        gevent.sleep(0.01)
+
+def notify_later():
+    gevent.sleep(0.2)
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("NOTIFY hub_wait_patched, 'later'")
+
+ticker = gevent.spawn(tick)
+started = time.monotonic()
+empty = list(connection.notifies(timeout=0.3))
+waited_s, ticks_while_waiting = time.monotonic() - started, len(ticks)
+gevent.spawn(notify_later)
+started = time.monotonic()
+heard = [notice.payload for notice in connection.notifies(timeout=10, stop_after=1)]
+print(json.dumps({"on_hub": waits_on_the_hub(), "empty": empty, "waited_s": waited_s, "ticks": ticks_while_waiting,
+                  "heard": heard, "heard_after_s": time.monotonic() - started}))
+"""
+
+
+def test_a_bounded_wait_under_gevents_patching_lets_other_greenlets_run(url):
+    probe = subprocess.run(
+        [sys.executable, "-c", PATCHED_BOUNDED_WAIT, url], capture_output=True, text=True, timeout=60
+    )
+    assert probe.returncode == 0, probe.stderr
+    seen = json.loads(probe.stdout)
+    assert (seen["on_hub"], seen["empty"], seen["heard"]) == (True, [], ["later"])
+    assert 0.3 <= seen["waited_s"] < 5 and seen["ticks"] >= 10  # 0.3 s of 10 ms ticks went on meanwhile
+    assert seen["heard_after_s"] < 5  # woken by the notification, not by the deadline

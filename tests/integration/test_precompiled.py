@@ -143,6 +143,120 @@ def test_listeners_hear_each_statement(engine):
     assert ours == [("SELECT", False), ("INSERT", True)]
 
 
+class _Tracer:
+    """Listeners of the three cursor events, as a tracer registers them: what each heard, in order."""
+
+    NAMES = ("before_cursor_execute", "after_cursor_execute", "handle_error")
+
+    def __init__(self, engine):
+        self.engine, self.heard = engine, []
+
+    def before_cursor_execute(self, connection, cursor, statement, parameters, context, executemany):
+        self.heard.append(("before", statement, parameters, executemany, cursor, context))
+
+    def after_cursor_execute(self, connection, cursor, statement, parameters, context, executemany):
+        self.heard.append(("after", statement, parameters, executemany, cursor, context))
+
+    def handle_error(self, context):
+        self.heard.append(("error", context.statement, context.parameters, context.connection, context))
+
+    def __enter__(self):
+        for name in self.NAMES:
+            event.listen(self.engine, name, getattr(self, name))
+        return self
+
+    def __exit__(self, *_):
+        for name in self.NAMES:
+            event.remove(self.engine, name, getattr(self, name))
+
+    def ours(self):
+        """What was heard but the transaction's own statements (SQLite's BEGIN, as the engine sends it)."""
+        return [heard for heard in self.heard if not heard[1].startswith("BEGIN")]
+
+
+def _run_the_three(engine, run, run_many):
+    """A query, an executemany and an insert that breaks a unique constraint, with a tracer listening. (`told`
+    is given: its default wants SQLAlchemy's execution context, which would leave the inserts to SQLAlchemy.)"""
+    _rows(engine, 1)
+    with _Tracer(engine) as tracer, engine.connect() as connection:
+        run(connection, _COUNT, {})
+        run_many(connection, _INSERT, [{"name": "x", "flag": True, "told": 1}, {"name": "y", "flag": True, "told": 2}])
+        with pytest.raises(IntegrityError) as raised:
+            run(connection, _INSERT, {"name": "n0", "flag": False, "told": 3})
+    return tracer.ours(), raised.value
+
+
+def test_the_cursor_events_pair_up_as_sqlalchemys_own_execution_fires_them(engine):
+    """A tracer pairs each before_cursor_execute with its after_cursor_execute, or with handle_error when the
+    statement fails: the same events, in the same order, as Connection.execute fires for the same statements."""
+
+    def shape(heard):
+        return [
+            (kind, statement.split()[0], *([rest[1]] if kind != "error" else [])) for kind, statement, *rest in heard
+        ]
+
+    theirs = shape(
+        _run_the_three(
+            engine,
+            lambda c, statement, params: c.execute(statement, params),
+            lambda c, statement, rows: c.execute(statement, rows),
+        )[0]
+    )
+    gc.collect()  # SQLAlchemy's failed cursor, held by its error's traceback, keeps SQLite's table locked
+    with engine.begin() as connection:
+        connection.execute(PROBES.delete())
+    ours, raised = _run_the_three(engine, precompiled.execute, precompiled.execute_many)
+    assert (
+        shape(ours)
+        == theirs
+        == [
+            ("before", "SELECT", False),
+            ("after", "SELECT", False),
+            ("before", "INSERT", True),
+            ("after", "INSERT", True),
+            ("before", "INSERT", False),
+            ("error", "INSERT"),
+        ]
+    )
+    for before, after in (ours[0:2], ours[2:4]):  # the same statement, parameters and cursor in each pair
+        assert before[1:5] == after[1:5] and before[5] is None is after[5]
+    failed_before, (_, statement, parameters, connection, context) = ours[4:6]
+    assert (statement, parameters) == failed_before[1:3] and failed_before[5] is None
+    assert connection is context.connection is not None
+    assert isinstance(context.original_exception, engine.dialect.loaded_dbapi.IntegrityError)
+    assert context.sqlalchemy_exception is raised and raised.orig is context.original_exception
+    assert context.execution_context is None and not context.is_disconnect
+
+
+def test_a_listener_may_rewrite_the_statement_and_replace_the_error_as_with_sqlalchemy(engine):
+    _rows(engine, 1)
+
+    class Refused(Exception):
+        pass
+
+    def comment(_connection, _cursor, statement, parameters, _context, _executemany):
+        return "/* traced */ " + statement, parameters
+
+    heard = []
+    listeners = [
+        ("before_cursor_execute", comment, {"retval": True}),
+        ("after_cursor_execute", lambda *args: heard.append(args[2]), {}),
+        ("handle_error", lambda context: Refused(context.statement), {}),
+    ]
+    for name, listener, options in listeners:
+        event.listen(engine, name, listener, **options)
+    try:
+        with engine.connect() as connection:
+            assert precompiled.execute(connection, _COUNT).scalar() == 1
+            with pytest.raises(Refused) as refused:
+                precompiled.execute(connection, _INSERT, {"name": "n0", "flag": False, "told": 1})
+    finally:
+        for name, listener, _ in listeners:
+            event.remove(engine, name, listener)
+    assert next(sql for sql in heard if "BEGIN" not in sql).startswith("/* traced */ SELECT")
+    assert str(refused.value).startswith("/* traced */ INSERT")
+
+
 def test_what_cannot_be_compiled_once_runs_through_sqlalchemy(engine):
     _rows(engine, 2)
     with engine.connect() as connection:

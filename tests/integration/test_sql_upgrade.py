@@ -92,11 +92,13 @@ def test_existing_rows_get_values_and_their_models_stay_known(databases):
     engine = create_engine("postgresql+psycopg://" + upgraded.url.split("://", 1)[1])
     try:
         with engine.connect() as connection:
-            worker = connection.execute(text("SELECT nsfw, require_upfront_kudos, text_pop_at FROM workers")).one()
+            worker = connection.execute(
+                text("SELECT nsfw, require_upfront_kudos, text_pop_at, maintenance, info, deleted_at FROM workers")
+            ).one()
             known = connection.execute(text("SELECT name FROM known_models")).scalars().all()
     finally:
         engine.dispose()
-    assert tuple(worker) == (False, False, None)
+    assert tuple(worker) == (False, False, None, False, None, None)
     assert known == ["old-model"]
 
 
@@ -116,11 +118,11 @@ def test_the_text_models_of_existing_workers_stay_known(databases):
             VALUES ('text-owner', 'hash', 0, false, false, now());
         INSERT INTO workers (id, name, owner_id, models, max_length, max_context_length, threads, features_mask,
                              guarantees_mask, bridge_agent, created_at, last_pop_at, nsfw, require_upfront_kudos,
-                             text_models)
+                             text_models, maintenance)
             VALUES ('w-text', 'text worker', 1, '[]', 512, 4096, 1, 0, 0, 'x:1:x', now(), now(), false, false,
-                    '["old-text-model", "other-text-model"]'),
+                    '["old-text-model", "other-text-model"]', false),
                    ('w-chat', 'chat worker', 1, '["chat-model"]', 512, 4096, 1, 0, 0, 'x:1:x', now(), now(), false,
-                    false, NULL);
+                    false, NULL, false);
         DROP TABLE known_text_models;
     """
     _apply(upgraded.url, *_read(CURRENT_SCHEMA), workers, *_read(*UPGRADES))

@@ -84,3 +84,31 @@ def test_the_checkpoints_copy_the_log_into_the_file(database, database_file):
         assert rows_in_the_file(database_file) == 60
     finally:
         checkpoints.kill()
+
+
+def test_a_checkpoint_killed_mid_way_closes_its_connection_only_after_the_thread(database_file, monkeypatch):
+    """A server's shutdown kills the greenlet while a thread may be checkpointing: the connection must outlive it.
+
+    Closing it under the thread crashed the process (a segfault in sqlite3) or failed the thread's statement."""
+    from horde import sqlite_checkpoint
+
+    started, outcome = [], []
+
+    def slow_checkpoint(connection):
+        started.append(True)
+        time.sleep(0.3)  # in the pool's thread, while the greenlet is killed
+        try:
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            outcome.append("checkpointed")
+        except sqlite3.Error as exc:
+            outcome.append(repr(exc))
+
+    monkeypatch.setattr(sqlite_checkpoint, "checkpoint", slow_checkpoint)
+    checkpoints = gevent.spawn(run_checkpoints, str(database_file), 0.01)
+    deadline = time.monotonic() + CHECKPOINT_WAIT_S
+    while not started and time.monotonic() < deadline:
+        gevent.sleep(0.01)
+    checkpoints.kill()
+    while not outcome and time.monotonic() < deadline:
+        gevent.sleep(0.02)
+    assert outcome == ["checkpointed"]

@@ -158,16 +158,41 @@ def test_real_answers_match_the_documented_bodies(client, spec, make_user):
     ):
         call("get", path)
     call("get", "/status/models?type=text")
+    call("get", "/status/models?type=chat")
     call("get", "/status/models/{model_name}", model_name="m1")
+    call("get", "/status/models/{model_name}?type=chat", model_name="m1")
+    for path in (
+        "/status/performance",
+        "/status/news",
+        "/status/modes",
+        "/teams",
+        "/stats/img/totals",
+        "/stats/img/models",
+    ):
+        call("get", path)
     worker_id = call("get", "/workers")[0]["id"]
     call("get", "/workers?type=chat")
     call("get", "/workers/{worker_id}", worker_id=worker_id)
+    call("get", "/workers/name/{worker_name}", worker_name=WORKER_NAME)
+    call("put", "/workers/{worker_id}", owner, json={"maintenance": True, "info": "a note"}, worker_id=worker_id)
+    call("put", "/workers/{worker_id}", key, json={"maintenance": False}, refused=403, worker_id=worker_id)
     call("get", "/find_user", key)
+    receiver, _ = make_user()
+    call("get", "/users")
+    call("get", "/users/{user_id}", key, user_id=receiver.id)
+    call("post", "/kudos/transfer", key, json={"username": f"{receiver.username}#{receiver.id}", "amount": 1})
+    lent = call("post", "/sharedkeys", key, json={"kudos": 10, "name": "lent kudos"})["id"]
+    call("put", "/sharedkeys", key, json={"expiry": 1})
+    call("get", "/sharedkeys/{sharedkey_id}", sharedkey_id=lent)
+    call("patch", "/sharedkeys/{sharedkey_id}", key, json={"max_text_tokens": 100}, sharedkey_id=lent)
+    call("delete", "/sharedkeys/{sharedkey_id}", key, sharedkey_id=lent)
 
     call("post", "/generate/chat/async", key, json={"model": "m1", "messages": []}, refused=400)
     call("get", "/generate/chat/status/{request_id}", key, refused=404, request_id="no-such-request")
     call("get", "/find_user", "not-a-key", refused=401)
     call("get", "/workers/{worker_id}", refused=404, worker_id="no-such-worker")
+    call("get", "/teams/{team_id}", refused=404, team_id="no-such-team")
+    call("delete", "/workers/{worker_id}", owner, worker_id=worker_id)
 
     assert call.checked >= {(path, method) for path, method, _ in _operations(spec)}
 

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-ALL_FEATURES = [
-    "tools",
-    "json_object",
-    "json_schema",
-    "tools_with_response_format",
-    "vision",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "reasoning_effort",
-    "progress",
-]
-ALL_GUARANTEES = ["tool_choice", "schema_adherence", "prompt_fit"]
+from horde.protocol import FEATURES, GUARANTEES
+
+#: As lists, the JSON a pop body carries.
+ALL_FEATURES = list(FEATURES)
+ALL_GUARANTEES = list(GUARANTEES)
 
 
 def declaration(name, models=("m1",), **overrides):

@@ -21,7 +21,7 @@ import requests
 from horde.bridge.backends.openai_http import BackendHTTP, BackendHTTPError
 from horde.bridge.backends.probe import ServerInfo
 from horde.bridge.backends.sse import ChatStreamAccumulator, iter_sse_data
-from horde.bridge.declarations import FEATURES, GUARANTEES
+from horde.protocol import FEATURES, GUARANTEES
 
 log = logging.getLogger(__name__)
 

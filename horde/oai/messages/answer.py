@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from horde.chat.models import ChatRequest
 from horde.oai import completion
+from horde.oai.ignored import Ignored
 
 STOP_REASONS = {"length": "max_tokens", "tool_calls": "tool_use"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a request's answer shows beside the reply: thinking blocks, what was named, the edits applied."""
+
+    thinking: bool
+    ignored: Ignored | None = None
+    #: context_management's applied edits; None when the request sent no context_management.
+    applied_edits: list[dict] | None = None
+
+    def extras(self, request: ChatRequest) -> dict:
+        """The keys the message and message_delta carry beside the reply: context_management, x_horde."""
+        out: dict = {}
+        if self.applied_edits is not None:
+            out["context_management"] = {"applied_edits": self.applied_edits}
+        out["x_horde"] = completion.x_horde(request, self.ignored)
+        return out
 
 
 def message_id(request_id: str) -> str:
@@ -83,15 +103,15 @@ def start_message(request: ChatRequest) -> dict:
     }
 
 
-def message(request: ChatRequest, thinking: bool) -> dict:
+def message(request: ChatRequest, shape: Shape) -> dict:
     return {
         "id": message_id(request.id),
         "type": "message",
         "role": "assistant",
-        "content": content_blocks(request, thinking),
+        "content": content_blocks(request, shape.thinking),
         "model": request.served_model or request.models[0],
         "stop_reason": stop_reason(request),
         "stop_sequence": None,
         "usage": usage(request),
-        "x_horde": completion.x_horde(request),
+        **shape.extras(request),
     }

@@ -5,8 +5,11 @@ blocks; each tool result becomes a tool message, ahead of the user's other
 blocks. Assistant content: `text` and `tool_use` blocks (tool calls);
 `thinking` and `redacted_thinking` blocks are the model's earlier reasoning
 and are not sent to the model, as chat history's reasoning_content is not.
-`cache_control` on a block is accepted: the Horde caches nothing, so it
-changes nothing. Any other block type or key is refused.
+`cache_control` on a block is accepted and named (the Horde caches nothing);
+`citations` and a thinking block's `signature` echo the model's own output and
+are dropped unnamed. A `system` message among the messages (Anthropic's
+mid-conversation system beta) is a system message where it stands, from its
+text. Any other block type or key is refused.
 """
 
 from __future__ import annotations
@@ -14,9 +17,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from horde.oai.ignored import Ignored
 from horde.oai.screening.base import BAD_REQUEST, ScreeningError, require_list, require_object, require_string
 
-ROLES = ("user", "assistant")
+#: `system` mid-conversation (Anthropic's beta, Claude Code sends it): a system message where it stands.
+ROLES = ("user", "assistant", "system")
+BLOCKS_BY_ROLE = {
+    "user": ("text", "image", "tool_result"),
+    "assistant": ("text", "tool_use", "thinking", "redacted_thinking"),
+    "system": ("text",),
+}
 BLOCK_KEYS = {
     "text": {"type", "text", "cache_control", "citations"},
     "image": {"type", "source", "cache_control"},
@@ -25,23 +35,26 @@ BLOCK_KEYS = {
     "thinking": {"type", "thinking", "signature"},
     "redacted_thinking": {"type", "data"},
 }
-USER_BLOCKS = ("text", "image", "tool_result")
-ASSISTANT_BLOCKS = ("text", "tool_use", "thinking", "redacted_thinking")
 IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 TOOL_ERROR_PREFIX = "Error: "
+#: A key the Horde accepts on a block and does not act on: named.
+CACHE_CONTROL = "cache_control"
 
 
-def system_messages(value: Any) -> list[dict]:
+def system_messages(value: Any, ignored: Ignored) -> list[dict]:
     if value is None:
         return []
     if isinstance(value, str):
         return [{"role": "system", "content": value}] if value else []
-    blocks = [_block(block, f"system[{index}]", ("text",)) for index, block in enumerate(require_list(value, "system"))]
+    blocks = [
+        _block(block, f"system[{index}]", ("text",), ignored)
+        for index, block in enumerate(require_list(value, "system"))
+    ]
     text = "\n\n".join(block["text"] for block in blocks)
     return [{"role": "system", "content": text}] if text else []
 
 
-def chat_messages(value: Any) -> list[dict]:
+def chat_messages(value: Any, ignored: Ignored) -> list[dict]:
     if value is None:
         raise ScreeningError("messages: Field required", code=BAD_REQUEST, param="messages")
     messages: list[dict] = []
@@ -54,21 +67,24 @@ def chat_messages(value: Any) -> list[dict]:
         role = message.get("role")
         if role not in ROLES:
             raise ScreeningError(
-                f"{path}.role: Input should be 'user' or 'assistant'", code=BAD_REQUEST, param=f"{path}.role"
+                f"{path}.role: Input should be 'user', 'assistant' or 'system'", code=BAD_REQUEST, param=f"{path}.role"
             )
         content = message.get("content")
         if isinstance(content, str):
             messages.append({"role": role, "content": content})
             continue
         blocks = [
-            _block(block, f"{path}.content[{number}]", USER_BLOCKS if role == "user" else ASSISTANT_BLOCKS)
+            _block(block, f"{path}.content[{number}]", BLOCKS_BY_ROLE[role], ignored)
             for number, block in enumerate(require_list(content, f"{path}.content"))
         ]
-        messages += _user(blocks) if role == "user" else [_assistant(blocks)]
+        if role == "system":
+            messages.append({"role": "system", "content": "\n\n".join(block["text"] for block in blocks)})
+        else:
+            messages += _user(blocks) if role == "user" else [_assistant(blocks)]
     return messages
 
 
-def _block(value: Any, path: str, allowed: tuple[str, ...]) -> dict:
+def _block(value: Any, path: str, allowed: tuple[str, ...], ignored: Ignored) -> dict:
     block = require_object(value, path)
     kind = block.get("type")
     if kind not in allowed:
@@ -79,6 +95,8 @@ def _block(value: Any, path: str, allowed: tuple[str, ...]) -> dict:
     for key in block:
         if key not in BLOCK_KEYS[kind]:
             raise ScreeningError(f"{path}.{key}: Extra inputs are not permitted", param=f"{path}.{key}")
+    if block.get(CACHE_CONTROL) is not None:
+        ignored.add(f"{path}.{CACHE_CONTROL}")
     if kind == "text":
         return {"type": "text", "text": require_string(block.get("text"), f"{path}.text")}
     if kind == "image":
@@ -96,7 +114,7 @@ def _block(value: Any, path: str, allowed: tuple[str, ...]) -> dict:
         return {
             "type": "tool_result",
             "tool_use_id": require_string(block.get("tool_use_id"), f"{path}.tool_use_id"),
-            "text": _result_text(block.get("content"), f"{path}.content"),
+            "text": _result_text(block.get("content"), f"{path}.content", ignored),
             "is_error": block.get("is_error"),
         }
     return {"type": "thinking"}
@@ -119,12 +137,14 @@ def _image_url(value: Any, path: str) -> str:
     raise ScreeningError(f"{path}.type: the AI Horde takes 'base64' and 'url' image sources.", param=f"{path}.type")
 
 
-def _result_text(value: Any, path: str) -> str:
+def _result_text(value: Any, path: str, ignored: Ignored) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    blocks = [_block(block, f"{path}[{index}]", ("text",)) for index, block in enumerate(require_list(value, path))]
+    blocks = [
+        _block(block, f"{path}[{index}]", ("text",), ignored) for index, block in enumerate(require_list(value, path))
+    ]
     return "".join(block["text"] for block in blocks)
 
 

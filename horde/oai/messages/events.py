@@ -5,8 +5,9 @@ comment with the queue position) keep it alive. Plain text is relayed as the
 worker posts progress: a thinking block (thinking_delta) while only reasoning
 comes and thinking is on, then a text block (text_delta). Tool calls arrive
 whole at the end, one tool_use block each with its input in one
-input_json_delta. message_delta (stop_reason, usage, x_horde) and
-message_stop close it; a failure is an `error` event in Anthropic's shape.
+input_json_delta. message_delta (stop_reason, usage, context_management when
+it was sent, x_horde) and message_stop close it; a failure is an `error` event
+in Anthropic's shape.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ PING = sse("ping", {"type": "ping"})
 
 
 class MessagesWriter:
-    def __init__(self, request: ChatRequest, thinking: bool):
+    def __init__(self, request: ChatRequest, shape: answer.Shape):
         self.request = request
-        self.thinking = thinking
+        self.shape = shape
+        self.thinking = shape.thinking
         self.live = stream.is_live(request)
         self.reasoning = self.content = ""
         self.diverged = False
@@ -94,7 +96,7 @@ class MessagesWriter:
             "type": "message_delta",
             "delta": {"stop_reason": answer.stop_reason(request), "stop_sequence": None},
             "usage": answer.usage(request),
-            "x_horde": completion.x_horde(request),
+            **self.shape.extras(request),
         }
         return out + [sse("message_delta", delta), sse("message_stop", {"type": "message_stop"})]
 

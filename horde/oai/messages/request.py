@@ -3,14 +3,23 @@
 The chat screening then checks what both share (sampling ranges, tool
 schemas, image URLs, sizes), and its param paths are renamed to this API's
 (max_tokens stays, stop becomes stop_sequences). Unknown fields are refused,
-as Anthropic refuses them.
+as Anthropic refuses them. What is accepted and not acted on (`cache_control`,
+`metadata.user_id`, a `context_management` edit that keeps everything) is
+named (horde/oai/ignored.py). `max_tokens` is an upper bound, as clients send
+their model's maximum: above the Horde's ceiling it is lowered to it (and
+admission lowers it to the online workers' lengths), and a thinking budget
+that no longer fits below it is lowered with it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from horde.oai.messages.content import chat_messages, system_messages
+from horde.oai.ignored import Ignored
+from horde.oai.messages import context_edits
+from horde.oai.messages.content import CACHE_CONTROL, chat_messages, system_messages
+from horde.oai.messages.thinking import screen_output_config, screen_thinking
 from horde.oai.screening.base import (
     BAD_REQUEST,
     ScreeningError,
@@ -20,6 +29,7 @@ from horde.oai.screening.base import (
     require_object,
     require_string,
 )
+from horde.oai.screening.sampling import lowered_to_ceiling
 
 CREATE_FIELDS = frozenset(
     {
@@ -35,22 +45,44 @@ CREATE_FIELDS = frozenset(
         "stream",
         "thinking",
         "metadata",
+        "context_management",
+        "output_config",
         "horde",
     }
 )
-COUNT_FIELDS = frozenset({"model", "system", "messages", "tools", "tool_choice", "thinking"})
+COUNT_FIELDS = frozenset(
+    {"model", "system", "messages", "tools", "tool_choice", "thinking", "context_management", "output_config"}
+)
 TOOL_KEYS = frozenset({"name", "description", "input_schema", "type", "cache_control"})
 TOOL_CHOICES = ("auto", "any", "tool", "none")
 #: Anthropic's temperature range is 0 to 1.
 TEMPERATURE_MAX = 1.0
-#: thinking.budget_tokens -> reasoning_effort: below the first bound low, below the second medium, else high.
-EFFORT_BOUNDS_TOKENS = (4096, 16384)
-THINKING_BUDGET_MIN_TOKENS = 1024
-PARAM_NAMES = (("stop", "stop_sequences"), ("reasoning_effort", "thinking"), ("user", "metadata.user_id"))
+PARAM_NAMES = (
+    ("stop", "stop_sequences"),
+    ("reasoning_effort", "thinking"),
+    ("user", "metadata.user_id"),
+    ("response_format.json_schema", "output_config.format"),
+    ("response_format", "output_config.format"),
+)
 
 
-def chat_body(body: Any, *, counting: bool = False) -> tuple[dict, bool]:
-    """The chat body, and whether thinking is on (then reasoning comes back as thinking blocks)."""
+@dataclass
+class Mapped:
+    """A Messages body as the chat contract takes it, with what the mapping itself named and carried out."""
+
+    chat: dict
+    #: Whether thinking blocks come back (thinking on, and not display: omitted).
+    thinking: bool
+    ignored: Ignored = field(default_factory=Ignored)
+    #: The context_management edits applied, as Anthropic reports them; None without context_management.
+    applied_edits: list[dict] | None = None
+    #: Whether chat's reasoning_effort is only a hint (`output_config.effort` without thinking enabled, as Claude
+    #: Code sends it beside adaptive thinking for any model): the call drops it, named, when no worker reasons.
+    effort_hint: bool = False
+
+
+def chat_body(body: Any, *, counting: bool = False) -> Mapped:
+    """The chat body of a Messages body, and what the mapping named, lowered and carried out."""
     if not isinstance(body, dict):
         raise ScreeningError("The request body must be a JSON object.", code=BAD_REQUEST)
     fields = COUNT_FIELDS if counting else CREATE_FIELDS
@@ -59,12 +91,14 @@ def chat_body(body: Any, *, counting: bool = False) -> tuple[dict, bool]:
             raise ScreeningError(f"{key}: Extra inputs are not permitted", param=key)
     if "model" not in body:
         raise ScreeningError("model: Field required", code=BAD_REQUEST, param="model")
+    ignored = Ignored()
     chat: dict[str, Any] = {"model": body["model"]}
     if not counting:
         if "max_tokens" not in body:
             raise ScreeningError("max_tokens: Field required", code=BAD_REQUEST, param="max_tokens")
-        chat["max_tokens"] = body["max_tokens"]
-    chat["messages"] = system_messages(body.get("system")) + chat_messages(body.get("messages"))
+        chat["max_tokens"] = lowered_to_ceiling(body["max_tokens"], "max_tokens", ignored)
+    edits = context_edits.screen(body["context_management"]) if body.get("context_management") is not None else None
+    chat["messages"] = system_messages(body.get("system"), ignored) + chat_messages(body.get("messages"), ignored)
     for key in ("top_p", "horde"):
         if body.get(key) is not None:
             chat[key] = body[key]
@@ -82,30 +116,43 @@ def chat_body(body: Any, *, counting: bool = False) -> tuple[dict, bool]:
     if body.get("metadata") is not None:
         chat.update(_metadata(body["metadata"]))
     if body.get("tools"):
-        chat["tools"] = _tools(body["tools"])
+        chat["tools"] = _tools(body["tools"], ignored)
     if body.get("tool_choice") is not None:
         chat.update(_tool_choice(body["tool_choice"], bool(body.get("tools"))))
-    thinking = _thinking(body.get("thinking"))
-    if thinking is not None:
-        chat["reasoning_effort"] = thinking
+    thinking = screen_thinking(body.get("thinking"), chat.get("max_tokens"), ignored)
+    output = screen_output_config(body["output_config"]) if body.get("output_config") is not None else {}
+    effort = output.pop("reasoning_effort", thinking.effort)
+    if effort is not None:
+        chat["reasoning_effort"] = effort
+    chat.update(output)
+    shown = thinking.on and thinking.shown
     horde = chat.get("horde", {})
     if isinstance(horde, dict) and "include_reasoning" not in horde:  # thinking blocks only when thinking is on
-        chat["horde"] = {**horde, "include_reasoning": thinking is not None}
-    return chat, thinking is not None
+        chat["horde"] = {**horde, "include_reasoning": shown}
+    applied = None
+    if edits is not None:
+        applied = context_edits.apply(edits, body, chat["messages"], chat.get("tools"), ignored)
+    return Mapped(chat, shown, ignored, applied, effort_hint=effort is not None and thinking.effort is None)
 
 
 def renamed(error: ScreeningError) -> ScreeningError:
     """A chat screening error with its param in this API's names."""
-    param = error.param or ""
-    for chat_name, name in PARAM_NAMES:
-        if param == chat_name or param.startswith(chat_name + "["):
-            error.param = name + param[len(chat_name) :]
-            break
-    if error.param and error.param.startswith("tools[") and ".function.parameters" in error.param:
-        error.param = error.param.replace(".function.parameters", ".input_schema", 1)
-    elif error.param and error.param.startswith("tools[") and ".function." in error.param:
-        error.param = error.param.replace(".function.", ".", 1)
+    if error.param:
+        error.param = rename(error.param)
     return error
+
+
+def rename(param: str) -> str:
+    """A chat param path in this API's names."""
+    for chat_name, name in PARAM_NAMES:
+        if param == chat_name or param.startswith((chat_name + "[", chat_name + ".")):
+            param = name + param[len(chat_name) :]
+            break
+    if param.startswith("tools[") and ".function.parameters" in param:
+        return param.replace(".function.parameters", ".input_schema", 1)
+    if param.startswith("tools[") and ".function." in param:
+        return param.replace(".function.", ".", 1)
+    return param
 
 
 def _metadata(value: Any) -> dict:
@@ -116,7 +163,7 @@ def _metadata(value: Any) -> dict:
     return {} if metadata.get("user_id") is None else {"user": require_string(metadata["user_id"], "metadata.user_id")}
 
 
-def _tools(value: Any) -> list[dict]:
+def _tools(value: Any, ignored: Ignored) -> list[dict]:
     tools = []
     for index, entry in enumerate(require_list(value, "tools")):
         path = f"tools[{index}]"
@@ -131,6 +178,8 @@ def _tools(value: Any) -> list[dict]:
                 raise ScreeningError(f"{path}.{key}: Extra inputs are not permitted", param=f"{path}.{key}")
         if "input_schema" not in tool:
             raise ScreeningError(f"{path}.input_schema: Field required", code=BAD_REQUEST, param=f"{path}.input_schema")
+        if tool.get(CACHE_CONTROL) is not None:
+            ignored.add(f"{path}.{CACHE_CONTROL}")
         function = {"name": tool.get("name"), "parameters": tool["input_schema"]}
         if tool.get("description") is not None:
             function["description"] = tool["description"]
@@ -163,29 +212,3 @@ def _tool_choice(value: Any, has_tools: bool) -> dict:
             choice["disable_parallel_tool_use"], "tool_choice.disable_parallel_tool_use"
         )
     return chat
-
-
-def _thinking(value: Any) -> str | None:
-    """The reasoning_effort for `thinking`; None when disabled or absent."""
-    if value is None:
-        return None
-    thinking = require_object(value, "thinking")
-    kind = thinking.get("type")
-    if kind == "disabled":
-        return None
-    if kind != "enabled":
-        raise ScreeningError(
-            "thinking.type: Input should be 'enabled' or 'disabled'", code=BAD_REQUEST, param="thinking.type"
-        )
-    for key in thinking:
-        if key not in ("type", "budget_tokens"):
-            raise ScreeningError(f"thinking.{key}: Extra inputs are not permitted", param=f"thinking.{key}")
-    budget = thinking.get("budget_tokens")
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < THINKING_BUDGET_MIN_TOKENS:
-        raise ScreeningError(
-            f"thinking.budget_tokens: Input should be an integer of at least {THINKING_BUDGET_MIN_TOKENS}",
-            code=BAD_REQUEST,
-            param="thinking.budget_tokens",
-        )
-    low, medium = EFFORT_BOUNDS_TOKENS
-    return "low" if budget < low else "medium" if budget < medium else "high"

@@ -1,19 +1,36 @@
 """The `response` object of a Horde request, in OpenAI's Responses shape.
 
 Output items in order: `reasoning` (when the worker returned reasoning and
-include_reasoning is on), `message` with one `output_text` part (when there is
-text), `function_call` per tool call. Ids derive from the request id, so the
-JSON answer, the stream events and the stored copy name the same items.
+include_reasoning is on; with `encrypted_content` when the request included
+reasoning.encrypted_content), `message` with one `output_text` part (when there
+is text), `function_call` per tool call (a namespace function's with its `name`
+and `namespace`). Ids derive from the request id, so the JSON answer, the
+stream events and the stored copy name the same items.
 """
 
 from __future__ import annotations
 
 import calendar
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from horde.chat.models import ChatRequest
 from horde.oai import completion
+from horde.oai.ignored import Ignored
+from horde.oai.responses.tools import Namespaces
 from horde.timeutil import utcnow
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a request's output is written beside the reply itself."""
+
+    include_reasoning: bool = True
+    ignored: Ignored | None = None
+    namespaces: Namespaces = field(default_factory=Namespaces)
+    #: Seals a reasoning text into encrypted_content; None when the request did not include it.
+    seal: Callable[[str], str] | None = None
 
 
 def response_id(request_id: str) -> str:
@@ -25,9 +42,12 @@ def item_id(prefix: str, request_id: str, index: int = 0) -> str:
     return f"{prefix}_{request_id.replace('-', '')}{suffix}"
 
 
-def reasoning_item(request_id: str, text: str, status: str = "completed") -> dict:
+def reasoning_item(request_id: str, text: str, status: str = "completed", shape: Shape | None = None) -> dict:
     summary = [{"type": "summary_text", "text": text}] if text else []
-    return {"type": "reasoning", "id": item_id("rs", request_id), "summary": summary, "status": status}
+    item = {"type": "reasoning", "id": item_id("rs", request_id), "summary": summary, "status": status}
+    if shape is not None and shape.seal is not None and status == "completed":
+        item["encrypted_content"] = shape.seal(text)
+    return item
 
 
 def output_text_part(text: str) -> dict:
@@ -46,27 +66,37 @@ def message_item(request_id: str, text: str | None, status: str = "completed") -
 
 
 def function_call_item(
-    request_id: str, index: int, call: dict, arguments: str | None = None, status: str = "completed"
+    request_id: str,
+    index: int,
+    call: dict,
+    namespaces: Namespaces,
+    arguments: str | None = None,
+    status: str = "completed",
 ) -> dict:
-    return {
+    """The call as the client declared its tool: a namespace function's flat name split back."""
+    namespace, name = namespaces.split(call["function"]["name"])
+    item = {
         "type": "function_call",
         "id": item_id("fc", request_id, index + 1),
         "call_id": call["id"],
-        "name": call["function"]["name"],
+        "name": name,
         "arguments": call["function"]["arguments"] if arguments is None else arguments,
         "status": status,
     }
+    if namespace is not None:
+        item["namespace"] = namespace
+    return item
 
 
-def output_items(request: ChatRequest, include_reasoning: bool) -> list[dict]:
+def output_items(request: ChatRequest, shape: Shape) -> list[dict]:
     reply = request.reply or {}
     items = []
-    if include_reasoning and reply.get("reasoning_content"):
-        items.append(reasoning_item(request.id, reply["reasoning_content"]))
+    if shape.include_reasoning and reply.get("reasoning_content"):
+        items.append(reasoning_item(request.id, reply["reasoning_content"], shape=shape))
     calls = completion.tool_calls(reply) or []
     if reply.get("content") or not calls:
         items.append(message_item(request.id, reply.get("content") or ""))
-    items += [function_call_item(request.id, index, call) for index, call in enumerate(calls)]
+    items += [function_call_item(request.id, index, call, shape.namespaces) for index, call in enumerate(calls)]
     return items
 
 
@@ -95,15 +125,26 @@ def echo(body: dict) -> dict:
         "temperature": body.get("temperature", 1.0),
         "text": {"format": text.get("format") or {"type": "text"}},
         "tool_choice": body.get("tool_choice", "auto"),
-        "tools": [_tool_echo(tool) for tool in body.get("tools") or []],
+        "tools": [_tool_echo(tool) for tool in body.get("tools") or [] if tool.get("type") in ECHOED_TOOLS],
         "top_p": body.get("top_p", 1.0),
         "truncation": body.get("truncation", "disabled"),
         "user": body.get("user"),
     }
 
 
+ECHOED_TOOLS = ("function", "namespace")
+
+
 def _tool_echo(tool: dict) -> dict:
-    """A function tool as OpenAI echoes it: strict is false unless sent (the chat contract's default)."""
+    """A served tool as OpenAI echoes it (the hosted tools the Horde dropped are not): a function's strict is
+    false unless sent (the chat contract's default)."""
+    if tool.get("type") == "namespace":
+        return {
+            "type": "namespace",
+            "name": tool.get("name"),
+            "description": tool.get("description") or "",
+            "tools": [_tool_echo(inner) for inner in tool.get("tools") or []],
+        }
     return {
         "type": "function",
         "name": tool.get("name"),
@@ -133,7 +174,7 @@ def skeleton(request: ChatRequest, body: dict, status: str) -> dict:
     return result
 
 
-def response_object(request: ChatRequest, body: dict, include_reasoning: bool) -> dict:
+def response_object(request: ChatRequest, body: dict, shape: Shape) -> dict:
     """The finished response: completed, or incomplete when the reply stopped at max_output_tokens."""
     reply = request.reply or {}
     incomplete = reply.get("finish_reason") == "length"
@@ -141,9 +182,9 @@ def response_object(request: ChatRequest, body: dict, include_reasoning: bool) -
     result["completed_at"] = calendar.timegm((request.finished_at or utcnow()).timetuple())
     if incomplete:
         result["incomplete_details"] = {"reason": "max_output_tokens"}
-    result["output"] = output_items(request, include_reasoning)
+    result["output"] = output_items(request, shape)
     result["usage"] = usage(request)
-    result["x_horde"] = completion.x_horde(request)
+    result["x_horde"] = completion.x_horde(request, shape.ignored)
     return result
 
 

@@ -25,12 +25,13 @@ from horde.oai.waiter import Keepalive, Progress
 
 class ResponsesWriter:
     def __init__(
-        self, request: ChatRequest, body: dict, include_reasoning: bool, finished_body: Callable[[ChatRequest], dict]
+        self, request: ChatRequest, body: dict, shape: answer.Shape, finished_body: Callable[[ChatRequest], dict]
     ):
         """`finished_body(request)` builds (and stores) the final response object."""
         self.request = request
         self.body = body
-        self.include_reasoning = include_reasoning
+        self.shape = shape
+        self.include_reasoning = shape.include_reasoning
         self.finished_body = finished_body
         self.live = stream.is_live(request)
         self.sequence = 0
@@ -141,7 +142,7 @@ class ResponsesWriter:
         if self.reasoning_index is None:
             return []
         index, self.reasoning_index = self.reasoning_index, None
-        item = answer.reasoning_item(self.request.id, self.reasoning)
+        item = answer.reasoning_item(self.request.id, self.reasoning, shape=self.shape)
         part = {"type": "summary_text", "text": self.reasoning}
         return [
             self.event(
@@ -211,8 +212,10 @@ class ResponsesWriter:
 
     def _function_call(self, request_id: str, index: int, call: dict) -> list[bytes]:
         output_index, self.items = self.items, self.items + 1
-        item = answer.function_call_item(request_id, index, call)
-        opened = answer.function_call_item(request_id, index, call, arguments="", status="in_progress")
+        item = answer.function_call_item(request_id, index, call, self.shape.namespaces)
+        opened = answer.function_call_item(
+            request_id, index, call, self.shape.namespaces, arguments="", status="in_progress"
+        )
         arguments = item["arguments"]
         return [
             self.event("response.output_item.added", output_index=output_index, item=opened),

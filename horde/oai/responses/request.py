@@ -6,13 +6,20 @@ the values the Horde cannot honour, each refused with a 400 naming the field.
 Everything the two APIs share (messages, sampling ranges, tool schemas, the
 horde object) is left to the chat screening, whose param paths are renamed
 back to this API's names (messages -> input, max_tokens -> max_output_tokens).
+What is accepted and not acted on (`client_metadata`, a
+`reasoning.summary` other than `auto`, hosted tools) is named
+(horde/oai/ignored.py); `max_output_tokens` above the Horde's ceiling is
+lowered to it, as clients send their model's maximum.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from horde.oai.responses.input_items import input_messages
+from horde.oai.ignored import Ignored
+from horde.oai.responses import tools as responses_tools
+from horde.oai.responses.input_items import Opener, Resolver, input_messages
 from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
@@ -25,6 +32,7 @@ from horde.oai.screening.base import (
     same_json_value,
     unknown_parameter,
 )
+from horde.oai.screening.sampling import lowered_to_ceiling
 
 #: Fields mapped onto the chat contract.
 REQUEST_FIELDS = frozenset(
@@ -47,16 +55,17 @@ REQUEST_FIELDS = frozenset(
         "metadata",
         "user",
         "truncation",
+        "include",
+        "prompt_cache_key",
+        "client_metadata",
         "horde",
         # The conversation's key (horde/oai/conversation.py): its turns go to the worker that holds its cache.
-        "prompt_cache_key",
         "session_id",
     }
 )
 #: Fields accepted only at the value that changes nothing, as the chat front's DEFAULT_NO_OP_PARAMETERS.
 DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
     "background": (False, None),
-    "include": ([], None),
     "service_tier": ("auto", "default", None),
     "top_logprobs": (0, None),
     "stream_options": (None,),
@@ -68,6 +77,11 @@ DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
 TEXT_FORMATS = ("text", "json_object", "json_schema")
 TRUNCATION_MODES = ("auto", "disabled")
 REASONING_SUMMARIES = ("auto", "concise", "detailed")
+#: The summary the Horde serves: the worker's reasoning text, as it comes.
+SERVED_SUMMARY = "auto"
+#: The `include` values served: encrypted reasoning that the client sends back (horde/oai/sealing.py).
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+INCLUDE_VALUES = (ENCRYPTED_REASONING,)
 TEXT_VERBOSITY_DEFAULT = "medium"
 METADATA_MAX_KEYS = 16
 METADATA_KEY_MAX_CHARS = 64
@@ -81,8 +95,27 @@ PARAM_NAMES = (
 )
 
 
-def chat_body(body: dict, history: list[dict]) -> dict:
-    """The chat completions body for `body`, after `history` (the messages of previous_response_id)."""
+@dataclass
+class Mapped:
+    """A Responses body as the chat contract takes it, with what the mapping named and how to answer it."""
+
+    chat: dict
+    #: The chat messages of this request's `input` (without instructions), as stored for a next turn.
+    turn: list[dict]
+    ignored: Ignored
+    namespaces: responses_tools.Namespaces
+    #: Whether reasoning items carry encrypted_content (include: reasoning.encrypted_content).
+    sealed_reasoning: bool
+
+
+def chat_body(
+    body: dict, history: list[dict], open_sealed: Opener | None = None, resolve: Resolver | None = None
+) -> Mapped:
+    """The chat completions body for `body`, after `history` (the messages of previous_response_id).
+
+    `open_sealed` reads back the encrypted_content of a reasoning item in `input`, `resolve` finds the stored
+    item an item_reference names.
+    """
     for key, value in body.items():
         if key in REQUEST_FIELDS:
             continue
@@ -94,22 +127,35 @@ def chat_body(body: dict, history: list[dict]) -> dict:
                 param=key,
             )
     body = {key: value for key, value in body.items() if key in REQUEST_FIELDS and value is not None}
+    ignored = Ignored(token_param="max_output_tokens")
     chat: dict[str, Any] = {
         key: body[key]
-        for key in ("model", "models", "temperature", "top_p", "user", "parallel_tool_calls", "stream", "horde")
+        for key in ("model", "models", "temperature", "top_p", "user", "prompt_cache_key", "stream", "horde")
         if key in body
     }
     if "max_output_tokens" in body:
-        chat["max_tokens"] = body["max_output_tokens"]
-    chat["messages"] = _instructions(body.get("instructions")) + history + this_turn(body)
-    if "tools" in body:
-        chat["tools"] = _tools(body["tools"])
+        chat["max_tokens"] = lowered_to_ceiling(body["max_output_tokens"], "max_output_tokens", ignored)
+    turn = this_turn(body, open_sealed, resolve)
+    chat["messages"] = _instructions(body.get("instructions")) + history + turn
+    served, namespaces = responses_tools.chat_tools(body.get("tools", []), ignored)
+    if served:
+        chat["tools"] = served
+    if "parallel_tool_calls" in body:
+        parallel = require_bool(body["parallel_tool_calls"], "parallel_tool_calls")
+        if served:  # without a tool served it changes nothing
+            chat["parallel_tool_calls"] = parallel
     if "tool_choice" in body:
-        chat["tool_choice"] = _tool_choice(body["tool_choice"])
+        choice = responses_tools.chat_tool_choice(body["tool_choice"], served)
+        if choice is not None:
+            chat["tool_choice"] = choice
     if "text" in body:
         chat.update(_text(body["text"]))
     if "reasoning" in body:
-        chat.update(_reasoning(body["reasoning"]))
+        chat.update(_reasoning(body["reasoning"], ignored))
+    if "client_metadata" in body:
+        require_object(body["client_metadata"], "client_metadata")
+        ignored.add("client_metadata")
+    sealed = _include(body.get("include", []))
     if "truncation" in body:
         chat["horde"] = _truncation(body["truncation"], chat.get("horde"))
     for key in ("store", "stream"):
@@ -117,26 +163,41 @@ def chat_body(body: dict, history: list[dict]) -> dict:
             require_bool(body[key], key)
     if "metadata" in body:
         check_metadata(body["metadata"])
-    return chat
+    return Mapped(chat, turn, ignored, namespaces, sealed)
 
 
-def this_turn(body: dict) -> list[dict]:
+def this_turn(body: dict, open_sealed: Opener | None = None, resolve: Resolver | None = None) -> list[dict]:
     """The chat messages of this request's `input` (without instructions), as stored for a next turn."""
     if "input" not in body or body["input"] is None:
         raise ScreeningError("Missing required parameter: 'input'.", code=BAD_REQUEST, param="input")
-    return input_messages(body["input"])
+    return input_messages(body["input"], open_sealed, resolve)
 
 
-def renamed(error: ScreeningError) -> ScreeningError:
+def renamed(error: ScreeningError, namespaces: responses_tools.Namespaces) -> ScreeningError:
     """A chat screening error with its param in this API's names."""
-    param = error.param or ""
+    if error.param:
+        error.param = rename(error.param, namespaces)
+    return error
+
+
+def rename(param: str, namespaces: responses_tools.Namespaces) -> str:
+    """A chat param path in this API's names; a tool's path is the body's (namespaces flatten them)."""
     for chat_name, name in PARAM_NAMES:
         if param == chat_name or param.startswith(chat_name + "[") or param.startswith(chat_name + "."):
-            error.param = name + param[len(chat_name) :]
-            break
-    if error.param and error.param.startswith("tools[") and ".function." in error.param:
-        error.param = error.param.replace(".function.", ".", 1)
-    return error
+            return name + param[len(chat_name) :]
+    return namespaces.body_path(param)
+
+
+def _include(value: Any) -> bool:
+    """Whether `include` asks for encrypted reasoning; any other value is refused."""
+    for index, item in enumerate(require_list(value, "include")):
+        if item not in INCLUDE_VALUES:
+            raise ScreeningError(
+                f"Unsupported value for 'include[{index}]': {item!r}; the AI Horde serves "
+                f"{', '.join(repr(value) for value in INCLUDE_VALUES)}.",
+                param=f"include[{index}]",
+            )
+    return ENCRYPTED_REASONING in value
 
 
 def _instructions(value: Any) -> list[dict]:
@@ -144,36 +205,6 @@ def _instructions(value: Any) -> list[dict]:
         return []
     text = require_string(value, "instructions")
     return [{"role": "system", "content": text}] if text else []
-
-
-def _tools(value: Any) -> list[dict]:
-    tools = []
-    for index, entry in enumerate(require_list(value, "tools")):
-        tool = require_object(entry, f"tools[{index}]")
-        if tool.get("type") != "function":
-            raise ScreeningError(
-                f"Unsupported tool type {tool.get('type')!r} at 'tools[{index}].type': the AI Horde serves only "
-                "function tools.",
-                param=f"tools[{index}].type",
-            )
-        function = {
-            key: tool[key] for key in ("name", "description", "parameters", "strict") if tool.get(key) is not None
-        }
-        tools.append({"type": "function", "function": function})
-    return tools
-
-
-def _tool_choice(value: Any) -> Any:
-    if isinstance(value, str):
-        return value
-    choice = require_object(value, "tool_choice")
-    if choice.get("type") != "function":
-        raise ScreeningError(
-            f"Unsupported value for 'tool_choice.type': {choice.get('type')!r}; the AI Horde serves "
-            "'auto', 'none', 'required' and a function by name.",
-            param="tool_choice.type",
-        )
-    return {"type": "function", "function": {"name": choice.get("name")}}
 
 
 def _text(value: Any) -> dict:
@@ -199,7 +230,8 @@ def _text(value: Any) -> dict:
     return {"response_format": {"type": "json_schema", "json_schema": json_schema}}
 
 
-def _reasoning(value: Any) -> dict:
+def _reasoning(value: Any, ignored: Ignored) -> dict:
+    """reasoning.effort for the chat contract; a summary other than `auto` (the reasoning as it comes) is named."""
     reasoning = require_object(value, "reasoning")
     for key in reasoning:
         if key not in ("effort", "summary", "generate_summary"):
@@ -207,6 +239,8 @@ def _reasoning(value: Any) -> dict:
     for key in ("summary", "generate_summary"):
         if reasoning.get(key) is not None and reasoning[key] not in REASONING_SUMMARIES:
             raise invalid_choice(f"reasoning.{key}", reasoning[key], REASONING_SUMMARIES)
+        if reasoning.get(key) not in (None, SERVED_SUMMARY):
+            ignored.add(f"reasoning.{key}")
     return {} if reasoning.get("effort") is None else {"reasoning_effort": reasoning["effort"]}
 
 

@@ -6,7 +6,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from horde import request_json
 from horde.accounts.auth import authenticate
-from horde.oai import auth
+from horde.oai import auth, ignored
 from horde.oai.responses import store
 from horde.oai.responses.call import ResponsesCall
 from horde.request_context import runtime
@@ -28,7 +28,10 @@ def create_response() -> Response:
 def get_response(response_id: str) -> Response:
     hub = runtime()
     user = authenticate(hub, auth.bearer_key(request.headers))
-    return jsonify(store.load(hub, user.id, response_id, "response_id").body)
+    body = store.load(hub, user.id, response_id, "response_id").body
+    response = jsonify(body)
+    response.headers.update(ignored.stored_headers(body))  # named as when it was answered
+    return response
 
 
 def delete_response(response_id: str) -> Response:

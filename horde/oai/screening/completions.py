@@ -9,9 +9,10 @@ best_of above 1, a non-empty logit_bias, and prompts that are several strings or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,
     UNSUPPORTED,
@@ -75,6 +76,8 @@ class ScreenedCompletion:
     availability_mode: str
     max_kudos: int | None
     penalties: dict
+    #: What the body asked for that the Horde accepts without acting on it (horde/oai/ignored.py).
+    ignored: Ignored = field(default_factory=Ignored)
 
 
 def screen_completion_request(body: Any) -> ScreenedCompletion:
@@ -107,8 +110,10 @@ def screen_completion_request(body: Any) -> ScreenedCompletion:
         params["seed"] = screen_seed(body["seed"])
     if "stop" in body:
         params["stop_sequence"] = screen_stop(body["stop"])
-    if "user" in body:
+    ignored = Ignored()
+    if "user" in body:  # accepted, and not acted on: named
         screen_user(body["user"])
+        ignored.add("user")
     stream, include_usage = screen_stream(body)
     options = screen_horde_options(body)
     for key in CHAT_ONLY_OPTIONS:
@@ -134,6 +139,7 @@ def screen_completion_request(body: Any) -> ScreenedCompletion:
         availability_mode=options["availability_mode"],
         max_kudos=options.get("max_kudos"),
         penalties=penalties,
+        ignored=ignored,
     )
 
 

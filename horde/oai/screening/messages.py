@@ -3,10 +3,12 @@
 Keys outside a role's served set are dropped, as OpenAI ignores them; this
 covers every field the OpenAI SDK adds when it replays a message (refusal,
 audio, annotations, function_call, parsed, reasoning_content,
-tool_calls[].index, function.parsed_arguments). tool_calls on a message other
-than an assistant message is refused. A developer message becomes a system
-message, and a name on a tool message is dropped. Param paths are written
-messages[2].role, not OpenAI's messages.[2].role.
+tool_calls[].index, function.parsed_arguments). Those replayed keys echo the
+model's own output and are dropped without a name; any other dropped key (a
+`cache_control` on a part, say) is named (name_dropped_keys). tool_calls on a
+message other than an assistant message is refused. A developer message
+becomes a system message, and a name on a tool message is dropped. Param paths
+are written messages[2].role, not OpenAI's messages.[2].role.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit
 
 from horde.contract import MESSAGE_ROLES
 from horde.cooperative import pause_every
+from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,
     UNSUPPORTED,
@@ -37,10 +40,34 @@ TOOL_CALL_TYPES = ("function",)
 IMAGE_URL_SCHEMES = ("http", "https")
 _DATA_IMAGE_URL_RE = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,\S+", re.IGNORECASE)
 _CONTENT_TYPE = "a string or an array of content parts"
+#: The keys each role serves.
+SERVED_KEYS = {
+    "system": ("role", "content", "name"),
+    "developer": ("role", "content", "name"),
+    "user": ("role", "content", "name"),
+    "assistant": ("role", "content", "name", "tool_calls"),
+    "tool": ("role", "content", "tool_call_id"),
+}
+#: Keys a client replays from the model's own output (the OpenAI SDK, reasoning relays): dropped, not named.
+REPLAYED_MESSAGE_KEYS = (
+    "refusal",
+    "audio",
+    "annotations",
+    "function_call",
+    "parsed",
+    "reasoning_content",
+    "reasoning",
+    "reasoning_details",
+    "name",
+)
+PART_KEYS = {"text": ("type", "text"), "image_url": ("type", "image_url")}
+IMAGE_URL_KEYS = ("url", "detail")
+TOOL_CALL_KEYS = ("id", "type", "function", "index")
+TOOL_CALL_FUNCTION_KEYS = ("name", "arguments", "parsed_arguments")
 
 
-def screen_messages(value: Any) -> list[dict]:
-    """The normalized messages, after the tool history rule."""
+def screen_messages(value: Any, ignored: Ignored) -> list[dict]:
+    """The normalized messages, after the tool history rule; the keys dropped are named in `ignored`."""
     if value is None:
         raise missing("messages")
     messages = require_list(value, "messages")
@@ -48,7 +75,26 @@ def screen_messages(value: Any) -> list[dict]:
         raise empty_array("messages")
     screened = [screen_message(message, f"messages[{index}]") for index, message in enumerate(pause_every(messages))]
     check_tool_history(screened)
+    name_dropped_keys(messages, ignored)
     return screened
+
+
+def name_dropped_keys(messages: list[dict], ignored: Ignored) -> None:
+    """Name the keys the screening dropped from these (screened) messages, except those replayed."""
+    for index, message in enumerate(messages):
+        path = f"messages[{index}]"
+        role = message["role"]
+        ignored.add_keys(message, SERVED_KEYS[role] + REPLAYED_MESSAGE_KEYS, path)
+        content = message.get("content")
+        for number, part in enumerate(content if isinstance(content, list) else ()):
+            part_path = f"{path}.content[{number}]"
+            ignored.add_keys(part, PART_KEYS[part["type"]], part_path)
+            if part["type"] == "image_url":
+                ignored.add_keys(part["image_url"], IMAGE_URL_KEYS, f"{part_path}.image_url")
+        for number, call in enumerate(message.get("tool_calls") or () if role == "assistant" else ()):
+            call_path = f"{path}.tool_calls[{number}]"
+            ignored.add_keys(call, TOOL_CALL_KEYS, call_path)
+            ignored.add_keys(call["function"], TOOL_CALL_FUNCTION_KEYS, f"{call_path}.function")
 
 
 def screen_message(value: Any, path: str) -> dict:

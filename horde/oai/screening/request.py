@@ -26,10 +26,11 @@ Choices where the specification is silent:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from horde.contract import MAX_MODELS_PER_REQUEST
+from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
@@ -53,6 +54,7 @@ from horde.oai.screening.sampling import (
     SAMPLING_RANGES,
     screen_max_tokens,
     screen_n,
+    screen_prompt_cache_key,
     screen_reasoning_effort,
     screen_sampling_value,
     screen_seed,
@@ -91,9 +93,9 @@ REQUEST_FIELDS = frozenset(
         "response_format",
         "reasoning_effort",
         "user",
+        "prompt_cache_key",
         "horde",
         # The conversation's key (horde/oai/conversation.py): its turns go to the worker that holds its cache.
-        "prompt_cache_key",
         "session_id",
     }
 )
@@ -126,6 +128,8 @@ class ScreenedRequest:
     include_usage: bool
     include_reasoning: bool
     model_param: str
+    #: What the body asked for that the Horde accepts without acting on it, or lowered (horde/oai/ignored.py).
+    ignored: Ignored = field(default_factory=Ignored)
 
 
 def screen_chat_request(body: Any) -> ScreenedRequest:
@@ -138,11 +142,13 @@ def screen_chat_request(body: Any) -> ScreenedRequest:
         )
     _screen_top_level_keys(body)
     body = _without_omitted(body)
+    only_completion_limit = "max_completion_tokens" in body and "max_tokens" not in body
+    ignored = Ignored(token_param="max_completion_tokens" if only_completion_limit else "max_tokens")
     models, model_param = _screen_models(body)
-    native: dict[str, Any] = {"models": models, "messages": screen_messages(body.get("messages"))}
-    native.update(_screen_scalars(body))
+    native: dict[str, Any] = {"models": models, "messages": screen_messages(body.get("messages"), ignored)}
+    native.update(_screen_scalars(body, ignored))
     stream, include_usage = screen_stream(body)
-    native.update(_screen_capabilities(body))
+    native.update(_screen_capabilities(body, ignored))
     options = screen_horde_options(body)
     _check_openai_guards(native, options["openai_guards"])
     native.update({key: value for key, value in options.items() if key not in SCREENING_ONLY_OPTIONS})
@@ -152,6 +158,7 @@ def screen_chat_request(body: Any) -> ScreenedRequest:
         include_usage=include_usage,
         include_reasoning=options["include_reasoning"],
         model_param=model_param,
+        ignored=ignored,
     )
 
 
@@ -237,7 +244,7 @@ def _refuse_variant(model: str, param: str) -> None:
         )
 
 
-def _screen_scalars(body: dict) -> dict:
+def _screen_scalars(body: dict, ignored: Ignored) -> dict:
     native: dict[str, Any] = {}
     if "n" in body:
         screen_n(body["n"])
@@ -253,14 +260,17 @@ def _screen_scalars(body: dict) -> dict:
         native["stop"] = screen_stop(body["stop"])
     if "reasoning_effort" in body:
         native["reasoning_effort"] = screen_reasoning_effort(body["reasoning_effort"])
-    if "user" in body:
+    if "user" in body:  # accepted, and not acted on: named
         screen_user(body["user"])
+        ignored.add("user")
+    if "prompt_cache_key" in body:  # acted on: the conversation's key (horde/oai/conversation.py)
+        screen_prompt_cache_key(body["prompt_cache_key"])
     return native
 
 
-def _screen_capabilities(body: dict) -> dict:
-    tools = screen_tools(body["tools"]) if "tools" in body else []
-    tool_choice = screen_tool_choice(body["tool_choice"]) if "tool_choice" in body else None
+def _screen_capabilities(body: dict, ignored: Ignored) -> dict:
+    tools = screen_tools(body["tools"], ignored) if "tools" in body else []
+    tool_choice = screen_tool_choice(body["tool_choice"], ignored) if "tool_choice" in body else None
     parallel = screen_parallel_tool_calls(body["parallel_tool_calls"]) if "parallel_tool_calls" in body else None
     check_tool_options(tools, tool_choice, parallel)
     response_format = screen_response_format(body["response_format"]) if "response_format" in body else None

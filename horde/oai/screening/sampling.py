@@ -1,5 +1,5 @@
 """Screening of the scalar request keys: n, token limits, sampling values, seed,
-stop, reasoning_effort, user, stream and stream_options.
+stop, reasoning_effort, user, prompt_cache_key, stream and stream_options.
 
 Range refusals use OpenAI's message and param with code
 UnsupportedChatParameter; type errors are BadRequest. Every one of these keys
@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from horde.contract import MAX_STOP_SEQUENCES, REASONING_EFFORTS, SAMPLING_RANGES, TOKEN_CEILING, TOKEN_FLOOR
+from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
+    BAD_REQUEST,
     CONFLICT,
     UNSUPPORTED,
     ScreeningError,
@@ -21,6 +23,7 @@ from horde.oai.screening.base import (
     empty_array,
     empty_string,
     invalid_choice,
+    is_int,
     require_bool,
     require_int,
     require_number,
@@ -30,6 +33,8 @@ from horde.oai.screening.base import (
 from horde.oai.screening.fields import FixedSchema, StrictBool, load_fixed_object
 
 OPENAI_TOKEN_MINIMUM = 1
+#: The longest prompt_cache_key taken (OpenAI documents no limit; Codex sends a 36-character session id).
+PROMPT_CACHE_KEY_MAX_CHARS = 1024
 SEED_MIN = -(2**63)
 SEED_MAX = 2**63 - 1
 
@@ -69,6 +74,15 @@ def screen_token_limit(value: Any, param: str) -> int:
         )
     check_range(limit, param, None, TOKEN_CEILING)
     return limit
+
+
+def lowered_to_ceiling(value: Any, param: str, ignored: Ignored) -> Any:
+    """A token limit of a dialect whose clients send their model's maximum (Messages, Responses): above the
+    Horde's ceiling it is lowered to it and named; any other value goes to screen_token_limit as sent."""
+    if is_int(value) and value > TOKEN_CEILING:
+        ignored.lower(param, value, TOKEN_CEILING)
+        return TOKEN_CEILING
+    return value
 
 
 def screen_max_tokens(body: dict) -> int | None:
@@ -132,6 +146,20 @@ def screen_reasoning_effort(value: Any) -> str:
 def screen_user(value: Any) -> None:
     """user is accepted as a string and dropped."""
     require_string(value, "user")
+
+
+def screen_prompt_cache_key(value: Any) -> str:
+    """prompt_cache_key is a string of at most PROMPT_CACHE_KEY_MAX_CHARS: the conversation's key
+    (horde/oai/conversation.py)."""
+    key = require_string(value, "prompt_cache_key")
+    if len(key) > PROMPT_CACHE_KEY_MAX_CHARS:
+        raise ScreeningError(
+            f"Invalid 'prompt_cache_key': string too long. Expected a string with maximum length "
+            f"{PROMPT_CACHE_KEY_MAX_CHARS}, but got a string with length {len(key)} instead.",
+            code=BAD_REQUEST,
+            param="prompt_cache_key",
+        )
+    return key
 
 
 def screen_stream(body: dict) -> tuple[bool, bool]:

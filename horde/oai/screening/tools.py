@@ -1,9 +1,10 @@
 """Screening of tools, tool_choice and parallel_tool_calls, and of their payload size.
 
 Unknown keys on a tools entry, its function object and the tool_choice object
-are dropped, as OpenAI drops them. A function's parameters schema is client
-data, forwarded unchanged after the depth check (and OpenAI's strict rules when
-the function sets strict: true).
+are dropped, as OpenAI drops them, and named (horde/oai/ignored.py): a key of a
+tool's definition is a setting the Horde does not act on. A function's
+parameters schema is client data, forwarded unchanged after the depth check
+(and OpenAI's strict rules when the function sets strict: true).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,
     CONFLICT,
@@ -40,6 +42,8 @@ TOOLS_MAX_COUNT = 128
 TOOLS_PAYLOAD_MAX_BYTES = 262_144
 TOOL_CHOICE_MODES = ("none", "auto", "required")
 TOOL_TYPES = ("function",)
+TOOL_ENTRY_KEYS = ("type", "function")
+TOOL_CHOICE_KEYS = ("type", "function")
 
 
 class ToolFunctionSchema(FixedSchema):
@@ -57,23 +61,26 @@ class ToolFunctionSchema(FixedSchema):
 _TOOL_FUNCTION = ToolFunctionSchema()  # reused: loading keeps no state on the schema
 
 
-def screen_tools(value: Any) -> list[dict]:
-    """The native tools list from a non-empty ``tools`` value."""
+def screen_tools(value: Any, ignored: Ignored) -> list[dict]:
+    """The native tools list from a non-empty ``tools`` value; the keys it drops are named in `ignored`."""
     tools = require_list(value, "tools")
     if len(tools) > TOOLS_MAX_COUNT:
         raise array_too_long("tools", TOOLS_MAX_COUNT, len(tools))
-    screened = [_screen_tool(entry, f"tools[{index}]") for index, entry in enumerate(tools)]
+    screened = [_screen_tool(entry, f"tools[{index}]", ignored) for index, entry in enumerate(tools)]
     _refuse_duplicate_names(screened)
     return screened
 
 
-def _screen_tool(entry: Any, path: str) -> dict:
+def _screen_tool(entry: Any, path: str, ignored: Ignored) -> dict:
     entry = require_object(entry, path)
     _require_function_type(entry, path)
     if "function" not in entry:
         raise missing(f"{path}.function")
     function_path = f"{path}.function"
-    function = load_fixed_object(_TOOL_FUNCTION, require_object(entry["function"], function_path), function_path)
+    sent = require_object(entry["function"], function_path)
+    function = load_fixed_object(_TOOL_FUNCTION, sent, function_path)
+    ignored.add_keys(entry, TOOL_ENTRY_KEYS, path)
+    ignored.add_keys(sent, _TOOL_FUNCTION.fields, function_path)
     if "parameters" in function:
         check_schema(
             function["parameters"],
@@ -107,8 +114,8 @@ def _refuse_duplicate_names(tools: list[dict]) -> None:
         first_index[name] = index
 
 
-def screen_tool_choice(value: Any) -> str | dict:
-    """none, auto, required, or the object forcing one function (other keys dropped)."""
+def screen_tool_choice(value: Any, ignored: Ignored) -> str | dict:
+    """none, auto, required, or the object forcing one function (other keys dropped, and named)."""
     if isinstance(value, str):
         if value not in TOOL_CHOICE_MODES:
             raise invalid_choice("tool_choice", value, TOOL_CHOICE_MODES)
@@ -122,6 +129,8 @@ def screen_tool_choice(value: Any) -> str | dict:
     if "name" not in function:
         raise missing("tool_choice.function.name")
     name = require_string(function["name"], "tool_choice.function.name")
+    ignored.add_keys(value, TOOL_CHOICE_KEYS, "tool_choice")
+    ignored.add_keys(function, ("name",), "tool_choice.function")
     return {"type": "function", "function": {"name": name}}
 
 

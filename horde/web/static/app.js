@@ -111,7 +111,7 @@ function fillModelSelect() {
 
 async function loadStatus() {
   const [models, totals] = await Promise.all([
-    getJson("/api/v2/status/models", nativeHeaders()),
+    getJson("/api/v2/status/models?type=chat", nativeHeaders()),
     getJson("/api/v2/stats/chat/totals", nativeHeaders()),
   ]);
   const workers = new Set(models.flatMap((model) => model.worker_ids)).size;

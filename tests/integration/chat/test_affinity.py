@@ -150,7 +150,7 @@ def test_a_conversation_key_is_bounded(affine, client, make_user):
     pop(client, user, name="w1")
     response = client.post(
         "/api/v2/generate/chat/async",
-        json={"model": "m1", **TURN, "conversation_key": "k" * 257},
+        json={"model": "m1", **TURN, "conversation_key": "k" * 1025},
         headers={"apikey": user},
     )
     assert response.status_code == 400

@@ -107,11 +107,11 @@ def test_a_keyless_request_gets_the_key_of_its_leading_messages(runtime, client,
 @pytest.mark.parametrize(
     ("path", "body", "headers", "param"),
     [
-        ("/v1/chat/completions", {"messages": MESSAGES, "prompt_cache_key": "k" * 257}, {}, "prompt_cache_key"),
+        ("/v1/chat/completions", {"messages": MESSAGES, "prompt_cache_key": "k" * 1025}, {}, "prompt_cache_key"),
         ("/v1/chat/completions", {"messages": MESSAGES, "prompt_cache_key": 7}, {}, "prompt_cache_key"),
         ("/v1/chat/completions", {"messages": MESSAGES, "session_id": ""}, {}, "session_id"),
-        ("/v1/chat/completions", {"messages": MESSAGES}, {"x-session-id": "k" * 257}, "x-session-id"),
-        ("/v1/responses", {"input": "Hello", "prompt_cache_key": "k" * 257}, {}, "prompt_cache_key"),
+        ("/v1/chat/completions", {"messages": MESSAGES}, {"x-session-id": "k" * 1025}, "x-session-id"),
+        ("/v1/responses", {"input": "Hello", "prompt_cache_key": "k" * 1025}, {}, "prompt_cache_key"),
     ],
 )
 def test_a_key_above_its_bound_is_refused_with_its_param(runtime, client, make_user, path, body, headers, param):

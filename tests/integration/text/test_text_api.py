@@ -136,7 +136,9 @@ def test_cancel_stops_new_generations_and_keeps_running_ones(client, make_user):
     request_id = text_queued(client, key, params={"n": 3})
     running = text_pop(client, owner)
     cancelled = client.delete(f"/api/v2/generate/text/status/{request_id}").json
-    assert (cancelled["waiting"], cancelled["processing"], cancelled["done"]) == (0, 1, False)
+    assert (cancelled["waiting"], cancelled["processing"], cancelled["done"]) == (2, 1, False)  # as before the cancel
+    after = text_status(client, request_id)
+    assert (after["waiting"], after["processing"], after["done"]) == (0, 1, False)
     assert text_pop(client, owner)["id"] is None
     assert text_submit(client, owner, running["id"]).json["reward"] > 0
     final = text_status(client, request_id)

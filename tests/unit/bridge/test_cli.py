@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from horde.bridge.cli import build_parser, main, scripted_worker
-from horde.bridge.declarations import FEATURES
+from horde.protocol import FEATURES
 
 from .fake_horde import WORKER_KEY, FakeHorde
 

@@ -7,9 +7,10 @@ import pytest
 
 from horde.bridge.backends.scripted import ScriptedBackend
 from horde.bridge.client import HordeClient
-from horde.bridge.declarations import FEATURES, Declarations
+from horde.bridge.declarations import Declarations
 from horde.bridge.loop import SHUTDOWN_REASON, WorkerLoop
 from horde.bridge.rules import parse_rules
+from horde.protocol import FEATURES
 
 from .fake_horde import WORKER_KEY, FakeHorde
 

@@ -106,6 +106,20 @@ def test_template_fills_known_fields_and_keeps_other_braces():
     assert text == 'm/one saw 2 image(s) for "look" {"json": {unknown}}'
 
 
+def test_last_tool_output_is_the_last_tool_messages_text():
+    """A rule answers from what the client's own tool returned: the latest tool message, parts joined."""
+    messages = [
+        {"role": "user", "content": "list the files"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "old.txt"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "marker-1.txt\n"}, IMAGE]},
+        {"role": "user", "content": "a reminder the client added"},
+    ]
+    assert fill_template("Files: {last_tool_output}", job(messages)) == "Files: marker-1.txt\n"
+    assert fill_template("[{last_tool_output}]", job()) == "[]"
+
+
 @pytest.mark.parametrize(
     "document, fragment",
     [

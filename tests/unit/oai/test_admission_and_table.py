@@ -187,6 +187,7 @@ def test_screened_request_interface():
         "include_usage",
         "include_reasoning",
         "model_param",
+        "ignored",
     ]
 
 

@@ -1,0 +1,164 @@
+"""A worker's owner manages it: PUT /workers/{id} (maintenance, info, name, team) and DELETE /workers/{id}.
+
+The AI Horde's rules and return codes: maintenance and info are the owner's (NotOwner), a new name or team too
+(NotModerator, as the AI Horde answers them), `paused` only a moderator's (this Horde has none). Every change of
+one PUT is one compare-and-set UPDATE of a worker that is still there, so a PUT and a DELETE fired at once never
+both win; a new name is unique by the table's constraint, so two renames to one name never both win either.
+
+A deleted worker's row stays (the jobs it ran name it, and the statistics count them): it is renamed at random
+(its name is free for a new worker), offline to both pops' windows, and off duty (horde/workers/duty.py). Its
+running jobs end as expired ones do, with no reward: their deadline is moved to now and the sweeps run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import TYPE_CHECKING
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from horde import errors
+from horde.accounts.identity import Identity
+from horde.chat import service as chat_service
+from horde.chat.models import JOB_PROCESSING as CHAT_PROCESSING
+from horde.chat.models import ChatJob
+from horde.database import table_of
+from horde.payload import load
+from horde.registry.schemas import MODIFY_WORKER_SCHEMA
+from horde.text import service as text_service
+from horde.text.checkin import NEVER_POPPED
+from horde.text.models import JOB_PROCESSING as TEXT_PROCESSING
+from horde.text.models import TextJob
+from horde.timeutil import utcnow
+from horde.workers.models import MAX_INFO_CHARS, MAX_NAME_CHARS, Worker
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
+
+MIN_NAME_CHARS = 5
+DELETED_NAME_PREFIX = "deleted-"
+_WORKERS = table_of(Worker)
+
+
+def live_worker(session: Session, worker_id: str) -> Worker:
+    """The worker with that id, unless there is none or it was deleted: 404 WorkerNotFound."""
+    worker = session.get(Worker, worker_id)
+    if worker is None or worker.deleted_at is not None:
+        raise errors.WorkerNotFound(f"Worker with ID '{worker_id}' not found.")
+    return worker
+
+
+def modify(runtime: Runtime, caller: Identity, worker_id: str, body: object) -> dict:
+    """ModifyWorker: the fields this PUT changed, with their new values."""
+    with runtime.db.read() as session:
+        worker = live_worker(session, worker_id)
+        owner_id, name = worker.owner_id, worker.name
+    wanted = load(MODIFY_WORKER_SCHEMA, body)
+    values, answer = _changes(
+        caller, owner_id, name, {key: value for key, value in wanted.items() if value is not None}
+    )
+    if values:
+        _update(runtime, worker_id, owner_id, values)
+    return answer
+
+
+def _changes(caller: Identity, owner_id: int, name: str, wanted: dict) -> tuple[dict, dict]:
+    """The columns to write and the answer, checked in the AI Horde's order; nothing is written when one fails."""
+    owner = caller.id == owner_id and not caller.anonymous
+    values: dict = {}
+    answer: dict = {}
+    if "maintenance" in wanted:
+        if not owner:
+            raise errors.NotOwner("Only the worker's owner may put it into maintenance or take it out.")
+        values["maintenance"] = answer["maintenance"] = wanted["maintenance"]
+        values["maintenance_msg"] = (wanted.get("maintenance_msg") or None) if wanted["maintenance"] else None
+    if "info" in wanted:
+        if not owner:
+            raise errors.NotOwner("Only the worker's owner may set its info.")
+        if len(wanted["info"]) > MAX_INFO_CHARS:
+            raise errors.TooLongWorkerName(f"The worker info is too long. Please stay below {MAX_INFO_CHARS}.")
+        values["info"] = wanted["info"] or None
+        answer["info"] = wanted["info"]
+    if "paused" in wanted:
+        raise errors.NotModerator("Only a moderator may pause a worker; this Horde has none.")
+    if "name" in wanted:
+        if not owner:
+            raise errors.NotModerator("Only the worker's owner may rename it.")
+        _check_name(wanted["name"])
+        if wanted["name"] != name:
+            values["name"] = wanted["name"]
+        answer["name"] = wanted["name"]
+    if "team" in wanted:
+        if not owner:
+            raise errors.NotModerator("Only the worker's owner may change its team.")
+        if wanted["team"] != "":
+            raise errors.TeamNotFound(f"Team with ID '{wanted['team']}' not found.")
+        answer["team"] = "None"  # the AI Horde's answer for a worker left without a team
+    if not answer:
+        raise errors.NoWorkerModSelected("No worker modification selected!")
+    return values, answer
+
+
+def _check_name(name: str) -> None:
+    if len(name) > MAX_NAME_CHARS:
+        raise errors.TooLongWorkerName(f"The worker name is too long. Please stay below {MAX_NAME_CHARS}.")
+    if len(name) < MIN_NAME_CHARS:
+        raise errors.BadRequest(f"A worker name needs at least {MIN_NAME_CHARS} characters.", param="name")
+
+
+def _update(runtime: Runtime, worker_id: str, owner_id: int, values: dict) -> None:
+    """One compare-and-set UPDATE of the worker as long as it is not deleted."""
+    statement = (
+        update(_WORKERS)
+        .where(_WORKERS.c.id == worker_id, _WORKERS.c.owner_id == owner_id, _WORKERS.c.deleted_at.is_(None))
+        .values(**values)
+    )
+    try:
+        with runtime.db.transaction() as session:
+            changed = session.execute(statement).rowcount  # type: ignore[attr-defined]
+    except IntegrityError:  # the name's unique constraint: another worker holds it (or took it meanwhile)
+        raise errors.WorkerNameAlreadyExists(
+            f"The specified worker name '{values['name']}' is already taken!"
+        ) from None
+    if changed != 1:
+        raise errors.WorkerNotFound(f"Worker with ID '{worker_id}' not found.")
+
+
+def delete(runtime: Runtime, caller: Identity, worker_id: str) -> dict:
+    """DeletedWorker: the worker's id and name. Its running jobs end as expired ones, before this answers."""
+    now = utcnow()
+    with runtime.db.transaction() as session:
+        worker = live_worker(session, worker_id)
+        if caller.anonymous or caller.id != worker.owner_id:
+            raise errors.NotModerator("Only the worker's owner may delete it.")
+        name = worker.name
+        tombstone = (
+            update(_WORKERS)
+            .where(_WORKERS.c.id == worker_id, _WORKERS.c.deleted_at.is_(None))
+            .values(
+                deleted_at=now,
+                name=f"{DELETED_NAME_PREFIX}{uuid.uuid4()}",
+                last_pop_at=NEVER_POPPED,
+                text_pop_at=None,
+                maintenance=False,
+                maintenance_msg=None,
+            )
+        )
+        if session.execute(tombstone).rowcount != 1:  # type: ignore[attr-defined]
+            raise errors.WorkerNotFound(f"Worker with ID '{worker_id}' not found.")
+        _end_running_jobs(session, worker_id, now)
+    chat_service.sweep(runtime)
+    text_service.sweep(runtime)
+    return {"deleted_id": worker_id, "deleted_name": name}
+
+
+def _end_running_jobs(session: Session, worker_id: str, now: dt.datetime) -> None:
+    """Move the deadline of the worker's running jobs to the past: the sweeps expire them as any late job."""
+    past = now - dt.timedelta(seconds=1)
+    for table, running in ((table_of(ChatJob), CHAT_PROCESSING), (table_of(TextJob), TEXT_PROCESSING)):
+        session.execute(
+            update(table).where(table.c.worker_id == worker_id, table.c.state == running).values(deadline_at=past)
+        )
