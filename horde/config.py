@@ -113,6 +113,8 @@ class Settings:
     trusted_proxy_hops: int = 0
     http_idle_timeout_s: float = 75.0
     http_header_timeout_s: float = 10.0
+    #: How long a conversation's next turn waits for the worker that served its last turn (0: no affinity).
+    affinity_wait_ms: int = 300
     #: A JSON file of the AI Horde's news pieces, answered by GET /api/v2/status/news; None: no news.
     news_path: str | None = None
 
@@ -164,5 +166,6 @@ VARIABLES: dict[str, Variable] = {
     "metrics_dir": Variable("HORDE_METRICS_DIR", optional=True),
     "log_format": Variable("HORDE_LOG_FORMAT", choices=LOG_FORMATS),
     "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),
+    "affinity_wait_ms": _count("HORDE_AFFINITY_WAIT_MS", minimum=0),
     "news_path": Variable("HORDE_NEWS", optional=True),
 }

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.accounts.identity import IdentityCache
+from horde.chat.affinity import Wakeups
 from horde.chat.claimed_jobs import ClaimedJobs
 from horde.chat.finish import FINISH_WIRE
 from horde.chat.snapshots import Snapshots
@@ -29,6 +30,8 @@ class Runtime:
     checkins: CheckIns[WorkerView] = field(default_factory=CheckIns)
     text_checkins: CheckIns[TextWorkerView] = field(default_factory=lambda: CheckIns(declared=text_declared))
     claimed_jobs: ClaimedJobs = field(default_factory=ClaimedJobs)
+    #: The announcements of reserved requests once their reservations end (horde/chat/affinity.py).
+    affinity_wakeups: Wakeups = field(default_factory=Wakeups)
     #: The process's coalesced writes, by kind (made on first use by the module that owns the kind).
     coalesced: dict[Hashable, CoalescedWrites[Any]] = field(default_factory=dict)
 

@@ -116,13 +116,18 @@ CREATE TABLE chat_requests (
 	progress_seq INTEGER NOT NULL, 
 	fault_rc VARCHAR(50), 
 	fault_message TEXT, 
+	conversation_key VARCHAR(32), 
+	reserved_worker_id VARCHAR(36), 
+	reserved_until TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
 
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
+CREATE INDEX ix_chat_requests_conversation ON chat_requests (conversation_key, created_at);
 CREATE INDEX ix_chat_requests_done_finished ON chat_requests (state, finished_at) WHERE state = 'done';
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
+CREATE INDEX ix_chat_requests_reserved ON chat_requests (state, reserved_worker_id, priority_class, priority DESC, created_at, id) WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_shared_key ON chat_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
 
@@ -313,6 +318,7 @@ CREATE TABLE text_jobs (
 	generation_state VARCHAR(16), 
 	gen_metadata JSON, 
 	tokens INTEGER NOT NULL, 
+	cached_tokens INTEGER NOT NULL, 
 	kudos INTEGER NOT NULL, 
 	finish_reason VARCHAR(16), 
 	reason TEXT, 

@@ -61,7 +61,9 @@ def redis_prefix():
 
 @pytest.fixture
 def settings(database_url):
-    return Settings.from_env({}, database_url=database_url, image_fetch_allow=("127.0.0.1",))
+    # Conversation affinity off: these tests send the same short prompts from one user to whichever worker pops,
+    # which affinity would hold for the worker of the first (tests/integration/chat/test_affinity.py turns it on).
+    return Settings.from_env({}, database_url=database_url, image_fetch_allow=("127.0.0.1",), affinity_wait_ms=0)
 
 
 @pytest.fixture

@@ -224,10 +224,19 @@ class InsertBelowLimit:
             )
         return statement
 
-    def run(self, session: Session, values: Mapping[str, Any], *, limit: int, client_address: str | None) -> Any:
+    def run(
+        self,
+        session: Session,
+        values: Mapping[str, Any],
+        *,
+        limit: int,
+        client_address: str | None,
+        computed_params: Mapping[str, Any] | None = None,
+    ) -> Any:
         """Write the request (`values`: column → value) and its model rows unless the caller (`values`'s
         user_id; the anonymous user: `client_address`) has `limit` admissions in the window: 429 then, with
-        nothing written. The `returning` columns of the written row.
+        nothing written. The `returning` columns of the written row. `computed_params`: the bind parameters of
+        the `computed` expressions beside the row's own values.
 
         Call it last in its transaction: on PostgreSQL, when nothing ran before it, it commits as it runs."""
         connection = last_statement_connection(session)
@@ -236,6 +245,7 @@ class InsertBelowLimit:
         params = {f"new_{name}": value for name, value in values.items()}
         caller_second = _caller(values["user_id"], client_address) | _window(epoch_second())
         params |= caller_second
+        params |= computed_params or {}
         params["limit"] = limit
         if postgres:
             params["model_names"] = models

@@ -136,7 +136,13 @@ def openai_worker(args: argparse.Namespace) -> tuple[OpenAICompatBackend, Declar
         guarantees=narrow(probe.guarantees, parse_name_list(args.guarantees, GUARANTEES, "guarantee")),
         limits=_limits(args),
     )
-    backend = OpenAICompatBackend(http, info.model_ids, streaming=probe.streaming, stream_usage=probe.stream_usage)
+    backend = OpenAICompatBackend(
+        http,
+        info.model_ids,
+        streaming=probe.streaming,
+        stream_usage=probe.stream_usage,
+        llama_slots=info.slots if info.kind == "llama.cpp" else None,
+    )
     return backend, declarations
 
 

@@ -54,6 +54,8 @@ class TextReply:
     finish_reason: str = "stop"
     completion_tokens: int | None = None
     seed: int = 0
+    #: Prompt tokens the backend read from its cache, when it says.
+    cached_tokens: int | None = None
 
     def submit_body(self, job_id: str) -> dict:
         body = {
@@ -65,6 +67,8 @@ class TextReply:
         }
         if self.completion_tokens is not None:
             body["completion_tokens"] = self.completion_tokens
+        if self.cached_tokens is not None:
+            body["cached_tokens"] = self.cached_tokens
         return body
 
 

@@ -17,7 +17,7 @@ from horde import errors
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
-from horde.chat import context, pricing, queue, request_rows, requirements
+from horde.chat import affinity, context, conversation, pricing, queue, request_rows, requirements
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
 from horde.chat.models import WAITING, ChatRequest, new_id
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
@@ -73,13 +73,15 @@ def admit(
     holders: int = 0,
     request_id: str | None = None,
     roster_generation: int | None = None,
+    conversation_key: str | None = None,
 ) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
     With `snapshots` the queue length and typical job time behind the estimates may be a second old, and
     with `roster_generation` too (CheckIns.generation) the workers: a refusal is decided on the workers as
     they are now, read again. `body_hash` and `holders` are stored with the request (see
-    horde/oai/idempotency.py)."""
+    horde/oai/idempotency.py); `conversation_key` (horde/chat/conversation.py) too, and the request is reserved
+    for the conversation's worker when that worker is eligible for it (horde/chat/affinity.py)."""
     model_param = model_param or ("model" if "model" in native else "models")
     if user.shared_key_id is not None and "max_tokens" not in native:
         native = _within_shared_key_tokens(session, user.shared_key_id, native)
@@ -91,6 +93,7 @@ def admit(
         "client_address": client_address,
         "body_hash": body_hash,
         "holders": holders,
+        "conversation_key": conversation_key,
     }
     turn = _RateTurn(session, settings, user, client_address if user.anonymous else None)
     queue_on = functools.partial(_queue_on, session, settings, native, model_param, row, turn, snapshots=snapshots)
@@ -132,10 +135,14 @@ class _RateTurn:
         """429 when the caller is at its limit: for a refusal of another check, which the rate's comes before."""
         rate_limit.refuse_if_used_up(self.session, self.user.id, self.address, self.settings.rate_limit_per_minute)
 
-    def insert(self, values: dict[str, Any]) -> ChatRequest:
-        """The request written, unless the caller is at its limit (429, nothing written)."""
+    def insert(self, values: dict[str, Any], eligible: list) -> ChatRequest:
+        """The request written, unless the caller is at its limit (429, nothing written); reserved for its
+        conversation's worker when that worker is among the `eligible` ones."""
         limit = self.settings.rate_limit_per_minute
-        return request_rows.admit_request(self.session, values, limit=limit, rate_address=self.address)
+        workers = affinity.candidates(eligible, self.settings.affinity_wait_ms) if values["conversation_key"] else ""
+        return request_rows.admit_request(
+            self.session, values, limit=limit, rate_address=self.address, affinity_workers=workers
+        )
 
 
 def _queue_on(
@@ -210,6 +217,10 @@ def _queue_on(
     )
     _check_price(session, native, turn, estimate, need, eligible, queued)
     _check_queue(native, settings, eligible, queued, job_s)
+    payload = _payload(native, fitted.messages, tools, need.max_tokens)
+    if row["conversation_key"]:
+        payload[conversation.FIELD] = row["conversation_key"]  # the worker keeps a conversation on one slot
+    created_at = utcnow()
     if turn.user.shared_key_id is not None:  # last: it locks the key until the request is written
         shared_keys.hold(
             session,
@@ -223,7 +234,8 @@ def _queue_on(
         {
             **row,
             "state": WAITING,
-            "created_at": utcnow(),
+            "created_at": created_at,
+            "reserved_until": affinity.reserved_until(created_at, settings.affinity_wait_ms),
             "finished_at": None,
             "models": models,
             "max_tokens": need.max_tokens,
@@ -234,7 +246,7 @@ def _queue_on(
             "tools_temperature": need.tools_temperature,
             "only_workers": ("|" + "|".join(need.only) + "|") if need.only else None,
             "trusted_only": need.trusted_only,
-            "payload": _payload(native, fitted.messages, tools, need.max_tokens),
+            "payload": payload,
             "n_images": n_images,
             "kudos_estimate": estimate,
             "kudos_charged": 0,
@@ -251,6 +263,7 @@ def _queue_on(
             "fault_rc": None,
             "fault_message": None,
         },
+        eligible,
     )
 
 

@@ -24,11 +24,13 @@ from sqlalchemy import (
     literal,
     select,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.orm import Session
 
 from horde import precompiled
+from horde.chat import affinity
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import JOB_PROCESSING, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel, new_id
 from horde.config import Settings
@@ -55,13 +57,33 @@ ANY_WAITING_FOR = exists(
     )
 )
 _ANY_WAITING = select(ANY_WAITING_FOR)
-#: SQLite (one writer at a time): the best eligible request, then its take (_TAKE) and its job (_NEW_JOB).
-_BEST = (
-    select(_REQUESTS.c.id, _REQUESTS.c.models, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
-    .where(ELIGIBLE_FOR_WORKER)
-    .order_by(*_QUEUE_ORDER)
-    .limit(1)
-)
+_BEST_COLUMNS = (_REQUESTS.c.id, _REQUESTS.c.models, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
+
+
+def _first_eligible(
+    *conditions: ColumnElement[bool], columns: Sequence[Any], lock: bool, order: Sequence[Any] = _QUEUE_ORDER
+) -> Select:
+    """The first eligible request in the queue's order that meets `conditions` (locked, skipping rows another claim
+    holds, with `lock`)."""
+    first = select(*columns).where(ELIGIBLE_FOR_WORKER, *conditions).order_by(*order).limit(1)
+    return first.with_for_update(skip_locked=True) if lock else first
+
+
+def _best(*gates: ColumnElement[bool], columns: Sequence[Any], lock: bool) -> Any:
+    """The best request for the worker: the best eligible one reserved for it (a probe of the partial index of
+    reservations), else the best eligible one that no other worker holds a reservation on (horde/chat/affinity.py).
+    The second is not run when the first found one. `gates`: conditions of no row, which PostgreSQL checks once."""
+    # The order of the reservations' index (the worker's id is the same on every row): the queue's index does not
+    # give it, so no planner walks the whole queue by that index to spare a sort (SQLite, without statistics, did).
+    reserved = _first_eligible(
+        affinity.RESERVED_FOR_WORKER, *gates, columns=columns, lock=lock, order=affinity.RESERVED_ORDER
+    ).subquery()
+    free = _first_eligible(affinity.FREE_FOR_WORKER, *gates, columns=columns, lock=lock).subquery()
+    return union_all(select(reserved), select(free)).limit(1)
+
+
+#: SQLite (one writer at a time): the best request for the worker, then its take (_TAKE) and its job (_NEW_JOB).
+_BEST = _best(columns=_BEST_COLUMNS, lock=False)
 #: PostgreSQL: the planner cannot estimate the bit-mask filters and would sort the whole queue; walking
 #: ix_chat_requests_queue in order stops at the first eligible request instead. Local to the transaction,
 #: and a column, so the pop sets it in the statement that looks at its queue (no round trip of its own).
@@ -151,16 +173,9 @@ def _claim_after(best: CTE) -> Select:
 
 
 def _best_locked(*gates: ColumnElement[bool]) -> CTE:
-    """The best eligible request, locked; rows another claim holds are skipped, so concurrent pops take
-    different requests. `gates`: conditions of no row, which PostgreSQL checks once before it walks."""
-    return (
-        select(_REQUESTS.c.id)
-        .where(ELIGIBLE_FOR_WORKER, *gates)
-        .order_by(*_QUEUE_ORDER)
-        .limit(1)
-        .with_for_update(skip_locked=True)
-        .cte("best")
-    )
+    """The best request for the worker (_best), locked; rows another claim holds are skipped, so concurrent pops
+    take different requests."""
+    return _best(*gates, columns=(_REQUESTS.c.id,), lock=True).cte("best")
 
 
 #: PostgreSQL: a whole claim in one round trip. The best eligible request is locked, taken by a
@@ -230,7 +245,8 @@ def claim(
             connection, _CLAIM_IN_ONE_STATEMENT, worker_params(worker, trusted) | params
         ).first()
         return None if started is None else Claimed.of_row(job_id, started)
-    row = precompiled.execute(connection, _BEST, worker_params(worker, trusted)).first()
+    eligibility = worker_params(worker, trusted) | {"worker": worker.id, "now": params["now"]}
+    row = precompiled.execute(connection, _BEST, eligibility).first()
     if row is None:
         return None
     request_id, models, payload, context_tokens = row
@@ -276,6 +292,7 @@ def _job_params(settings: Settings, worker: Worker | WorkerView) -> tuple[str, d
         "worker_name": worker.name,
         "started_at": now,
         "deadline_at": deadline_at,
+        "now": now,
     }
 
 

@@ -70,6 +70,23 @@ class ChatRequest(Base):
             postgresql_where=text("state = 'done'"),
             sqlite_where=text("state = 'done'"),
         ),
+        # A conversation's latest requests, for the worker that served its last turn (horde/chat/affinity.py).
+        Index("ix_chat_requests_conversation", "conversation_key", "created_at"),
+        # The waiting requests reserved for a worker, in the queue's order, which its claim looks at first. The state
+        # and the worker both lead, so that a planner without statistics (SQLite) finds it more selective than the
+        # queue's index, and the order follows, so that none walks the queue's index to spare a sort. Partial: the
+        # reservations of requests that left the queue stay in their rows, and a probe must not walk them.
+        Index(
+            "ix_chat_requests_reserved",
+            "state",
+            "reserved_worker_id",
+            "priority_class",
+            text("priority DESC"),
+            "created_at",
+            "id",
+            postgresql_where=text("state = 'waiting' AND reserved_worker_id IS NOT NULL"),
+            sqlite_where=text("state = 'waiting' AND reserved_worker_id IS NOT NULL"),
+        ),
         # The open requests paid with a shared key, whose estimates the key holds (horde/accounts/shared_keys.py).
         # Partial: a request without one (nearly all) adds no entry.
         Index(
@@ -128,6 +145,12 @@ class ChatRequest(Base):
     progress_seq: Mapped[int] = mapped_column(Integer, default=0)
     fault_rc: Mapped[str | None] = mapped_column(String(50), nullable=True)
     fault_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: The conversation the request continues, hashed with its user's id (horde/chat/conversation.py).
+    conversation_key: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    #: The worker that served the conversation's last turn, which alone may claim the request until
+    #: `reserved_until` (horde/chat/affinity.py); None when no worker was reserved.
+    reserved_worker_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    reserved_until: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
 
     @property
     def only_worker_ids(self) -> list[str]:

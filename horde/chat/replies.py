@@ -57,4 +57,6 @@ def _billable_usage(reply: dict, request: Any) -> dict:
     )
     if usage.get("reasoning_tokens") is not None:
         usage["reasoning_tokens"] = min(usage["reasoning_tokens"], usage["completion_tokens"])
+    if usage.get("cached_tokens") is not None:  # the worker's cache report: never more than the prompt
+        usage["cached_tokens"] = min(usage["cached_tokens"], usage["prompt_tokens"])
     return usage

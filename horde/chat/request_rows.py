@@ -19,6 +19,7 @@ from sqlalchemy.orm.instrumentation import manager_of_class
 from horde import precompiled
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts.models import User
+from horde.chat import affinity
 from horde.chat.models import (
     FINAL_STATES,
     PRIORITY_CLASS_KUDOS,
@@ -122,15 +123,32 @@ PRIORITY_CALLER = USERS.c.id == bindparam("user_id")
 _ADMIT = rate_limit.InsertBelowLimit(
     REQUESTS,
     REQUEST_MODELS,
-    returning=("priority", "priority_class"),
-    computed=PRIORITY_FROM_BALANCE,
+    returning=("priority", "priority_class", "reserved_worker_id"),
+    computed=PRIORITY_FROM_BALANCE | {"reserved_worker_id": affinity.RESERVED_AT_ADMISSION},
     where=(PRIORITY_CALLER,),
 )
 
 
-def admit_request(session: Session, values: dict[str, Any], *, limit: int, rate_address: str | None) -> ChatRequest:
+def admit_request(
+    session: Session, values: dict[str, Any], *, limit: int, rate_address: str | None, affinity_workers: str = ""
+) -> ChatRequest:
     """Insert a request and one row per model it accepts, unless the caller has `limit` requests of the rate
     window (counted from `rate_address` alone when given): 429 then, with nothing written. `values` names every
-    column but the reply and the priority, which comes from the caller's balance."""
-    row = _ADMIT.run(session, values, limit=limit, client_address=rate_address)
-    return transient(dict(values, reply=None, priority=row.priority, priority_class=row.priority_class))
+    column but the reply, the priority, which comes from the caller's balance, and the reserved worker: the
+    conversation's worker when `affinity_workers` lists it (horde/chat/affinity.py)."""
+    row = _ADMIT.run(
+        session,
+        values,
+        limit=limit,
+        client_address=rate_address,
+        computed_params={"affinity_workers": affinity_workers},
+    )
+    return transient(
+        dict(
+            values,
+            reply=None,
+            priority=row.priority,
+            priority_class=row.priority_class,
+            reserved_worker_id=row.reserved_worker_id,
+        )
+    )

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
+from horde.chat.conversation import CONVERSATION_KEY_MAX_CHARS
 from horde.chat.models import RequestState
 from horde.contract import (
     AVAILABILITY_MODES,
@@ -79,6 +80,10 @@ class ChatRequestSchema(Schema):
     conformance = fields.String(load_default=DEFAULT_CONFORMANCE, validate=validate.OneOf(CONFORMANCE_MODES))
     availability_mode = fields.String(
         load_default=DEFAULT_AVAILABILITY_MODE, validate=validate.OneOf(AVAILABILITY_MODES)
+    )
+    conversation_key = fields.String(
+        validate=validate.Length(min=1, max=CONVERSATION_KEY_MAX_CHARS),
+        metadata={"description": "The conversation the request continues; its turns go to one worker while it is free"},
     )
 
     @validates_schema

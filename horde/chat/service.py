@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.identity import Identity
-from horde.chat import admission, images, lifecycle, model_rows, queue, request_rows, stats
+from horde.chat import admission, affinity, conversation, images, lifecycle, model_rows, queue, request_rows, stats
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events import announce_jobs, request_channel
@@ -33,13 +34,17 @@ def create(
     holders: int = 0,
     client_address: str | None = None,
     request_id: str | None = None,
+    inherited_conversation: str | None = None,
 ) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job.
 
-    `request_id`: the new request's id, when the caller listens to its channel before it exists."""
+    `request_id`: the new request's id, when the caller listens to its channel before it exists.
+    `inherited_conversation`: the stored key of the conversation the request continues, when the request names
+    none itself (horde/chat/conversation.py)."""
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
+    conversation_key = conversation.of_request(user.id, native, inherited_conversation)
     images.check_count(native["messages"], runtime.settings.max_images_per_request)
     native["messages"] = images.copy_for_inlining(native["messages"])
     images.inline_images(native["messages"], runtime.settings)
@@ -57,10 +62,23 @@ def create(
             holders=holders,
             request_id=request_id,
             roster_generation=runtime.checkins.generation,
+            conversation_key=conversation_key,
         )
     runtime.snapshots.queue_changed()
-    announce_jobs(runtime.bus, request.models)
+    announce(runtime, request)
     return request
+
+
+def announce(runtime: Runtime, request: ChatRequest) -> None:
+    """Wake the workers that may take the new request: its reserved worker alone until its reservation ends,
+    then every worker of its models (horde/chat/affinity.py); without a reservation, those workers at once."""
+    if request.reserved_worker_id is None or request.reserved_until is None:
+        announce_jobs(runtime.bus, request.models)
+        return
+    runtime.bus.publish(affinity.worker_channel(request.reserved_worker_id))
+    wait_s = (request.reserved_until - utcnow()).total_seconds()
+    models = list(request.models)  # not the request: the timer would hold its prompt until it runs
+    runtime.affinity_wakeups.at(time.monotonic() + wait_s, lambda: announce_jobs(runtime.bus, models))
 
 
 def served_with(runtime: Runtime, model: str, feature: str) -> bool:

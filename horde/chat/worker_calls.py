@@ -24,7 +24,7 @@ from horde.chat.models import WAITING
 from horde.database import is_unavailable
 from horde.events import announce_jobs, progress_channel, request_channel
 from horde.ops.drain import DRAIN
-from horde.ops.metrics import long_poll
+from horde.ops.metrics import count_prompt, long_poll
 from horde.ops.request_context import note
 from horde.workers import pop as pop_service
 from horde.workers.checkins import WorkerView
@@ -137,6 +137,8 @@ def _call_then_claim(
 def _announce(runtime: Runtime, request: lifecycle.Changed, first: tuple[dict, Claimed | None] | None) -> None:
     claimed = None if first is None else first[1]
     runtime.bus.publish(request_channel(request.id), request.finish)
+    if request.finish is not None:
+        count_prompt("chat", request.finish.reply.get("usage") or {})
     if claimed is not None:
         runtime.snapshots.queue_changed()
         runtime.bus.publish(progress_channel(claimed.request_id))

@@ -18,7 +18,7 @@ from horde.chat import admission, service
 from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest, new_id
 from horde.client_address import client_address
 from horde.contract import DEFAULT_AVAILABILITY_MODE
-from horde.oai import auth, completion, idempotency, ignored, stream
+from horde.oai import auth, completion, conversation, idempotency, ignored, stream
 from horde.oai import errors as oai_errors
 from horde.oai.observed import observed
 from horde.oai.screening import ScreenedRequest, screen_chat_request
@@ -44,6 +44,8 @@ class ChatCall:
         self.body = body
         self.screened = screened
         self.digest = idempotency.body_hash(body)
+        #: The stored key of the conversation this call continues when it names none (horde/oai/conversation.py).
+        self.inherited_conversation: str | None = None
 
     @classmethod
     def screen(cls, runtime: Runtime, body: Any) -> ChatCall:
@@ -51,7 +53,12 @@ class ChatCall:
             admission.check_message_count(body.get("messages"), runtime.settings)
         return cls(runtime, body, screen_chat_request(body))
 
+    def conversation_key(self, headers: Headers) -> str | None:
+        """The conversation the client names (horde/oai/conversation.py)."""
+        return conversation.of_openai(self.body, headers)
+
     def answer(self, user: Identity, headers: Headers, environ: dict) -> Response:
+        conversation.attach(self.screened.native, self.conversation_key(headers))
         key = idempotency.check_key(headers.get(idempotency.IDEMPOTENCY_HEADER))
         address = client_address(environ, self.runtime.settings.trusted_proxy_hops)
         key, self.digest = idempotency.scoped_for(user.anonymous, key, self.digest, address)
@@ -108,6 +115,7 @@ class ChatCall:
                 holders=1,
                 client_address=address,
                 request_id=request_id,
+                inherited_conversation=self.inherited_conversation,
             )
         except Exception as exc:
             subscription.close()

@@ -63,8 +63,14 @@ def usage(request: ChatRequest) -> dict:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens(request)},
         "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
+
+
+def cached_tokens(request: ChatRequest) -> int:
+    """The prompt tokens the worker's backend read from its cache, as the worker reported them (0 unreported)."""
+    return ((request.reply or {}).get("usage") or {}).get("cached_tokens") or 0
 
 
 def x_horde(request: ChatRequest, ignored: Ignored | None = None) -> dict:

@@ -47,6 +47,10 @@ def usage(request: TextRequest | Row, jobs: Sequence[TextJob | Row]) -> dict:
         "prompt_tokens": request.prompt_tokens,
         "completion_tokens": completion,
         "total_tokens": request.prompt_tokens + completion,
+        # The first generation's report, as x_horde names its worker: the prompt is counted once.
+        "prompt_tokens_details": {
+            "cached_tokens": min(jobs[0].cached_tokens or 0, request.prompt_tokens) if jobs else 0
+        },
     }
 
 

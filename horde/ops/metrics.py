@@ -94,6 +94,14 @@ class Metrics:
             multiprocess_mode="livesum",
             registry=registry,
         )
+        self.prompt_tokens = counter(
+            "horde_prompt_tokens_total", "Prompt tokens of the replies accepted, by kind (chat, text).", ["kind"]
+        )
+        self.cached_prompt_tokens = counter(
+            "horde_cached_prompt_tokens_total",
+            "Of those, the prompt tokens the workers' backends read from their cache (as the workers report), by kind.",
+            ["kind"],
+        )
         self.long_polls = Gauge(
             "horde_open_long_polls", "Worker pops waiting for a job.", multiprocess_mode="livesum", registry=registry
         )
@@ -170,6 +178,13 @@ def metrics() -> Metrics:
         if multiprocess_dir():
             atexit.register(_mark_dead, os.getpid())
     return _metrics
+
+
+def count_prompt(kind: str, usage: dict) -> None:
+    """An accepted reply's prompt tokens and, of those, the ones its worker read from cache."""
+    board = metrics()
+    board.prompt_tokens.labels(kind).inc(usage.get("prompt_tokens") or 0)
+    board.cached_prompt_tokens.labels(kind).inc(usage.get("cached_tokens") or 0)
 
 
 @contextlib.contextmanager

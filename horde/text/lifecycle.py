@@ -203,6 +203,7 @@ _SUBMIT_JOB = (
         generation_state=bindparam("generation_state_v", type_=String),
         gen_metadata=bindparam("gen_metadata_v", type_=JSON),
         tokens=bindparam("tokens_v", type_=Integer),
+        cached_tokens=bindparam("cached_tokens_v", type_=Integer),
         kudos=bindparam("kudos_v", type_=Integer),
         finish_reason=bindparam("finish_reason_v", type_=String),
     )
@@ -274,6 +275,7 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
             "generation_state_v": body["state"],
             "gen_metadata_v": body.get("gen_metadata") or None,
             "tokens_v": tokens,
+            "cached_tokens_v": min(body.get("cached_tokens") or 0, job.prompt_tokens),
             "kudos_v": kudos,
             "finish_reason_v": body.get("finish_reason"),
         },

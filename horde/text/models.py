@@ -142,6 +142,8 @@ class TextJob(Base):
     gen_metadata: Mapped[list | None] = mapped_column(JSON, nullable=True)
     #: Tokens generated, as the Horde counts them (priced and shown in the stats).
     tokens: Mapped[int] = mapped_column(Integer, default=0)
+    #: Prompt tokens the worker's backend read from its cache, as the worker reported them (at most the prompt's).
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
     kudos: Mapped[int] = mapped_column(Integer, default=0)
     finish_reason: Mapped[str | None] = mapped_column(String(16), nullable=True)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)

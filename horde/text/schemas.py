@@ -183,6 +183,9 @@ class SubmitSchema(Schema):
     #: Not an AI Horde field: the reference worker says why it stopped and how many tokens it made.
     finish_reason = _optional(fields.String, validate=validate.OneOf(SUBMIT_FINISH_REASONS))
     completion_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0))
+    #: Not an AI Horde field either: how many prompt tokens the worker's backend read from its cache (chat's
+    #: usage.cached_tokens); stored at most the prompt's tokens.
+    cached_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0))
 
     @validates_schema
     def _text_for_ok(self, data, **_):

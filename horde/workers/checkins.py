@@ -125,6 +125,12 @@ class CheckIns(Generic[View]):
             self._refreshing[view.name] = now
         return None
 
+    def known(self, owner_id: int, name: str) -> View | None:
+        """The worker `name` of `owner_id` as it last checked in here, if it did (for what never changes, its id),
+        without the look at whether a check-in is due that `current` takes."""
+        entry = self._entries.get(name)
+        return entry[3] if entry is not None and entry[0] == owner_id else None
+
     def remember(self, pop: dict, view: View, written_at: float) -> None:
         """Call after the check-in committed; `written_at` is time.monotonic() from before it began."""
         declarations = self._declared(pop)

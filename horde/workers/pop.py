@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from horde import errors, precompiled, request_json
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
+from horde.chat import affinity
 from horde.chat import claim as chat_claim
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, LISTS_THE_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
@@ -83,7 +84,7 @@ def serve(runtime: Runtime, owner: Identity, request: dict) -> dict:
     """Claim a job for a loaded pop body, long-polling up to `wait` s. An announced job wakes one poller;
     one that finds nothing it may take while requests wait for its models passes the announcement on."""
     deadline = time.monotonic() + request["wait"]
-    channels = [jobs_channel(model) for model in request["models"]]
+    channels = [jobs_channel(model) for model in request["models"]] + _own_channel(runtime, owner, request)
     woken = False
     with runtime.bus.subscribe(*channels, single=True) as subscription:
         while True:
@@ -99,6 +100,12 @@ def serve(runtime: Runtime, owner: Identity, request: dict) -> dict:
             if last_try:
                 return result
             woken = subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
+
+
+def _own_channel(runtime: Runtime, owner: Identity, request: dict) -> list[str]:
+    """Where the requests reserved for this worker are announced (horde/chat/affinity.py), once it is known."""
+    worker = runtime.checkins.known(owner.id, request["name"])
+    return [] if worker is None else [affinity.worker_channel(worker.id)]
 
 
 def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:

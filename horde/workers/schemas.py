@@ -89,6 +89,11 @@ class UsageSchema(Schema):
     prompt_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
     completion_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
     reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
+    cached_tokens = fields.Integer(
+        strict=True,
+        validate=validate.Range(min=0),
+        metadata={"description": "Prompt tokens the backend read from its cache (at most the prompt tokens)"},
+    )
 
 
 #: Submit and fault may carry the next pop: the same body /pop takes, validated before anything changes.

@@ -208,10 +208,11 @@ _MARK_N = _MARKER_VALUE / _MARK_RMS
 _SIGNAL_N = _HEAD_GAIN * _MARK_N / _BASE_RMS
 
 
-def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
+def write_tiny_model(path: str | os.PathLike[str], seed: int = 0, context_length: int = N_CTX) -> Path:
     """Write a deterministic tiny llama-architecture GGUF (~0.5 MB) and return its path.
 
-    2 layers, width 64, 4 heads, context 4096, float32, random weights from
+    2 layers, width 64, 4 heads, context *context_length* (4096; longer for a
+    benchmark of long conversations: bench/affinity.py), float32, random weights from
     *seed*; a byte-level GPT-2 BPE tokenizer with ChatML special tokens
     (``<|im_end|>`` is EOS / end of turn) and a ChatML chat template with tools.
 
@@ -246,7 +247,7 @@ def write_tiny_model(path: str | os.PathLike[str], seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     writer = gguf.GGUFWriter(str(tmp), "llama")
-    _add_hyperparameters(writer, seed, len(tokens))
+    _add_hyperparameters(writer, seed, len(tokens), context_length)
     _add_tokenizer(writer, tokens, types, merges, special)
     # The random draws happen in the order the tensors are written: a seed always makes the same file.
     writer.add_tensor("token_embd.weight", _embeddings(rng, tokens, special))
@@ -263,11 +264,11 @@ def _random(rng: np.random.Generator, *shape: int, scale: float = 0.08) -> np.nd
     return (rng.standard_normal(shape) * scale).astype("float32")
 
 
-def _add_hyperparameters(writer: gguf.GGUFWriter, seed: int, n_vocab: int) -> None:
+def _add_hyperparameters(writer: gguf.GGUFWriter, seed: int, n_vocab: int, context_length: int) -> None:
     import gguf
 
     writer.add_name(f"horde-tiny-llama-seed{seed}")
-    writer.add_context_length(N_CTX)
+    writer.add_context_length(context_length)
     writer.add_embedding_length(N_EMBD)
     writer.add_block_count(N_LAYERS)
     writer.add_feed_forward_length(N_FF)

@@ -242,9 +242,10 @@ def _state(horde, request_id):
         return session.get(ChatRequest, request_id).state
 
 
-def test_prompt_cache_key_and_user_are_accepted_and_named(horde):
-    """Codex and the SDKs send prompt_cache_key; the Horde takes it (conversation affinity will read it) and says
-    it did nothing with it, as with user. Defaults (store false, n 1) are not named."""
+def test_prompt_cache_key_and_user_are_accepted_and_user_is_named(horde):
+    """Codex and the SDKs send prompt_cache_key; the Horde takes it as the conversation's key (conversation
+    affinity), so it is not named; user is, as the Horde does nothing with it. Defaults (store false, n 1) are not
+    named."""
     model = unique_model()
     horde.worker([model])
     client = horde.openai(horde.user())
@@ -253,15 +254,15 @@ def test_prompt_cache_key_and_user_are_accepted_and_named(horde):
     )
     completion = raw.parse()
     print("named ->", raw.headers.get("x-horde-ignored-parameters"), completion.model_extra["x_horde"])
-    assert raw.headers["x-horde-ignored-parameters"] == "user, prompt_cache_key"
-    assert completion.model_extra["x_horde"]["ignored_parameters"] == ["user", "prompt_cache_key"]
+    assert raw.headers["x-horde-ignored-parameters"] == "user"
+    assert completion.model_extra["x_horde"]["ignored_parameters"] == ["user"]
     stream = client.chat.completions.with_raw_response.create(
         model=model, messages=hi(), prompt_cache_key="session-1", stream=True
     )
-    assert stream.headers["x-horde-ignored-parameters"] == "prompt_cache_key"
+    assert "x-horde-ignored-parameters" not in stream.headers
     chunks = list(stream.parse())
     finals = [chunk.model_extra["x_horde"] for chunk in chunks if chunk.model_extra.get("x_horde")]
-    assert [final["ignored_parameters"] for final in finals] == [["prompt_cache_key"]]
+    assert [final["ignored_parameters"] for final in finals] == [[]]
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(model=model, messages=hi(), max_tokens=32000)
     assert refused.value.body["param"] == "max_tokens"

@@ -267,7 +267,7 @@ MULTI_AGENT = {
         }
     ],
 }
-CODEX_NAMED = "tools[2], client_metadata, prompt_cache_key"
+CODEX_NAMED = "tools[2], client_metadata"
 
 
 def codex_request(model, text, tools=(EXEC_COMMAND, MULTI_AGENT, {"type": "web_search"}), **overrides):

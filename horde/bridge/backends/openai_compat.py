@@ -15,7 +15,8 @@ import requests
 
 from horde.bridge.backends import openai_text
 from horde.bridge.backends.openai_http import BackendHTTP, BackendHTTPError
-from horde.bridge.backends.sse import ChatStreamAccumulator, StreamError, iter_sse_data
+from horde.bridge.backends.slots import SlotChooser
+from horde.bridge.backends.sse import ChatStreamAccumulator, StreamError, cached_prompt_tokens, iter_sse_data
 from horde.bridge.context import JobContext
 from horde.bridge.job import Job, JobCancelled, JobFault, Reply
 from horde.bridge.messages import estimate_usage
@@ -24,6 +25,8 @@ from horde.bridge.text_job import TextJob, TextReply
 log = logging.getLogger(__name__)
 
 CHAT_PATH = "/v1/chat/completions"
+#: The job payload's key for the Horde's (hashed) conversation key: the jobs of one conversation share a slot.
+CONVERSATION_KEY = "conversation_key"
 FORWARDED_KEYS = (
     "messages",
     "tools",
@@ -48,27 +51,47 @@ MIN_READ_TIMEOUT_S = 5.0
 
 
 class OpenAICompatBackend:
-    def __init__(self, http: BackendHTTP, model_ids: list[str], *, streaming: bool = True, stream_usage: bool = True):
+    def __init__(
+        self,
+        http: BackendHTTP,
+        model_ids: list[str],
+        *,
+        streaming: bool = True,
+        stream_usage: bool = True,
+        llama_slots: int | None = None,
+    ):
+        """`llama_slots`: a llama.cpp server's slot count, whose prompt cache the jobs of a conversation reuse
+        (`cache_prompt`, and the conversation's slot: horde/bridge/backends/slots.py); None for other servers."""
         self.http = http
         self.model_ids = list(model_ids)
         self.streaming = streaming
         self.stream_usage = stream_usage
+        self.slots = SlotChooser(llama_slots) if llama_slots else None
 
     def backend_model(self, horde_model: str) -> str:
         """The server's id for a job's model: the same name when served, else its first model."""
         return horde_model if horde_model in self.model_ids else self.model_ids[0]
 
-    def request_body(self, job: Job) -> dict:
+    def request_body(self, job: Job, slot: int | None = None) -> dict:
         body: dict[str, object] = {"model": self.backend_model(job.model)}
         body.update({key: job.payload[key] for key in FORWARDED_KEYS if key in job.payload})
         if self.streaming:
             body["stream"] = True
             if self.stream_usage:
                 body["stream_options"] = {"include_usage": True}
+        if self.slots is not None:  # llama.cpp: reuse the slot's cached prefix, on the conversation's slot
+            body["cache_prompt"] = True
+            if slot is not None:
+                body["id_slot"] = slot
         return body
 
     def generate(self, job: Job, ctx: JobContext) -> Reply:
-        body = self.request_body(job)
+        if self.slots is None:
+            return self._generate(job, ctx, self.request_body(job))
+        with self.slots.slot_for(job.payload.get(CONVERSATION_KEY)) as slot:
+            return self._generate(job, ctx, self.request_body(job, slot))
+
+    def _generate(self, job: Job, ctx: JobContext, body: dict) -> Reply:
         reason = "backend error"
         for attempt in range(1, BACKEND_MAX_ATTEMPTS + 1):
             if ctx.cancelled:
@@ -133,7 +156,7 @@ def make_reply(job: Job, acc: ChatStreamAccumulator) -> Reply:
         reasoning_content=reasoning,
         tool_calls=calls,
         finish_reason=map_finish_reason(acc.finish_reason, bool(calls)),
-        usage=map_usage(acc.usage, job, content, reasoning, calls),
+        usage=map_usage(acc.usage, job, content, reasoning, calls) | cached_usage(acc.usage, acc.timings),
     )
 
 
@@ -144,6 +167,12 @@ def map_finish_reason(raw: str | None, has_calls: bool) -> str:
     if has_calls or raw in ("tool_calls", "function_call"):
         return "tool_calls"
     return "stop"
+
+
+def cached_usage(usage: dict | None, timings: dict | None) -> dict:
+    """The submit's `cached_tokens`, when the server says how many prompt tokens it read from its cache."""
+    cached = cached_prompt_tokens(usage, timings)
+    return {} if cached is None else {"cached_tokens": cached}
 
 
 def map_usage(raw: dict | None, job: Job, content: str, reasoning: str | None, calls: list[dict]) -> dict:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import requests
 
 from horde.bridge.backends.openai_http import BackendHTTPError
-from horde.bridge.backends.sse import StreamError, iter_sse_data
+from horde.bridge.backends.sse import StreamError, cached_prompt_tokens, iter_sse_data
 from horde.bridge.job import JobFault
 from horde.bridge.text_job import TextJob, TextReply, finish, first_stop
 
@@ -64,6 +64,8 @@ def complete(backend: OpenAICompatBackend, job: TextJob) -> TextReply:
     """One generation of `job` on the backend's server."""
     streaming = backend.streaming
     body = request_body(job, backend.backend_model(job.model), streaming)
+    if backend.slots is not None:  # llama.cpp: reuse the cached prefix of an earlier prompt
+        body["cache_prompt"] = True
     deadline = time.monotonic() + job.ttl_s - SUBMIT_MARGIN_S
     timeout = (CONNECT_TIMEOUT_S, max(MIN_READ_TIMEOUT_S, deadline - time.monotonic()))
     try:
@@ -71,7 +73,9 @@ def complete(backend: OpenAICompatBackend, job: TextJob) -> TextReply:
             answer = backend.http.post_json(COMPLETIONS_PATH, body, timeout)
             choice = (answer.get("choices") or [{}])[0]
             tokens = (answer.get("usage") or {}).get("completion_tokens")
-            return finish(str(choice.get("text") or ""), job, _finish_reason(choice), tokens)
+            reply = finish(str(choice.get("text") or ""), job, _finish_reason(choice), tokens)
+            reply.cached_tokens = cached_prompt_tokens(answer.get("usage"), answer.get("timings"))
+            return reply
         return _streamed(backend, job, body, timeout, deadline)
     except BackendHTTPError as exc:
         raise JobFault(f"backend error: HTTP {exc.status}: {exc.message}") from None
@@ -80,11 +84,12 @@ def complete(backend: OpenAICompatBackend, job: TextJob) -> TextReply:
 
 
 def _streamed(backend, job: TextJob, body: dict, timeout, deadline: float) -> TextReply:
-    text, reason = "", "length"
+    text, reason, cached = "", "length", None
     response = backend.http.open_stream(COMPLETIONS_PATH, body, timeout)
     try:
         for data in iter_sse_data(response.iter_lines()):
             chunk = json.loads(data)
+            cached = cached_prompt_tokens(chunk.get("usage"), chunk.get("timings")) if cached is None else cached
             choice = (chunk.get("choices") or [{}])[0]
             text += choice.get("text") or ""
             if choice.get("finish_reason"):
@@ -97,7 +102,9 @@ def _streamed(backend, job: TextJob, body: dict, timeout, deadline: float) -> Te
         raise StreamError(f"a chunk is not JSON: {exc}") from None
     finally:
         response.close()
-    return finish(text, job, reason)
+    reply = finish(text, job, reason)
+    reply.cached_tokens = cached
+    return reply
 
 
 def _finish_reason(choice: dict) -> str:

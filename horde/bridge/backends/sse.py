@@ -44,6 +44,19 @@ def iter_sse_data(lines: Iterable[str | bytes]) -> Iterator[str]:
             yield payload
 
 
+def cached_prompt_tokens(usage: object, timings: object) -> int | None:
+    """The prompt tokens the server read from its cache, when it says: OpenAI's
+    `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's `timings.cache_n`."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    for value in (
+        details.get("cached_tokens") if isinstance(details, dict) else None,
+        timings.get("cache_n") if isinstance(timings, dict) else None,
+    ):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
 class ChatStreamAccumulator:
     """The reply so far: content, reasoning, tool calls by index, finish reason, usage."""
 
@@ -53,6 +66,8 @@ class ChatStreamAccumulator:
         self._calls: dict[int, dict] = {}
         self.finish_reason: str | None = None
         self.usage: dict | None = None
+        #: llama.cpp's own counts (its `timings`: `prompt_n`, `cache_n`, ...), when the server sends them.
+        self.timings: dict | None = None
         self.chunks = 0
 
     def feed_data(self, data: str) -> None:
@@ -71,6 +86,8 @@ class ChatStreamAccumulator:
         self.chunks += 1
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue

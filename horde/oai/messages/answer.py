@@ -77,8 +77,16 @@ def content_blocks(request: ChatRequest, thinking: bool) -> list[dict]:
 
 
 def usage(request: ChatRequest) -> dict:
+    """Anthropic's counts: `input_tokens` are the prompt tokens not read from the cache, which
+    `cache_read_input_tokens` counts (the worker's report)."""
     counted = completion.usage(request)
-    return {"input_tokens": counted["prompt_tokens"], "output_tokens": counted["completion_tokens"]}
+    cached = counted["prompt_tokens_details"]["cached_tokens"]
+    return {
+        "input_tokens": counted["prompt_tokens"] - cached,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": counted["completion_tokens"],
+    }
 
 
 def start_message(request: ChatRequest) -> dict:

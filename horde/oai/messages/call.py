@@ -6,12 +6,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from flask import Response
+from werkzeug.datastructures import Headers
 
 from horde import errors
 from horde.chat import admission, service
 from horde.chat.models import ChatRequest
 from horde.chat.tokens import prompt_tokens
-from horde.oai import stream
+from horde.oai import conversation, stream
 from horde.oai.chat import ChatCall
 from horde.oai.messages import answer
 from horde.oai.messages import errors as anthropic_errors
@@ -69,6 +70,9 @@ class MessagesCall(ChatCall):
             runtime, body, reasoning_served=lambda model: service.served_with(runtime, model, "reasoning_effort")
         )
         return cls(runtime, body, screened, shape)
+
+    def conversation_key(self, headers: Headers) -> str | None:
+        return conversation.of_messages(self.body, headers)
 
     def answer_body(self, request: ChatRequest) -> dict:
         return answer.message(request, self.shape)

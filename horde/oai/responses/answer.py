@@ -104,7 +104,7 @@ def usage(request: ChatRequest) -> dict:
     counted = completion.usage(request)
     return {
         "input_tokens": counted["prompt_tokens"],
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {"cached_tokens": completion.cached_tokens(request), "cache_write_tokens": 0},
         "output_tokens": counted["completion_tokens"],
         "output_tokens_details": {"reasoning_tokens": counted["completion_tokens_details"]["reasoning_tokens"]},
         "total_tokens": counted["total_tokens"],

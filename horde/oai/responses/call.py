@@ -9,7 +9,7 @@ from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import admission
 from horde.chat.models import ChatRequest
-from horde.oai import sealing, stream
+from horde.oai import conversation, sealing, stream
 from horde.oai.chat import ChatCall
 from horde.oai.responses import answer, store
 from horde.oai.responses import request as mapping
@@ -47,9 +47,11 @@ class ResponsesCall(ChatCall):
                 param=None,
             )
         history: list[dict] = []
+        inherited = None
         if body.get("previous_response_id") is not None:
             previous = require_string(body["previous_response_id"], "previous_response_id")
-            history = store.load(runtime, user.id, previous, "previous_response_id").conversation
+            stored = store.load(runtime, user.id, previous, "previous_response_id")
+            history, inherited = stored.conversation, conversation.of_request(runtime, stored.request_id)
         mapped = mapping.chat_body(body, history, _opener(runtime, user), _resolver(runtime, user))
         try:
             admission.check_message_count(mapped.chat["messages"], runtime.settings)
@@ -64,7 +66,9 @@ class ResponsesCall(ChatCall):
         screened.ignored = mapped.ignored
         seal = _sealer(runtime, user) if mapped.sealed_reasoning else None
         shape = answer.Shape(screened.include_reasoning, mapped.ignored, mapped.namespaces, seal)
-        return cls(runtime, body, screened, user, history + mapped.turn, shape)
+        call = cls(runtime, body, screened, user, history + mapped.turn, shape)
+        call.inherited_conversation = inherited
+        return call
 
     def answer_body(self, request: ChatRequest) -> dict:
         """The response object; with `store` (the default) it is kept, with the conversation it ends."""

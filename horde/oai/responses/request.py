@@ -6,7 +6,7 @@ the values the Horde cannot honour, each refused with a 400 naming the field.
 Everything the two APIs share (messages, sampling ranges, tool schemas, the
 horde object) is left to the chat screening, whose param paths are renamed
 back to this API's names (messages -> input, max_tokens -> max_output_tokens).
-What is accepted and not acted on (`client_metadata`, `prompt_cache_key`, a
+What is accepted and not acted on (`client_metadata`, a
 `reasoning.summary` other than `auto`, hosted tools) is named
 (horde/oai/ignored.py); `max_output_tokens` above the Horde's ceiling is
 lowered to it, as clients send their model's maximum.
@@ -59,6 +59,8 @@ REQUEST_FIELDS = frozenset(
         "prompt_cache_key",
         "client_metadata",
         "horde",
+        # The conversation's key (horde/oai/conversation.py): its turns go to the worker that holds its cache.
+        "session_id",
     }
 )
 #: Fields accepted only at the value that changes nothing, as the chat front's DEFAULT_NO_OP_PARAMETERS.

@@ -95,6 +95,8 @@ REQUEST_FIELDS = frozenset(
         "user",
         "prompt_cache_key",
         "horde",
+        # The conversation's key (horde/oai/conversation.py): its turns go to the worker that holds its cache.
+        "session_id",
     }
 )
 
@@ -258,10 +260,11 @@ def _screen_scalars(body: dict, ignored: Ignored) -> dict:
         native["stop"] = screen_stop(body["stop"])
     if "reasoning_effort" in body:
         native["reasoning_effort"] = screen_reasoning_effort(body["reasoning_effort"])
-    for key, screen in (("user", screen_user), ("prompt_cache_key", screen_prompt_cache_key)):
-        if key in body:  # accepted, and not acted on: named
-            screen(body[key])
-            ignored.add(key)
+    if "user" in body:  # accepted, and not acted on: named
+        screen_user(body["user"])
+        ignored.add("user")
+    if "prompt_cache_key" in body:  # acted on: the conversation's key (horde/oai/conversation.py)
+        screen_prompt_cache_key(body["prompt_cache_key"])
     return native
 
 

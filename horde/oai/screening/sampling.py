@@ -149,7 +149,8 @@ def screen_user(value: Any) -> None:
 
 
 def screen_prompt_cache_key(value: Any) -> str:
-    """prompt_cache_key is accepted as a string of at most PROMPT_CACHE_KEY_MAX_CHARS, and not acted on yet."""
+    """prompt_cache_key is a string of at most PROMPT_CACHE_KEY_MAX_CHARS: the conversation's key
+    (horde/oai/conversation.py)."""
     key = require_string(value, "prompt_cache_key")
     if len(key) > PROMPT_CACHE_KEY_MAX_CHARS:
         raise ScreeningError(

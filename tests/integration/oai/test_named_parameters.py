@@ -103,13 +103,13 @@ def test_chat_names_what_it_drops_in_the_header_and_x_horde_json_and_streamed(cl
     streamed = post(client, "/v1/chat/completions", dict(body, stream=True), key)
     worker.join()
     assert answer.status_code == 200, answer.json
-    assert answer.headers[ignored.IGNORED_HEADER] == "user, prompt_cache_key"
+    assert answer.headers[ignored.IGNORED_HEADER] == "user"
     assert ignored.LOWERED_HEADER not in answer.headers
-    assert answer.json["x_horde"]["ignored_parameters"] == ["user", "prompt_cache_key"]
+    assert answer.json["x_horde"]["ignored_parameters"] == ["user"]
     assert answer.json["x_horde"]["lowered_parameters"] == []
-    assert streamed.headers[ignored.IGNORED_HEADER] == "user, prompt_cache_key"
+    assert streamed.headers[ignored.IGNORED_HEADER] == "user"
     final = [chunk for chunk in sse(streamed) if "x_horde" in chunk]
-    assert len(final) == 1 and final[0]["x_horde"]["ignored_parameters"] == ["user", "prompt_cache_key"]
+    assert len(final) == 1 and final[0]["x_horde"]["ignored_parameters"] == ["user"]
 
 
 def test_chat_defaults_are_not_named(client, owner_key, key):
@@ -305,7 +305,7 @@ CODEX = {
     "prompt_cache_key": "session-1",
     "client_metadata": {"session_id": "session-1"},
 }
-CODEX_NAMED = "tools[2], client_metadata, prompt_cache_key"
+CODEX_NAMED = "tools[2], client_metadata"
 CLOSE_CALL = {
     "content": None,
     "reasoning_content": "Close it.",

@@ -76,7 +76,6 @@ def test_codex_s_first_request_is_accepted_with_what_it_drops_named():
         "tools[1].tools[1].defer_loading",
         "tools[2]",
         "client_metadata",
-        "prompt_cache_key",
     ]
     about = screened.native["tools"][1]["function"]["description"]
     assert about == "Tools for spawning and managing sub-agents.\n\nClose an agent."
