@@ -35,7 +35,6 @@ from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.accounts.moves import Kind, Move
-from horde.chat.tokens import text_tokens
 from horde.database import table_of
 from horde.text import pricing
 from horde.text.checkin import TextWorkerView
@@ -255,10 +254,13 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
         session.refresh(request)  # as the fault left it: waiting again, so the caller announces it
         return 0, job.id, request
     generated = body.get("generation") or ""
-    tokens = body.get("completion_tokens")
-    tokens = min(text_tokens(generated) if tokens is None else tokens, job.max_length)
-    kudos = pricing.price(
-        job.model, tokens=tokens, prompt_tokens=job.prompt_tokens, reference_path=settings.model_reference_path
+    tokens, kudos = pricing.charge(
+        job.model,
+        generation=generated,
+        reported=body.get("completion_tokens"),
+        max_length=job.max_length,
+        prompt_tokens=job.prompt_tokens,
+        reference_path=settings.model_reference_path,
     )
     if job.shared_key_id:  # at most its share of what the admission reserved of the key (accounts/shared_keys.py)
         kudos = min(kudos, job.kudos_estimate // job.n)
