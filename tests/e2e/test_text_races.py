@@ -1,8 +1,13 @@
 """Races on text jobs, on PostgreSQL with two server processes: every generation handed out once,
-every submit settled once, the balances equal to the ledger."""
+every submit settled once, the balances equal to the ledger.
+
+Issue 38's races fire their calls at once over both servers, 30 rounds each (see tests/e2e/test_races.py):
+first pops of a new worker name."""
 
 from __future__ import annotations
 
+import collections
+import functools
 import threading
 import uuid
 
@@ -10,13 +15,19 @@ import pytest
 import requests
 from sqlalchemy import func, select
 
+from horde.accounts.models import KudosEntry
+from horde.text.models import TextJob
 from horde_testing.ledger import assert_balances_match_ledger
-from tests.support.harness import Harness, unique_model
+from horde_testing.races import fire_together
+from tests.e2e.test_races import native, outcome
+from tests.support.harness import Harness, postgres_servers, unique_model
 
 POPPERS = 8
 REQUESTS = 6
 GENERATIONS = 4
 SUBMITTERS = 3
+ROUNDS = 30
+FIRST_POPS = 6
 
 
 @pytest.fixture
@@ -33,9 +44,6 @@ def _post(url, path, key, body):
 
 
 def test_concurrent_pops_and_double_submits_settle_each_generation_once(two_servers):
-    from horde.accounts.models import KudosEntry
-    from horde.text.models import TextJob
-
     horde, model = two_servers, unique_model("race")
     client_key = horde.user(kudos=10_000)
     owners = [horde.user() for _ in range(2)]
@@ -103,3 +111,30 @@ def test_concurrent_pops_and_double_submits_settle_each_generation_once(two_serv
     assert entries == REQUESTS * GENERATIONS
     paid = requests.get(horde.url + "/api/v2/find_user", headers={"apikey": client_key}, timeout=5).json()["kudos"]
     assert paid == 10_000 - charged
+
+
+# -- Issue 38's races, across the two processes.
+
+
+@pytest.fixture(scope="module")
+def racing():
+    with postgres_servers() as harness:
+        yield harness
+
+
+def test_simultaneous_first_text_pops_of_a_new_worker_name_all_answer_200(racing):
+    """Issue 38: four simultaneous first text pops of a new name gave 13 × 500 in 20 rounds (UniqueViolation on
+    workers_name_key): the text check-in inserts the name as chat's does, ignoring a concurrent first insert."""
+    owner, model, tally = racing.user(), unique_model("text-first"), collections.Counter()
+    for _ in range(ROUNDS):
+        body = {"name": f"text-new-{uuid.uuid4().hex[:8]}", "models": [model]}
+        answers = fire_together(
+            [
+                functools.partial(native, racing.servers[index % 2], "POST", "/generate/text/pop", owner, body)
+                for index in range(FIRST_POPS)
+            ]
+        )
+        outcomes = [outcome(answer) for answer in answers]
+        tally[", ".join(sorted(outcomes))] += 1
+    print(f"\n{ROUNDS} rounds of {FIRST_POPS} simultaneous first text pops of a new name: {dict(tally)}")
+    assert set(tally) == {", ".join(["200"] * FIRST_POPS)}
