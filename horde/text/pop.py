@@ -30,6 +30,8 @@ from horde.workers.pop import busy_threads, worker_owner
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
+#: The largest id the users' INTEGER key holds.
+MAX_USER_ID = 2**31 - 1
 POP_DEFAULTS = (("threads", 1), ("max_length", 512), ("max_context_length", 2048), ("amount", 1), ("wait", 0))
 LONG_POLL_RECHECK_S = 5.0
 ANY_MODEL_CHANNEL = "text-jobs:*"
@@ -147,12 +149,14 @@ def _any_waiting(runtime: Runtime) -> bool:
 
 
 def _user_ids(session: Session, names: list[str] | None) -> list[int]:
-    """priority_usernames are the AI Horde's "name#id" (or a bare name)."""
+    """priority_usernames are the AI Horde's "name#id" (or a bare name). An id the users' key cannot hold names no
+    user, so it is left out rather than sent to the database (where it would not fit the column)."""
     ids = []
     for name in names or ():
         _, _, tail = name.rpartition("#")
-        if tail.isdigit():
-            ids.append(int(tail))
+        if tail.isascii() and tail.isdigit():
+            if int(tail) <= MAX_USER_ID:
+                ids.append(int(tail))
         else:
             found = session.scalar(select(User.id).where(User.username == name))
             if found is not None:
