@@ -220,7 +220,7 @@ _SUBMIT_JOB = (
 #: The request counts one more generation finished and charged, and one fewer running.
 _FINISH_ONE = (
     update(_REQUESTS)
-    .where(_REQUESTS.c.id == bindparam("id_"))
+    .where(_REQUESTS.c.id == bindparam("id_"), _REQUESTS.c.processing > 0)
     .values(
         finished=_REQUESTS.c.finished + 1,
         kudos_charged=_REQUESTS.c.kudos_charged + bindparam("kudos_v", type_=Integer),
@@ -280,7 +280,11 @@ _END_RUNNING_JOBS = (
 #: A cancelled request's generation only leaves it: the request ends when it was the last.
 _LEAVE_ONE = (
     update(_REQUESTS)
-    .where(_REQUESTS.c.id == bindparam("id_"), _REQUESTS.c.state.in_((WAITING, PROCESSING)))
+    .where(
+        _REQUESTS.c.id == bindparam("id_"),
+        _REQUESTS.c.state.in_((WAITING, PROCESSING)),
+        _REQUESTS.c.processing > 0,
+    )
     .values(**_one_left(bindparam("now_v", type_=DateTime)))
 )
 #: The sweeper skips a request another transaction holds (a submit, a cancel): a later sweep catches it.
@@ -371,7 +375,9 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
     )
     if landed.rowcount != 1:
         _refuse_ended(session, job.id)
-    precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
+    finished = precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
+    if finished.rowcount != 1:  # cannot happen while the job ran; refuse (and roll back the job's end) if it does
+        raise errors.AbortedGen("This generation is no longer counted as running by its request.")
     # Charge the requester and reward the worker's owner, as chat's settlement does.
     moves = [Move(job.user_id, -kudos, Kind.CHARGE, tokens), Move(job.owner_id, kudos, Kind.REWARD, tokens)]
     accounts.transfer(session, moves, request_id=job.request_id, shared_key_id=job.shared_key_id)
