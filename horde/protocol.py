@@ -32,7 +32,7 @@ MODELS_MAX = 100
 MAX_LENGTH_MIN_TOKENS = 16
 MAX_LENGTH_MAX_TOKENS = 16_384
 MAX_CONTEXT_LENGTH_MIN_TOKENS = 2 * MAX_LENGTH_MIN_TOKENS
-#: The largest context a worker may declare (the text pop's limit too); no count of one job's tokens is larger.
+#: The largest context a worker may declare (the text pop's limit too).
 MAX_CONTEXT_LENGTH_MAX_TOKENS = 1_048_576
 THREADS_MIN = 1
 THREADS_MAX = 50

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from horde import precompiled
+from horde.accounts import names
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.database import table_of
@@ -30,8 +31,6 @@ from horde.workers.pop import busy_threads, worker_owner
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
-#: The largest id the users' INTEGER key holds.
-MAX_USER_ID = 2**31 - 1
 POP_DEFAULTS = (("threads", 1), ("max_length", 512), ("max_context_length", 2048), ("amount", 1), ("wait", 0))
 LONG_POLL_RECHECK_S = 5.0
 ANY_MODEL_CHANNEL = "text-jobs:*"
@@ -148,15 +147,14 @@ def _any_waiting(runtime: Runtime) -> bool:
         return precompiled.execute(session.connection(), _ANY_WAITING).scalar() is not None
 
 
-def _user_ids(session: Session, names: list[str] | None) -> list[int]:
-    """priority_usernames are the AI Horde's "name#id" (or a bare name). An id the users' key cannot hold names no
-    user, so it is left out rather than sent to the database (where it would not fit the column)."""
+def _user_ids(session: Session, usernames: list[str] | None) -> list[int]:
+    """priority_usernames are the AI Horde's "name#id" (or a bare name). An id no user can have (past the users'
+    key, or digits that are not ASCII) is looked up as a name instead, never sent to the database as an id."""
     ids = []
-    for name in names or ():
-        _, _, tail = name.rpartition("#")
-        if tail.isascii() and tail.isdigit():
-            if int(tail) <= MAX_USER_ID:
-                ids.append(int(tail))
+    for name in usernames or ():
+        public = names.id_in_alias(name)
+        if public is not None:
+            ids.append(public)
         else:
             found = session.scalar(select(User.id).where(User.username == name))
             if found is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-from horde.contract import SEED_RANGE
+from horde.contract import INTEGER_MAX, SEED_RANGE
 from horde.protocol import MAX_CONTEXT_LENGTH_MAX_TOKENS
 
 MAX_GENERATIONS = 20
@@ -185,14 +185,10 @@ class SubmitSchema(Schema):
     gen_metadata = _optional(fields.List, fields.Nested(GenMetadataSchema), validate=validate.Length(max=20))
     #: Not an AI Horde field: the reference worker says why it stopped and how many tokens it made.
     finish_reason = _optional(fields.String, validate=validate.OneOf(SUBMIT_FINISH_REASONS))
-    completion_tokens = _optional(
-        fields.Integer, strict=True, validate=validate.Range(min=0, max=MAX_WORKER_CONTEXT_TOKENS)
-    )
+    completion_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
     #: Not an AI Horde field either: how many prompt tokens the worker's backend read from its cache (chat's
     #: usage.cached_tokens); stored at most the prompt's tokens.
-    cached_tokens = _optional(
-        fields.Integer, strict=True, validate=validate.Range(min=0, max=MAX_WORKER_CONTEXT_TOKENS)
-    )
+    cached_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
 
     @validates_schema
     def _text_for_ok(self, data, **_):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from horde.contract import FINISH_REASONS, MODEL_NAME_MAX_CHARS
+from horde.contract import FINISH_REASONS, INTEGER_MAX, MODEL_NAME_MAX_CHARS
 from horde.protocol import (
     FEATURES,
     GUARANTEES,
@@ -89,12 +89,12 @@ class UsageSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    prompt_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=MAX_CONTEXT_LENGTH_MAX_TOKENS))
-    completion_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=MAX_CONTEXT_LENGTH_MAX_TOKENS))
-    reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=MAX_CONTEXT_LENGTH_MAX_TOKENS))
+    prompt_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
+    completion_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
+    reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
     cached_tokens = fields.Integer(
         strict=True,
-        validate=validate.Range(min=0, max=MAX_CONTEXT_LENGTH_MAX_TOKENS),
+        validate=validate.Range(min=0, max=INTEGER_MAX),
         metadata={"description": "Prompt tokens the backend read from its cache (at most the prompt tokens)"},
     )
 
