@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from horde.accounts import names
 from horde.accounts.schemas import SHARED_KEY_INPUT_SCHEMA, TRANSFER_SCHEMA
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
 from horde.database import Base
+from horde.registry.schemas import MODIFY_WORKER_SCHEMA
 from horde.text.schemas import GENERATION_INPUT_SCHEMA
 from horde.text.schemas import POP_SCHEMA as TEXT_POP_SCHEMA
 from horde.text.schemas import SUBMIT_SCHEMA as TEXT_SUBMIT_SCHEMA
@@ -66,7 +68,8 @@ class Context:
         text_queued(client, self.requester)
         self.text_job = text_pop(client, self.owner, name="numbers-text")["id"]
         self.shared_key = client.post(NATIVE_PREFIX + "/sharedkeys", json={}, headers={"apikey": self.requester}).json
-        assert self.chat_job and self.text_job and self.shared_key["id"]
+        self.worker = client.get(NATIVE_PREFIX + "/workers/name/numbers-chat").json
+        assert self.chat_job and self.text_job and self.shared_key["id"] and self.worker["id"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,8 @@ class Route:
     empty_is_valid: bool = False
 
     def url(self, context: Context) -> str:
-        return NATIVE_PREFIX + self.rule.replace("<string:sharedkey_id>", context.shared_key["id"])
+        ids = {"<string:sharedkey_id>": context.shared_key["id"], "<string:worker_id>": context.worker["id"]}
+        return NATIVE_PREFIX + re.sub(r"<string:\w+>", lambda found: ids[found.group()], self.rule)
 
     def __str__(self) -> str:
         return f"{self.method} {self.rule}"
@@ -141,6 +145,7 @@ ROUTES = [
     ),
     Route("POST", "/sharedkeys", SHARED_KEY_INPUT_SCHEMA, "requester", lambda ctx: {}, empty_is_valid=True),
     Route("PUT", "/sharedkeys", SHARED_KEY_INPUT_SCHEMA, "requester", lambda ctx: {}, empty_is_valid=True),
+    Route("PUT", "/workers/<string:worker_id>", MODIFY_WORKER_SCHEMA, "owner", lambda ctx: {"info": "numbers"}),
     Route(
         "PATCH",
         "/sharedkeys/<string:sharedkey_id>",
