@@ -9,6 +9,13 @@ from __future__ import annotations
 
 TOKEN_FLOOR = 16
 TOKEN_CEILING = 16_384
+#: A seed is a signed 64-bit integer (OpenAI's `seed`, a BIGINT column).
+SEED_RANGE = (-(2**63), 2**63 - 1)
+#: The largest whole number an INTEGER column holds: the bound of a count or an amount with no smaller limit of its
+#: own (a worker's reported token counts, which the Horde caps rather than refuses, decision 0028).
+INTEGER_MAX = 2**31 - 1
+#: A kudos amount a request may name (`max_kudos`) fits a balance's INTEGER column.
+MAX_KUDOS = INTEGER_MAX
 MAX_MODELS_PER_REQUEST = 5
 MODEL_NAME_MAX_CHARS = 200
 MAX_STOP_SEQUENCES = 4

@@ -42,6 +42,8 @@ class Declarations:
             raise ValueError(
                 f"max_context_length must be at least max_length and {protocol.MAX_CONTEXT_LENGTH_MIN_TOKENS}"
             )
+        if self.max_context_length > protocol.MAX_CONTEXT_LENGTH_MAX_TOKENS:
+            raise ValueError(f"max_context_length must be at most {protocol.MAX_CONTEXT_LENGTH_MAX_TOKENS}")
         if not protocol.THREADS_MIN <= self.threads <= protocol.THREADS_MAX:
             raise ValueError(f"threads must be {protocol.THREADS_MIN} to {protocol.THREADS_MAX}")
         check_names(self.features, protocol.FEATURES, "feature")

@@ -4,7 +4,8 @@ price = ceil(size_b / 8 × (completion_tokens / 100 + prompt_tokens / 1000)) + 5
 at least 1 kudos; size_b is the model's size in billions of parameters from the
 model reference file, DEFAULT_MODEL_SIZE_B when unknown. The estimate prices the
 full max_tokens; the charge prices what was generated, as the worker reports it
-but never more than the reply can hold (`billable_completion_tokens`).
+but never more than the reply can hold (`billable_completion_tokens`), and an empty
+reply earns the floor (`charge`: the one rule of chat and text, decision 0028).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import functools
 import json
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 from horde.chat.tokens import reply_tokens
 
@@ -59,6 +61,38 @@ def billable_completion_tokens(reported: int | None, reply: dict, max_tokens: in
     estimate = reply_tokens(reply)
     bound = REPLY_TOKENS_MARGIN * estimate + REPLY_TOKENS_SLACK
     return min(estimate if reported is None else reported, bound, max_tokens)
+
+
+class Charge(NamedTuple):
+    """What one generation is billed: its completion tokens and its kudos (the requester's charge, the reward)."""
+
+    completion_tokens: int
+    kudos: int
+
+
+def charge(
+    model: str,
+    *,
+    reported: int | None,
+    reply: dict,
+    max_tokens: int,
+    prompt_tokens: int,
+    n_images: int = 0,
+    reference_path: str | None = None,
+) -> Charge:
+    """Kudos only for work that shows (decision 0028), for a chat reply and for each text generation alike.
+
+    The billable tokens are `billable_completion_tokens`. A reply that shows no work (no content, no reasoning,
+    no tool call) earns the floor, MIN_PRICE_KUDOS: the prompt's part of the price (and its images) would
+    otherwise pay for a reply that a worker need not have generated at all.
+    """
+    tokens = billable_completion_tokens(reported, reply, max_tokens)
+    if reply_tokens(reply) == 0:
+        return Charge(tokens, MIN_PRICE_KUDOS)
+    kudos = price(
+        model, completion_tokens=tokens, prompt_tokens=prompt_tokens, n_images=n_images, reference_path=reference_path
+    )
+    return Charge(tokens, kudos)
 
 
 def free_allowance_tokens(eligible_threads: int, queued_requests: int) -> int:

@@ -24,17 +24,26 @@ def violation(request: Any, reply: dict) -> str | None:
 
 
 def price(settings: Settings, request: Any, reply: dict) -> int:
-    """Bill the reply (its usage and finish reason completed in place) and price it."""
-    usage = reply["usage"] = _billable_usage(reply, request)
-    reply["finish_reason"] = reply.get("finish_reason") or "stop"
-    kudos = pricing.price(
+    """Bill the reply (its usage and finish reason completed in place) and price it (pricing.charge)."""
+    usage = dict(reply.get("usage") or {})
+    usage.setdefault("prompt_tokens", request.prompt_tokens)
+    charged = pricing.charge(
         request.job_model,
-        completion_tokens=usage["completion_tokens"],
+        reported=usage.get("completion_tokens"),
+        reply=reply,
+        max_tokens=request.max_tokens,
         prompt_tokens=request.prompt_tokens,
         n_images=request.n_images,
         reference_path=settings.model_reference_path,
     )
-    return within_shared_key(request, kudos)
+    usage["completion_tokens"] = charged.completion_tokens
+    if usage.get("reasoning_tokens") is not None:
+        usage["reasoning_tokens"] = min(usage["reasoning_tokens"], charged.completion_tokens)
+    if usage.get("cached_tokens") is not None:  # the worker's cache report: never more than the prompt
+        usage["cached_tokens"] = min(usage["cached_tokens"], usage["prompt_tokens"])
+    reply["usage"] = usage
+    reply["finish_reason"] = reply.get("finish_reason") or "stop"
+    return within_shared_key(request, charged.kudos)
 
 
 def within_shared_key(request: Any, kudos: int) -> int:
@@ -47,16 +56,3 @@ def moves(request: Any, kudos: int, reply: dict) -> list[Move]:
     """The client pays what the worker's owner earns; both count the generation and its billed tokens."""
     tokens = reply["usage"]["completion_tokens"]
     return [Move(request.user_id, -kudos, Kind.CHARGE, tokens), Move(request.owner_id, kudos, Kind.REWARD, tokens)]
-
-
-def _billable_usage(reply: dict, request: Any) -> dict:
-    usage = dict(reply.get("usage") or {})
-    usage.setdefault("prompt_tokens", request.prompt_tokens)
-    usage["completion_tokens"] = pricing.billable_completion_tokens(
-        usage.get("completion_tokens"), reply, request.max_tokens
-    )
-    if usage.get("reasoning_tokens") is not None:
-        usage["reasoning_tokens"] = min(usage["reasoning_tokens"], usage["completion_tokens"])
-    if usage.get("cached_tokens") is not None:  # the worker's cache report: never more than the prompt
-        usage["cached_tokens"] = min(usage["cached_tokens"], usage["prompt_tokens"])
-    return usage

@@ -21,12 +21,14 @@ from horde.contract import (
     DEFAULT_CONFORMANCE,
     DEFAULT_CONTEXT_FITTING,
     FINISH_REASONS,
+    MAX_KUDOS,
     MAX_MODELS_PER_REQUEST,
     MAX_STOP_SEQUENCES,
     MESSAGE_ROLES,
     MODEL_NAME_MAX_CHARS,
     REASONING_EFFORTS,
     SAMPLING_RANGES,
+    SEED_RANGE,
     TOKEN_CEILING,
     TOKEN_FLOOR,
 )
@@ -68,7 +70,7 @@ class ChatRequestSchema(Schema):
     top_p = fields.Float(validate=validate.Range(*SAMPLING_RANGES["top_p"]))
     frequency_penalty = fields.Float(validate=validate.Range(*SAMPLING_RANGES["frequency_penalty"]))
     presence_penalty = fields.Float(validate=validate.Range(*SAMPLING_RANGES["presence_penalty"]))
-    seed = fields.Integer(strict=True)
+    seed = fields.Integer(strict=True, validate=validate.Range(*SEED_RANGE))
     stop = fields.List(fields.String(), validate=validate.Length(min=1, max=MAX_STOP_SEQUENCES))
     reasoning_effort = fields.String(validate=validate.OneOf(REASONING_EFFORTS))
     only = fields.List(fields.String(), validate=validate.Length(min=1))  # type: ignore[assignment]  # a field, not Schema.only
@@ -76,7 +78,7 @@ class ChatRequestSchema(Schema):
     context_fitting = fields.String(
         load_default=DEFAULT_CONTEXT_FITTING, validate=validate.OneOf(CONTEXT_FITTING_MODES)
     )
-    max_kudos = fields.Integer(strict=True, validate=validate.Range(min=1))
+    max_kudos = fields.Integer(strict=True, validate=validate.Range(min=1, max=MAX_KUDOS))
     conformance = fields.String(load_default=DEFAULT_CONFORMANCE, validate=validate.OneOf(CONFORMANCE_MODES))
     availability_mode = fields.String(
         load_default=DEFAULT_AVAILABILITY_MODE, validate=validate.OneOf(AVAILABILITY_MODES)

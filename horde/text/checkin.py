@@ -21,6 +21,7 @@ from horde.accounts.models import User
 from horde.text import known_models
 from horde.text.models import JOB_SUBMITTED, TextJob
 from horde.timeutil import utcnow
+from horde.workers import service as workers
 from horde.workers.checkins import common_declarations
 from horde.workers.models import Worker
 
@@ -76,17 +77,17 @@ def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
-    if worker is None:
-        worker = Worker(
-            name=pop["name"],
-            owner_id=owner.id,
+    if worker is None:  # chat's insert, so that simultaneous first pops of a new name all succeed
+        worker = workers.insert_new(
+            session,
+            owner,
+            pop["name"],
             models=[],
             max_length=pop["max_length"],
             max_context_length=pop["max_context_length"],
             last_pop_at=NEVER_POPPED,
         )
-        session.add(worker)
-    elif worker.owner_id != owner.id:
+    if worker.owner_id != owner.id:
         raise errors.WorkerNameTaken(f"The worker name '{pop['name']}' belongs to another user.")
     declared = list(dict.fromkeys(pop["models"]))
     # Only what this worker did not declare before: a check-in that repeats its models writes nothing there.

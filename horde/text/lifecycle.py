@@ -3,7 +3,12 @@
 Every change of state is one compare-and-set UPDATE: it names the state it expects
 and the caller learns from the row count whether it won. A job moves once from
 processing; the request's counters move with it in the same transaction, so each
-generation is charged once and rewarded once. Functions never commit.
+generation is charged once and rewarded once. A cancelled request is never handed
+out again: neither a claim nor a fault's restart moves a request that is cancelled.
+On PostgreSQL every transition of a request's jobs first takes the request's row
+lock (a claim's choice, a submit's read, a cancel, an expiry), then the jobs', then
+the users': one order, so two transitions never wait for each other in a cycle.
+Functions never commit.
 """
 
 from __future__ import annotations
@@ -35,8 +40,7 @@ from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.accounts.moves import Kind, Move
-from horde.chat.tokens import text_tokens
-from horde.database import table_of
+from horde.database import is_postgresql, table_of
 from horde.text import pricing
 from horde.text.checkin import TextWorkerView
 from horde.text.eligibility import QUEUE_FILTER, QUEUE_ORDER, Offer, offer_params
@@ -89,7 +93,12 @@ _REQUESTS, _JOBS = table_of(TextRequest), table_of(TextJob)
 #: One waiting generation of request `id_` moves to processing: a compare-and-set, built once.
 _TAKE_ONE = (
     update(_REQUESTS)
-    .where(_REQUESTS.c.id == bindparam("id_"), _REQUESTS.c.state == WAITING, _REQUESTS.c.waiting > 0)
+    .where(
+        _REQUESTS.c.id == bindparam("id_"),
+        _REQUESTS.c.state == WAITING,
+        _REQUESTS.c.waiting > 0,
+        _REQUESTS.c.cancelled.is_(False),
+    )
     .values(
         waiting=_REQUESTS.c.waiting - 1,
         processing=_REQUESTS.c.processing + 1,
@@ -211,19 +220,100 @@ _SUBMIT_JOB = (
 #: The request counts one more generation finished and charged, and one fewer running.
 _FINISH_ONE = (
     update(_REQUESTS)
-    .where(_REQUESTS.c.id == bindparam("id_"))
+    .where(_REQUESTS.c.id == bindparam("id_"), _REQUESTS.c.processing > 0)
     .values(
         finished=_REQUESTS.c.finished + 1,
         kudos_charged=_REQUESTS.c.kudos_charged + bindparam("kudos_v", type_=Integer),
         **_one_left(bindparam("now_v", type_=DateTime)),
     )
 )
+#: PostgreSQL: the submit's read takes its request's row lock first (the order of every transition, above).
+_OWNED_JOB_LOCKING = _OWNED_JOB.with_for_update(of=_REQUESTS)
 _JOB_STATE = select(_JOBS.c.state).where(_JOBS.c.id == bindparam("id_"))
+#: A running generation ends without one (faulted, aborted): a compare-and-set from processing.
+_END_JOB = (
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("id_"), _JOBS.c.state == JOB_PROCESSING)
+    .values(
+        state=bindparam("state_v", type_=String),
+        ended_at=bindparam("now_v", type_=DateTime),
+        reason=bindparam("reason_v", type_=Text),
+    )
+)
+#: The request still runs and was not cancelled: the condition of every transition that hands work out again.
+_LIVE = (
+    _REQUESTS.c.id == bindparam("id_"),
+    _REQUESTS.c.state.in_((WAITING, PROCESSING)),
+    _REQUESTS.c.cancelled.is_(False),
+)
+#: A faulted generation waits again, while the request is live and has attempts left (`max_attempts` per
+#: generation, counted over the request).
+_RESTART_ONE = (
+    update(_REQUESTS)
+    .where(*_LIVE, _REQUESTS.c.restarted + 1 < _REQUESTS.c.n * bindparam("max_attempts", type_=Integer))
+    .values(
+        processing=_REQUESTS.c.processing - 1,
+        waiting=_REQUESTS.c.waiting + 1,
+        restarted=_REQUESTS.c.restarted + 1,
+        state=WAITING,
+        fault_message=bindparam("reason_v", type_=Text),
+    )
+)
+#: At its last attempt a live request faults; its other running generations end with it (_END_RUNNING_JOBS).
+_FAULT_REQUEST = (
+    update(_REQUESTS)
+    .where(*_LIVE)
+    .values(
+        state=FAULTED,
+        waiting=0,
+        processing=0,
+        restarted=_REQUESTS.c.restarted + 1,
+        finished_at=bindparam("now_v", type_=DateTime),
+        fault_message=bindparam("reason_v", type_=Text),
+    )
+)
+_END_RUNNING_JOBS = (
+    update(_JOBS)
+    .where(_JOBS.c.request_id == bindparam("id_"), _JOBS.c.state == JOB_PROCESSING)
+    .values(state=JOB_CANCELLED, ended_at=bindparam("now_v", type_=DateTime), reason="The request faulted.")
+)
+#: A cancelled request's generation only leaves it: the request ends when it was the last.
+_LEAVE_ONE = (
+    update(_REQUESTS)
+    .where(
+        _REQUESTS.c.id == bindparam("id_"),
+        _REQUESTS.c.state.in_((WAITING, PROCESSING)),
+        _REQUESTS.c.processing > 0,
+    )
+    .values(**_one_left(bindparam("now_v", type_=DateTime)))
+)
+#: The sweeper skips a request another transaction holds (a submit, a cancel): a later sweep catches it.
+_LOCK_REQUEST_UNLESS_HELD = (
+    select(_REQUESTS.c.id).where(_REQUESTS.c.id == bindparam("id_")).with_for_update(skip_locked=True)
+)
+_DUE_JOBS = select(_JOBS.c.id, _JOBS.c.request_id).where(
+    _JOBS.c.state == JOB_PROCESSING, _JOBS.c.deadline_at < bindparam("now_v", type_=DateTime)
+)
+#: A request no worker took in its lifetime: it faults, or, with generations still running, waits for them only.
+_EXPIRE_REQUEST = (
+    update(_REQUESTS)
+    .where(_REQUESTS.c.id == bindparam("id_"), _REQUESTS.c.state == WAITING, _REQUESTS.c.cancelled.is_(False))
+    .values(
+        waiting=0,
+        state=case((_REQUESTS.c.processing == 0, FAULTED), else_=PROCESSING),
+        finished_at=case(
+            (_REQUESTS.c.processing == 0, bindparam("now_v", type_=DateTime)), else_=_REQUESTS.c.finished_at
+        ),
+        fault_message=bindparam("reason_v", type_=Text),
+    )
+)
 
 
 def owned_job(session: Session, owner: User | Identity, job_id: str) -> Row:
-    """The job with what a submit needs of its worker and request (`_OWNED_JOB`), if the owner's worker runs it."""
-    job = precompiled.execute(session.connection(), _OWNED_JOB, {"id_": job_id}).first()
+    """The job with what a submit needs of its worker and request (`_OWNED_JOB`), if the owner's worker runs it;
+    on PostgreSQL its request's row is locked until the transaction ends."""
+    statement = _OWNED_JOB_LOCKING if is_postgresql(session) else _OWNED_JOB
+    job = precompiled.execute(session.connection(), statement, {"id_": job_id}).first()
     if job is None:
         raise errors.InvalidJobID(f"No text job '{job_id}'.")
     if job.owner_id != owner.id:
@@ -255,10 +345,13 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
         session.refresh(request)  # as the fault left it: waiting again, so the caller announces it
         return 0, job.id, request
     generated = body.get("generation") or ""
-    tokens = body.get("completion_tokens")
-    tokens = min(text_tokens(generated) if tokens is None else tokens, job.max_length)
-    kudos = pricing.price(
-        job.model, tokens=tokens, prompt_tokens=job.prompt_tokens, reference_path=settings.model_reference_path
+    tokens, kudos = pricing.charge(
+        job.model,
+        generation=generated,
+        reported=body.get("completion_tokens"),
+        max_length=job.max_length,
+        prompt_tokens=job.prompt_tokens,
+        reference_path=settings.model_reference_path,
     )
     if job.shared_key_id:  # at most its share of what the admission reserved of the key (accounts/shared_keys.py)
         kudos = min(kudos, job.kudos_estimate // job.n)
@@ -282,7 +375,9 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
     )
     if landed.rowcount != 1:
         _refuse_ended(session, job.id)
-    precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
+    finished = precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
+    if finished.rowcount != 1:  # cannot happen while the job ran; refuse (and roll back the job's end) if it does
+        raise errors.AbortedGen("This generation is no longer counted as running by its request.")
     # Charge the requester and reward the worker's owner, as chat's settlement does.
     moves = [Move(job.user_id, -kudos, Kind.CHARGE, tokens), Move(job.owner_id, kudos, Kind.REWARD, tokens)]
     accounts.transfer(session, moves, request_id=job.request_id, shared_key_id=job.shared_key_id)
@@ -292,103 +387,72 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
 def fault(
     session: Session, settings: Settings, job: TextJob | Row, reason: str, *, job_state: str = JOB_FAULTED
 ) -> bool:
-    """End a running job without a generation; its generation waits again, or the request faults."""
-    if not _compare_and_set(
-        session,
-        update(TextJob)
-        .where(TextJob.id == job.id, TextJob.state == JOB_PROCESSING)
-        .values(state=job_state, ended_at=utcnow(), reason=reason),
-    ):
+    """End a running job without a generation; its generation waits again, or the request faults at its last
+    attempt, or (cancelled) the generation only leaves it. False when the job had already ended.
+
+    The caller holds the request's row lock on PostgreSQL (owned_job, expire_jobs). Each step is a compare-and-set
+    whose condition is the request as it is at that moment, never as read before: a cancel that committed first
+    leaves the restart and the fault no row, and the generation only leaves the request."""
+    now, connection = utcnow(), session.connection()
+    ended = precompiled.execute(
+        connection, _END_JOB, {"id_": job.id, "state_v": job_state, "now_v": now, "reason_v": reason}
+    )
+    if ended.rowcount != 1:
         return False
-    request = _request_of(session, job)
-    session.refresh(request)
-    exhausted = request.restarted + 1 >= settings.max_attempts * request.n
-    if request.cancelled or request.state in (DONE, FAULTED, CANCELLED):
-        _compare_and_set(session, update(TextRequest).where(TextRequest.id == request.id).values(**_one_left(utcnow())))
-    elif exhausted:
-        _fault_request(session, request, reason)
-    else:
-        _compare_and_set(
-            session,
-            update(TextRequest)
-            .where(TextRequest.id == request.id, TextRequest.state.in_((WAITING, PROCESSING)))
-            .values(
-                processing=TextRequest.processing - 1,
-                waiting=TextRequest.waiting + 1,
-                restarted=TextRequest.restarted + 1,
-                state=WAITING,
-                fault_message=reason,
-            ),
-        )
+    params = {"id_": job.request_id, "now_v": now, "reason_v": reason, "max_attempts": settings.max_attempts}
+    if precompiled.execute(connection, _RESTART_ONE, params).rowcount == 1:
+        return True
+    if precompiled.execute(connection, _FAULT_REQUEST, params).rowcount == 1:
+        precompiled.execute(connection, _END_RUNNING_JOBS, params)
+        return True
+    precompiled.execute(connection, _LEAVE_ONE, params)
     return True
 
 
-def _fault_request(session: Session, request: TextRequest, reason: str) -> None:
-    now = utcnow()
-    if _compare_and_set(
-        session,
-        update(TextRequest)
-        .where(TextRequest.id == request.id, TextRequest.state.in_((WAITING, PROCESSING)))
-        .values(
-            state=FAULTED,
-            waiting=0,
-            processing=0,
-            restarted=TextRequest.restarted + 1,
-            finished_at=now,
-            fault_message=reason,
-        ),
-    ):
-        session.execute(
-            update(TextJob)
-            .where(TextJob.request_id == request.id, TextJob.state == JOB_PROCESSING)
-            .values(state=JOB_CANCELLED, ended_at=now, reason="The request faulted.")
-            .execution_options(synchronize_session=False)
-        )
-
-
 def expire_jobs(session: Session, settings: Settings) -> list[str]:
-    """Abort every job past its ttl; returns the ids of the requests that changed."""
-    expired = session.scalars(
-        select(TextJob).where(TextJob.state == JOB_PROCESSING, TextJob.deadline_at < utcnow())
-    ).all()
+    """Abort every job past its ttl; returns the ids of the requests that changed. A request another transaction
+    holds is skipped (PostgreSQL): that transaction ends the job or the request, or a later sweep catches it."""
+    connection = session.connection()
     reason = f"The worker did not submit the generation within its ttl of {int(settings.job_ttl_s)} s."
-    return [job.request_id for job in expired if fault(session, settings, job, reason, job_state=JOB_ABORTED)]
+    changed = []
+    for job in precompiled.execute(connection, _DUE_JOBS, {"now_v": utcnow()}).all():
+        if is_postgresql(session):
+            held = precompiled.execute(connection, _LOCK_REQUEST_UNLESS_HELD, {"id_": job.request_id}).first()
+            if held is None:
+                continue
+        if fault(session, settings, job, reason, job_state=JOB_ABORTED):
+            changed.append(job.request_id)
+    return changed
 
 
 def expire_requests(session: Session, lifetime_s: float) -> list[str]:
-    """Requests still waiting after `lifetime_s` fault: no worker took them (the AI Horde's 20 minutes)."""
+    """Requests still waiting after `lifetime_s` fault: no worker took them (the AI Horde's 20 minutes). One
+    waiting with generations still running hands out no more, and ends when they do."""
     cutoff = utcnow() - dt.timedelta(seconds=lifetime_s)
     stale = session.scalars(
         select(TextRequest.id).where(TextRequest.state == WAITING, TextRequest.created_at < cutoff)
     ).all()
-    changed = []
-    for request_id in stale:
-        request = session.get(TextRequest, request_id)
-        if request is None:
-            continue
-        message = f"No worker took the request within {int(lifetime_s)} s."
-        if request.processing == 0:
-            if _compare_and_set(
-                session,
-                update(TextRequest)
-                .where(TextRequest.id == request_id, TextRequest.state == WAITING, TextRequest.processing == 0)
-                .values(state=FAULTED, waiting=0, finished_at=utcnow(), fault_message=message),
-            ):
-                changed.append(request_id)
-        elif _compare_and_set(
-            session,
-            update(TextRequest)
-            .where(TextRequest.id == request_id, TextRequest.state == WAITING)
-            .values(waiting=0, state=PROCESSING, fault_message=message),
-        ):
-            changed.append(request_id)
-    return changed
+    params = {"now_v": utcnow(), "reason_v": f"No worker took the request within {int(lifetime_s)} s."}
+    connection = session.connection()
+    return [
+        request_id
+        for request_id in stale
+        if precompiled.execute(connection, _EXPIRE_REQUEST, {"id_": request_id, **params}).rowcount == 1
+    ]
+
+
+def lock_request(session: Session, request_id: str) -> TextRequest | None:
+    """The request read afresh under its row lock (PostgreSQL), for a cancel: a transition's first step."""
+    return session.get(
+        TextRequest, request_id, populate_existing=True, with_for_update=True if is_postgresql(session) else None
+    )
 
 
 def cancel(session: Session, request: TextRequest, *, running: bool = False) -> bool:
     """Hand out no more generations; with `running`, also end those being generated (uncharged).
 
-    False when the request had already ended. Generations already submitted stay charged.
+    False when the request had already ended. Generations already submitted stay charged. The caller holds the
+    request's row lock (lock_request).
     """
     now = utcnow()
     if running:

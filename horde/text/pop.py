@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from horde import precompiled
+from horde.accounts import names
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.database import table_of
@@ -146,13 +147,14 @@ def _any_waiting(runtime: Runtime) -> bool:
         return precompiled.execute(session.connection(), _ANY_WAITING).scalar() is not None
 
 
-def _user_ids(session: Session, names: list[str] | None) -> list[int]:
-    """priority_usernames are the AI Horde's "name#id" (or a bare name)."""
+def _user_ids(session: Session, usernames: list[str] | None) -> list[int]:
+    """priority_usernames are the AI Horde's "name#id" (or a bare name). An id no user can have (past the users'
+    key, or digits that are not ASCII) is looked up as a name instead, never sent to the database as an id."""
     ids = []
-    for name in names or ():
-        _, _, tail = name.rpartition("#")
-        if tail.isdigit():
-            ids.append(int(tail))
+    for name in usernames or ():
+        public = names.id_in_alias(name)
+        if public is not None:
+            ids.append(public)
         else:
             found = session.scalar(select(User.id).where(User.username == name))
             if found is not None:

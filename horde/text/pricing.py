@@ -5,7 +5,8 @@ ceil(size_b / 8 × (tokens / 100 + prompt_tokens / 1000)), at least 1 kudos; a
 request's estimate prices each of its `n` generations at its full `max_length`,
 with the largest model it accepts (the AI Horde's rule, so that listing a small
 model beside a large one does not lower the price). The requester is charged and
-the worker rewarded once per generation, at submit, for what it generated.
+the worker rewarded once per generation, at submit, for what its text shows: the
+rule of chat's replies (`pricing.charge`, decision 0028).
 """
 
 from __future__ import annotations
@@ -38,5 +39,21 @@ def estimate(models: list[str], *, n: int, max_length: int, prompt_tokens: int, 
     return n * one
 
 
-def price(model: str, *, tokens: int, prompt_tokens: int, reference_path: str | None) -> int:
-    return pricing.price(model, completion_tokens=tokens, prompt_tokens=prompt_tokens, reference_path=reference_path)
+def charge(
+    model: str,
+    *,
+    generation: str,
+    reported: int | None,
+    max_length: int,
+    prompt_tokens: int,
+    reference_path: str | None,
+) -> pricing.Charge:
+    """One generation's tokens and kudos: a chat reply's rule, for the reply of its text alone."""
+    return pricing.charge(
+        model,
+        reported=reported,
+        reply={"content": generation},
+        max_tokens=max_length,
+        prompt_tokens=prompt_tokens,
+        reference_path=reference_path,
+    )

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
+from horde.contract import INTEGER_MAX, SEED_RANGE
+from horde.protocol import MAX_CONTEXT_LENGTH_MAX_TOKENS
+
 MAX_GENERATIONS = 20
 MIN_LENGTH_TOKENS, MAX_LENGTH_TOKENS, DEFAULT_LENGTH_TOKENS = 16, 1024, 80
 MIN_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS, DEFAULT_CONTEXT_TOKENS = 80, 32_768, 1024
@@ -24,7 +27,7 @@ MAX_WORKER_THREADS = 50
 MAX_POP_AMOUNT = 20
 MAX_POP_WAIT_S = 30
 MAX_WORKER_LENGTH_TOKENS = 16_384
-MAX_WORKER_CONTEXT_TOKENS = 1_048_576
+MAX_WORKER_CONTEXT_TOKENS = MAX_CONTEXT_LENGTH_MAX_TOKENS
 MAX_GENERATION_CHARS = 4 * MAX_WORKER_LENGTH_TOKENS * 2
 GENERATION_STATES = ("ok", "censored", "faulted", "csam", "cancelled")
 SUBMIT_FINISH_REASONS = ("stop", "length")
@@ -85,7 +88,7 @@ class ParamsSchema(Schema):
     frmttriminc = _optional(fields.Boolean)
     singleline = _optional(fields.Boolean)
     #: Not an AI Horde field: the OpenAI front's seed and penalties ride along for workers that take them.
-    seed = _optional(fields.Integer, strict=True)
+    seed = _optional(fields.Integer, strict=True, validate=validate.Range(*SEED_RANGE))
     frequency_penalty = _optional(fields.Float, validate=validate.Range(min=-2, max=2))
     presence_penalty = _optional(fields.Float, validate=validate.Range(min=-2, max=2))
 
@@ -178,14 +181,14 @@ class SubmitSchema(Schema):
     id = fields.String(required=True, validate=validate.Length(min=1, max=36))
     generation = _optional(fields.String, load_default="", validate=validate.Length(max=MAX_GENERATION_CHARS))
     state = _optional(fields.String, load_default="ok", validate=validate.OneOf(GENERATION_STATES))
-    seed = _optional(fields.Integer, load_default=0, validate=validate.Range(min=-(2**63), max=2**63 - 1))
+    seed = _optional(fields.Integer, load_default=0, validate=validate.Range(*SEED_RANGE))
     gen_metadata = _optional(fields.List, fields.Nested(GenMetadataSchema), validate=validate.Length(max=20))
     #: Not an AI Horde field: the reference worker says why it stopped and how many tokens it made.
     finish_reason = _optional(fields.String, validate=validate.OneOf(SUBMIT_FINISH_REASONS))
-    completion_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0))
+    completion_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
     #: Not an AI Horde field either: how many prompt tokens the worker's backend read from its cache (chat's
     #: usage.cached_tokens); stored at most the prompt's tokens.
-    cached_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0))
+    cached_tokens = _optional(fields.Integer, strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
 
     @validates_schema
     def _text_for_ok(self, data, **_):

@@ -115,7 +115,7 @@ def cancel(
     """Hand out no more generations (with `running`, end those being generated too); `reason` is the
     Horde's own, recorded so that the waiter and a replay answer the same."""
     with runtime.db.transaction() as session:
-        request = session.get(TextRequest, request_id)
+        request = lifecycle.lock_request(session, request_id)
         if request is None:
             raise errors.RequestNotFound(f"No text request '{request_id}'.")
         if lifecycle.cancel(session, request, running=running) and reason is not None:

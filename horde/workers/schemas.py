@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from horde.contract import FINISH_REASONS, MODEL_NAME_MAX_CHARS
+from horde.contract import FINISH_REASONS, INTEGER_MAX, MODEL_NAME_MAX_CHARS
 from horde.protocol import (
     FEATURES,
     GUARANTEES,
+    MAX_CONTEXT_LENGTH_MAX_TOKENS,
     MAX_CONTEXT_LENGTH_MIN_TOKENS,
     MAX_LENGTH_MAX_TOKENS,
     MAX_LENGTH_MIN_TOKENS,
@@ -33,7 +34,9 @@ class PopSchema(Schema):
         required=True, strict=True, validate=validate.Range(min=MAX_LENGTH_MIN_TOKENS, max=MAX_LENGTH_MAX_TOKENS)
     )
     max_context_length = fields.Integer(
-        required=True, strict=True, validate=validate.Range(min=MAX_CONTEXT_LENGTH_MIN_TOKENS)
+        required=True,
+        strict=True,
+        validate=validate.Range(min=MAX_CONTEXT_LENGTH_MIN_TOKENS, max=MAX_CONTEXT_LENGTH_MAX_TOKENS),
     )
     threads = fields.Integer(
         load_default=THREADS_MIN, strict=True, validate=validate.Range(min=THREADS_MIN, max=THREADS_MAX)
@@ -86,12 +89,12 @@ class UsageSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    prompt_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
-    completion_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
-    reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0))
+    prompt_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
+    completion_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
+    reasoning_tokens = fields.Integer(strict=True, validate=validate.Range(min=0, max=INTEGER_MAX))
     cached_tokens = fields.Integer(
         strict=True,
-        validate=validate.Range(min=0),
+        validate=validate.Range(min=0, max=INTEGER_MAX),
         metadata={"description": "Prompt tokens the backend read from its cache (at most the prompt tokens)"},
     )
 

@@ -28,7 +28,9 @@ def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     # Only what this worker did not declare before: a pop that repeats its declaration writes nothing here.
     remember_models(session, [name for name in declared if worker is None or name not in (worker.models or ())])
     if worker is None:
-        worker = _insert_new(session, owner, pop)
+        worker = insert_new(
+            session, owner, pop["name"], max_length=pop["max_length"], max_context_length=pop["max_context_length"]
+        )
     if worker.owner_id != owner.id:
         raise errors.WorkerNameTaken(f"The worker name '{pop['name']}' belongs to another user.")
     worker.models = declared
@@ -44,8 +46,9 @@ def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     return worker
 
 
-def _insert_new(session: Session, owner: User | Identity, pop: dict) -> Worker:
-    """Insert the worker unless a concurrent first pop of the same name did, then read whichever row won.
+def insert_new(session: Session, owner: User | Identity, name: str, **columns: object) -> Worker:
+    """Insert the worker `name` (with `columns`) unless a concurrent first pop of the same name did, then read
+    whichever row won: the chat and the text check-ins' first pop. The caller checks the row's owner.
 
     An upsert rather than an INSERT: concurrent first pops of a new name all succeed (the losers wait for the
     winner's commit, then find its row), where a plain INSERT would fail on the unique name.
@@ -53,15 +56,10 @@ def _insert_new(session: Session, owner: User | Identity, pop: dict) -> Worker:
     insert = postgresql_insert if is_postgresql(session) else sqlite_insert
     session.execute(
         insert(Worker)
-        .values(
-            name=pop["name"],
-            owner_id=owner.id,
-            max_length=pop["max_length"],
-            max_context_length=pop["max_context_length"],
-        )
+        .values(name=name, owner_id=owner.id, **columns)
         .on_conflict_do_nothing(index_elements=[Worker.name])
     )
-    return session.scalars(select(Worker).where(Worker.name == pop["name"])).one()
+    return session.scalars(select(Worker).where(Worker.name == name)).one()
 
 
 def online_cutoff(window_s: float) -> dt.datetime:

@@ -43,6 +43,7 @@ PAST_A_BOUND = {
     "max_length too small": dict(SMALLEST, max_length=protocol.MAX_LENGTH_MIN_TOKENS - 1),
     "max_length too large": dict(LARGEST, max_length=protocol.MAX_LENGTH_MAX_TOKENS + 1),
     "context too small": dict(SMALLEST, max_context_length=protocol.MAX_CONTEXT_LENGTH_MIN_TOKENS - 1),
+    "context too large": dict(SMALLEST, max_context_length=protocol.MAX_CONTEXT_LENGTH_MAX_TOKENS + 1),
     "no thread": dict(SMALLEST, threads=protocol.THREADS_MIN - 1),
     "too many threads": dict(SMALLEST, threads=protocol.THREADS_MAX + 1),
     "unknown feature": dict(SMALLEST, features=["telepathy"]),

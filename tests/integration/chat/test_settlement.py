@@ -107,3 +107,22 @@ def test_waiting_and_processing_requests_reserve_their_estimates_until_they_end(
 def test_requests_within_the_allowance_are_served_whatever_the_reservation(client, owner, make_user):
     _, requester = make_user("requester", kudos=0)
     assert [queue(client, requester).status_code for _ in range(3)] == [202, 202, 202]
+
+
+def test_an_empty_reply_earns_the_floor_whatever_its_prompt_and_claim(client, owner, make_user):
+    """Decision 0028: an empty reply (no content, reasoning or tool call) earns the floor; the prompt part of the
+    price (here alone above the floor) cannot lift it, nor a reported count."""
+    _, requester = make_user("requester", kudos=1000)
+    long_prompt = [{"role": "user", "content": "word " * 1600}]
+    reward, usage = reward_and_usage(
+        client,
+        owner,
+        requester,
+        {"content": "", "usage": {"completion_tokens": 4000}},
+        max_tokens=4000,
+        messages=long_prompt,
+    )
+    assert pricing.price("m1", completion_tokens=0, prompt_tokens=usage["prompt_tokens"]) > pricing.MIN_PRICE_KUDOS
+    assert reward == pricing.MIN_PRICE_KUDOS
+    assert usage["completion_tokens"] <= pricing.REPLY_TOKENS_SLACK
+    assert 1000 - client.get("/api/v2/find_user", headers={"apikey": requester}).json["kudos"] == reward
