@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         text_thread.start()
         code = loop.run()
         client.stop_event.set()
-        text_thread.join()
+        _join_text_jobs(text_thread, text_loop)
         return code or text_loop.exit_code
 
 
@@ -222,12 +222,22 @@ def _run_text_only(loop: WorkerLoop, text_loop: TextLoop) -> int:
     """The text loop on its own thread, stopped by the same signals as the chat loop."""
     text_thread = threading.Thread(target=text_loop.run, name="horde-text-popper", daemon=True)
     text_thread.start()
+    while text_thread.is_alive() and not loop.stop_requested:
+        text_thread.join(MAIN_POLL_S)
+    text_loop.client.stop_event.set()
+    _join_text_jobs(text_thread, text_loop)
+    return text_loop.exit_code
+
+
+def _join_text_jobs(text_thread: threading.Thread, text_loop: TextLoop) -> None:
+    """Once stopping, wait for the text loop while it runs a job, not while it only long-polls: an idle worker
+    stops at once instead of after its pop's `--wait`."""
     while text_thread.is_alive():
         text_thread.join(MAIN_POLL_S)
-        if loop.stop_requested:
-            text_loop.client.stop_event.set()
-    text_thread.join()
-    return text_loop.exit_code
+        if not text_loop.running_jobs():
+            text_thread.join(MAIN_POLL_S)  # a pop that just returned a job starts it within this
+            if not text_loop.running_jobs():
+                return
 
 
 if __name__ == "__main__":

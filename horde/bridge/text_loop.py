@@ -55,6 +55,11 @@ class TextLoop:
         self.jobs: list[threading.Thread] = []
         self._stop = client.stop_event
 
+    def running_jobs(self) -> bool:
+        """Whether a text job is being generated or submitted: a stopping worker waits for those, never for an
+        idle pop (the Horde does not claim for a pop whose worker closed its connection)."""
+        return any(thread.is_alive() for thread in self.jobs)
+
     def pop_body(self) -> dict:
         d = self.declarations
         return {

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import itertools
-import select
-import socket
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from flask import Response
-from gevent.monkey import get_original
 from werkzeug.datastructures import Headers
 
 from horde import errors
@@ -17,6 +14,7 @@ from horde.accounts.identity import Identity
 from horde.chat import admission, service
 from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest, new_id
 from horde.client_address import client_address
+from horde.client_connection import client_gone
 from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.oai import auth, completion, conversation, idempotency, ignored, stream
 from horde.oai import errors as oai_errors
@@ -28,10 +26,6 @@ from horde.settle import settle
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
-CLIENT_SOCKET_KEYS = ("horde.socket", "gunicorn.socket", "gunicorn.sock")
-# The operating system's poll, even under gevent's monkey patching: a zero-timeout look needs no greenlet switch,
-# and unlike select() it takes descriptors of 1024 and above.
-_system_poll = get_original("select", "poll")
 JSON_WAIT_TICK_S = 1.0
 STAINLESS_RETRY_HEADER = "x-stainless-retry-count"
 ENDPOINT = "chat.completions"
@@ -156,7 +150,7 @@ class ChatCall:
         try:
             for event in events:
                 if isinstance(event, Finished):
-                    if _client_gone(environ):
+                    if client_gone(environ):
                         release = False
                         settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
                         return self.error_response(
@@ -168,7 +162,7 @@ class ChatCall:
                     return response
                 if isinstance(event, Failed):
                     return self.error_response(event.error, request_id, headers)
-                if _client_gone(environ):
+                if client_gone(environ):
                     release = False
                     settle(f"releasing the request {request_id}", lambda: idempotency.abandon(runtime, request_id))
                     return self.error_response(
@@ -289,21 +283,3 @@ def _retry_count(headers) -> int:
         return int(headers.get(STAINLESS_RETRY_HEADER, "0"))
     except ValueError:
         return 0
-
-
-def _client_gone(environ) -> bool:
-    """True when the client closed its connection (EOF readable on its socket)."""
-    sock = next((environ[key] for key in CLIENT_SOCKET_KEYS if environ.get(key) is not None), None)
-    if sock is None:
-        return False
-    try:
-        poller = _system_poll()
-        poller.register(sock.fileno(), select.POLLIN)
-        events = poller.poll(0)
-        if not events:
-            return False
-        if events[0][1] & (select.POLLERR | select.POLLNVAL):
-            return True
-        return sock.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
-        return True

@@ -17,9 +17,10 @@ from flask import Response, stream_with_context
 
 from horde import errors
 from horde.client_address import client_address
+from horde.client_connection import client_gone
 from horde.oai import auth, idempotency, ignored, stream, text_completion
 from horde.oai import errors as oai_errors
-from horde.oai.chat import _client_gone, _release_delivered, _retry_count
+from horde.oai.chat import _release_delivered, _retry_count
 from horde.oai.screening import screen_completion_request
 from horde.oai.text_waiter import Failed, Finished, FirstRead, Generated, Keepalive, watch
 from horde.text import fail_fast, service, views
@@ -121,7 +122,7 @@ class CompletionCall:
             for event in watcher:
                 if isinstance(event, Failed):
                     return _error(event.error, request_id, headers)
-                if _client_gone(environ):
+                if client_gone(environ):
                     gone = True
                     return _error(errors.ChatRequestCancelled("The client closed the connection."), request_id, {})
                 if isinstance(event, Finished):

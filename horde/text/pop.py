@@ -19,6 +19,7 @@ from horde import precompiled
 from horde.accounts import names
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
+from horde.client_connection import requester_gone
 from horde.database import table_of
 from horde.events import request_channel
 from horde.payload import RepeatedBodies
@@ -87,6 +88,10 @@ def pop(runtime: Runtime, api_key: str | None, raw_body: bytes) -> dict:
             if woken and _any_waiting(runtime):
                 subscription.pass_on()
             woken = subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
+            if requester_gone():  # nobody would run what it claims: the announcement goes to another
+                if woken:
+                    subscription.pass_on()
+                return empty_answer({})
 
 
 def pop_once(runtime: Runtime, owner: Identity, pop_body: dict, *, explain: bool) -> dict:

@@ -17,6 +17,7 @@ from horde.chat import affinity
 from horde.chat import claim as chat_claim
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, LISTS_THE_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
+from horde.client_connection import requester_gone
 from horde.events import jobs_channel, progress_channel
 from horde.ops.drain import DRAIN
 from horde.ops.request_context import note
@@ -100,6 +101,10 @@ def serve(runtime: Runtime, owner: Identity, request: dict) -> dict:
             if last_try:
                 return result
             woken = subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
+            if requester_gone():  # nobody would run what it claims: the announcement goes to another
+                if woken:
+                    subscription.pass_on()
+                return {"id": None, "skipped": {}}
 
 
 def _own_channel(runtime: Runtime, owner: Identity, request: dict) -> list[str]:
