@@ -110,6 +110,12 @@ class Settings:
     trusted_proxy_hops: int = 0
     http_idle_timeout_s: float = 75.0
     http_header_timeout_s: float = 10.0
+    #: A request's body must have arrived whole this long after its head ended.
+    http_body_timeout_s: float = 30.0
+    #: The request line and header block together, in bytes; above it is 431.
+    max_header_bytes: int = 65_536
+    #: Open connections of one `python -m horde serve` process (under gunicorn, --worker-connections).
+    max_connections: int = 10_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -153,6 +159,9 @@ VARIABLES: dict[str, Variable] = {
     "trusted_proxy_hops": _count("HORDE_TRUSTED_PROXY_HOPS", minimum=0),
     "http_idle_timeout_s": _seconds("HORDE_HTTP_IDLE_TIMEOUT_S"),
     "http_header_timeout_s": _seconds("HORDE_HTTP_HEADER_TIMEOUT_S"),
+    "http_body_timeout_s": _seconds("HORDE_HTTP_BODY_TIMEOUT_S"),
+    "max_header_bytes": _count("HORDE_MAX_HEADER_BYTES", minimum=1024),
+    "max_connections": _count("HORDE_MAX_CONNECTIONS"),
     "cors_origins": Variable("HORDE_CORS_ORIGINS", tuple),
     "metrics_token": Variable("HORDE_METRICS_TOKEN", optional=True),
     "metrics_dir": Variable("HORDE_METRICS_DIR", optional=True),

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from flask import Request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, RequestTimeout
 
 from horde import errors
 from horde.cooperative import pause_every
@@ -58,7 +58,11 @@ def read(request: Request, max_bytes: int) -> bytes:
             chunks.append(chunk)
     except RequestEntityTooLarge:
         raise too_large(max_bytes) from None
-    except (ValueError, OSError, HTTPException):  # gevent's chunked parser, a cut connection
+    except RequestTimeout:  # the server's body deadline (HORDE_HTTP_BODY_TIMEOUT_S)
+        raise errors.RequestTimeout(
+            "The body of your request did not arrive in time.", headers={"Connection": "close"}
+        ) from None
+    except (ValueError, OSError, HTTPException):  # a malformed chunked body, a cut connection
         raise errors.BadRequest(
             "We could not read the body of your request: the connection closed early or "
             "its chunked encoding is malformed.",
