@@ -276,3 +276,25 @@ def test_a_folded_header_reaches_the_application_as_one_value(short):
     sock.sendall(b"GET /api/v2/find_user HTTP/1.1\r\nHost: x\r\napikey:\r\n " + key.encode() + b"\r\n\r\n")
     status, _, body = read_response(sock)
     assert status == 200 and json.loads(body)["kudos"] == 7
+
+
+@pytest.mark.parametrize(
+    "path, shape",
+    [
+        ("/v1/messages/count_tokens", "front"),
+        ("/v1/chat/completions", "front"),
+        ("/api/v2/generate/text/async", "native"),
+    ],
+)
+def test_a_body_of_too_many_objects_is_refused_before_it_is_parsed(horde, path, shape):
+    """The issue's count_tokens body, scaled down to 200,000 empty text blocks (6 MB): refused, in the path's shape."""
+    from horde.request_json import MAX_BODY_CONTAINERS
+
+    blocks = [{"type": "text", "text": ""}] * (2 * MAX_BODY_CONTAINERS)
+    body = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": blocks}], "prompt": blocks}
+    answer = requests.post(
+        horde.url + path, json=body, headers={"Authorization": "Bearer 0000000000"}, timeout=PATIENCE_S
+    )
+    assert answer.status_code == 400
+    message = answer.json()["error"]["message"] if shape == "front" else answer.json()["message"]
+    assert message.startswith(f"The JSON body holds more than {MAX_BODY_CONTAINERS} objects and arrays.")
