@@ -29,10 +29,12 @@ from horde.cooperative import pause_every
 
 MAX_BODY_DEPTH = 64
 #: Objects and arrays in one JSON body. Real clients stay far below: Claude Code's first request (24 tools
-#: with their JSON schemas, about 100 KB) holds about 2,000, and 2,048 messages of content parts about
-#: 6,000; the bodies it refuses are the pathological ones, such as a million empty text blocks (31 MB) sent
-#: to /v1/messages/count_tokens. Parsed, 100,000 small objects take about 20 to 40 MB.
-MAX_BODY_CONTAINERS = 100_000
+#: with their JSON schemas, about 100 KB) holds about 2,000, 2,048 messages of content parts about 8,000,
+#: and an agent's session at the message limit, each turn a tool call and its result, about 10,000. The
+#: bodies it refuses are the pathological ones, such as a million empty text blocks (31 MB) sent to
+#: /v1/messages/count_tokens. Parsed and screened, a block costs the process 300 to 800 bytes for its 26
+#: bytes of text (bench/memory.py), so the limit bounds what one body's objects can hold to about 40 MB.
+MAX_BODY_CONTAINERS = 50_000
 READ_CHUNK_BYTES = 64 * 1024
 # NUL cannot be stored in PostgreSQL text, and a lone surrogate is not Unicode at all (it cannot be encoded).
 _UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")

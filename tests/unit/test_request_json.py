@@ -78,3 +78,20 @@ def test_a_real_client_s_large_body_stays_far_below_the_limit():
     raw = json.dumps({"model": "m", "tools": tools, "messages": [turn] * 2048}).encode()
     assert request_json.containers(raw, limit=request_json.MAX_BODY_CONTAINERS) < request_json.MAX_BODY_CONTAINERS / 5
     assert request_json.parse(raw)["model"] == "m"
+
+
+def test_an_agent_session_at_the_message_limit_stays_below_the_limit():
+    """1,024 turns of an agent: each a tool call (with its input) and the tool's result (with its content parts)."""
+    call = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}},
+        ],
+    }
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "a.py"}]}],
+    }
+    raw = json.dumps({"model": "m", "messages": [call, result] * 1024}).encode()
+    assert request_json.containers(raw, limit=request_json.MAX_BODY_CONTAINERS) < request_json.MAX_BODY_CONTAINERS / 2
