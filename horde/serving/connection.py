@@ -101,6 +101,8 @@ class Connection:
         self._waiting = False  # blocked on the client: where a shed may end the greenlet
         self._shed = False
         self._body_deadline = 0.0
+        self._bodiless = True
+        self._client_closes = False
 
     # -- the loop ------------------------------------------------------------------------------------------
 
@@ -147,15 +149,16 @@ class Connection:
         """The next request's head; `leftover` is what arrived of it with the previous one (None: the first)."""
         parser = self._parser
         pieces = [leftover] if leftover else []  # what arrived of this head, for the refusal's status
-        if leftover is None:  # a new connection: counted in as receiving
-            deadline = time.monotonic() + self._limits.header_timeout_s
-        elif leftover:  # pipelined
-            deadline = time.monotonic() + self._limits.header_timeout_s
-            self._registry.move(self, Phase.RECEIVING)
-        else:
-            deadline = 0.0  # kept alive: first wait for the next request's first byte
-            self._registry.move(self, Phase.IDLE)
         budget = self._limits.max_header_bytes - len(leftover or b"")
+        if leftover == b"":  # kept alive: wait for the next request's first byte
+            self._registry.move(self, Phase.IDLE)
+            data = self._receive(HEAD_READ_BYTES, self._limits.idle_timeout_s)
+            budget -= len(data)
+            pieces.append(data)
+            parser.receive_data(data)
+        if leftover is not None:  # a new connection is counted in as receiving
+            self._registry.move(self, Phase.RECEIVING)
+        deadline = time.monotonic() + self._limits.header_timeout_s
         while True:
             try:
                 event = parser.next_event()
@@ -172,12 +175,7 @@ class Connection:
             if budget <= 0:  # the head is not over yet at HORDE_MAX_HEADER_BYTES
                 refusal = framing.head_too_large(self._limits.max_header_bytes)
                 self._refuse(refusal, framing.request_path(b"".join(pieces)))
-            if not deadline:  # kept alive: wait for the next request's first byte
-                data = self._receive(HEAD_READ_BYTES, self._limits.idle_timeout_s)
-                deadline = time.monotonic() + self._limits.header_timeout_s
-                self._registry.move(self, Phase.RECEIVING)
-            else:
-                data = self._receive(min(HEAD_READ_BYTES, budget), deadline - time.monotonic())
+            data = self._receive(min(HEAD_READ_BYTES, budget), deadline - time.monotonic())
             budget -= len(data)
             pieces.append(data)
             parser.receive_data(data)
@@ -192,7 +190,9 @@ class Connection:
             self._refuse(refusal, environ["PATH_INFO"])
         environ["wsgi.input"] = RequestBody(self._pull_body)
         self._body_deadline = head_ended + self._limits.body_timeout_s
-        if not environs.has_body(environ):
+        self._bodiless = not environs.has_body(environ)
+        self._client_closes = request.http_version != b"1.1" or environs.asks_to_close(environ)
+        if self._bodiless:  # the request is whole: h11 is not asked for its end
             self._registry.move(self, Phase.ANSWERING)
         answer = Answer(self, head_only=request.method == b"HEAD", http_1_1=request.http_version == b"1.1")
         try:
@@ -217,6 +217,10 @@ class Connection:
             raise _Closed from None
         if self._after_answer is not None:
             self._after_answer(environ, answer, request.headers.raw_items(), time.monotonic() - head_ended)
+        if self._bodiless:
+            if answer.closes:
+                raise _Closed
+            return
         theirs = self._parser.their_state
         if theirs is h11.DONE and not answer.closes:
             return
@@ -227,8 +231,10 @@ class Connection:
     def close_after_answer(self) -> bool:
         """Decided as the answer's head goes out: close when the process stops, when the connection was shed,
         and when the body did not all arrive (a body the app did not read, or read only in part)."""
-        if self._registry.stopping or self._shed:
+        if self._registry.stopping or self._shed or self._client_closes:
             return True
+        if self._bodiless:
+            return False
         parser = self._parser
         try:
             while parser.their_state is h11.SEND_BODY:  # what already arrived of an unread body, at most a read

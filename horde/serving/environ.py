@@ -91,3 +91,9 @@ def build(request: h11.Request, base: dict[str, Any], sock: socket.socket, peer:
 def has_body(environ: dict[str, Any]) -> bool:
     """Whether a body follows the head (h11 refused any other framing than these two)."""
     return "HTTP_TRANSFER_ENCODING" in environ or environ.get("CONTENT_LENGTH", "0") != "0"
+
+
+def asks_to_close(environ: dict[str, Any]) -> bool:
+    """Whether the request's Connection header names `close` (RFC 9112 section 9.6)."""
+    connection = environ.get("HTTP_CONNECTION")
+    return connection is not None and "close" in (token.strip().lower() for token in connection.split(","))

@@ -85,12 +85,18 @@ class Nginx:
         self.process.wait(15)
 
 
+class OneProcess(GunicornServer):
+    WORKERS = 1
+
+
 class Proxied:
-    """gunicorn (HordeWorker, two processes) with nginx in front, on a harness's database."""
+    """gunicorn (HordeWorker) with nginx in front, on a harness's database: two processes with Redis between them,
+    else one."""
 
     def __init__(self, harness: Harness, folder: Path, **settings):
         self.harness = harness
-        self.gunicorn = GunicornServer(dict(harness.env, **{key: str(value) for key, value in settings.items()}))
+        env = dict(harness.env, **{key: str(value) for key, value in settings.items()})
+        self.gunicorn = GunicornServer(env) if "HORDE_REDIS_URL" in env else OneProcess(env)
         harness.servers.append(self.gunicorn)
         folder.mkdir()
         self.nginx = Nginx(self.gunicorn.port, folder)
