@@ -68,8 +68,9 @@ class Limits:
 
 
 class ConnectionShed(BaseException):
-    """Raised in a connection shed at the cap, where it waits for its client: it ends without an answer.
-    A BaseException, as gevent's own GreenletExit, so that the app's error handlers do not answer it."""
+    """Raised in a connection shed at the cap, where it waits for its client: it ends without an answer, or,
+    when the app waits for its body, the app's read fails as a late body does (408). A BaseException, as
+    gevent's own GreenletExit, so that nothing but the loop catches it by mistake."""
 
 
 class _Closed(Exception):
@@ -265,7 +266,7 @@ class Connection:
                 if remaining <= 0:
                     raise TimeoutError
                 data = self._receive(BODY_READ_BYTES, remaining)
-            except TimeoutError:
+            except (TimeoutError, ConnectionShed):  # shed for a new connection: late too, a 408 for the app
                 raise BodyTimedOut() from None
             except OSError:
                 raise MalformedBody() from None

@@ -20,11 +20,13 @@ from horde.serving.registry import ConnectionRegistry, Phase
 
 PATIENCE_S = 10.0
 RELEASE = gevent.event.Event()
+READING = gevent.event.Event()  # set as /echo starts reading its body
 
 
 def app(environ, start_response):
     path = environ["PATH_INFO"]
     if path == "/echo":
+        READING.set()
         try:
             body = environ["wsgi.input"].read()
         except HTTPException as error:  # what werkzeug's apps render as their error answer
@@ -61,6 +63,7 @@ class Served:
 def served(request):
     limits, cap = getattr(request, "param", (Limits(), 100))
     RELEASE.clear()
+    READING.clear()
     server = Served(limits, cap)
     yield server
     RELEASE.set()
@@ -220,3 +223,15 @@ def test_a_head_request_gets_the_headers_only(served):
     sock.sendall(b"HEAD /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     received = until_closed(sock)
     assert received.startswith(b"HTTP/1.1 200 OK") and received.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.parametrize("served", [(Limits(), 1)], indirect=True)
+def test_a_body_shed_while_the_app_reads_it_is_a_408_for_the_app(served):
+    slow = served.connect()
+    slow.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+    assert READING.wait(PATIENCE_S)
+    newcomer = served.connect()
+    newcomer.sendall(b"GET /new HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert newcomer.recv(1024).startswith(b"HTTP/1.1 200 OK")
+    received = until_closed(slow)
+    assert answers(received) == [b"HTTP/1.1 408 Refused"] and b"Connection: close" in received
