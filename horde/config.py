@@ -117,6 +117,12 @@ class Settings:
     affinity_wait_ms: int = 300
     #: A JSON file of the AI Horde's news pieces, answered by GET /api/v2/status/news; None: no news.
     news_path: str | None = None
+    #: A request's body must have arrived whole this long after its head ended.
+    http_body_timeout_s: float = 30.0
+    #: The request line and header block together, in bytes; above it is 431.
+    max_header_bytes: int = 65_536
+    #: Open connections of one `python -m horde serve` process (under gunicorn, --worker-connections).
+    max_connections: int = 10_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -160,6 +166,9 @@ VARIABLES: dict[str, Variable] = {
     "trusted_proxy_hops": _count("HORDE_TRUSTED_PROXY_HOPS", minimum=0),
     "http_idle_timeout_s": _seconds("HORDE_HTTP_IDLE_TIMEOUT_S"),
     "http_header_timeout_s": _seconds("HORDE_HTTP_HEADER_TIMEOUT_S"),
+    "http_body_timeout_s": _seconds("HORDE_HTTP_BODY_TIMEOUT_S"),
+    "max_header_bytes": _count("HORDE_MAX_HEADER_BYTES", minimum=1024),
+    "max_connections": _count("HORDE_MAX_CONNECTIONS"),
     "cors_origins": Variable("HORDE_CORS_ORIGINS", tuple),
     "metrics_token": Variable("HORDE_METRICS_TOKEN", optional=True),
     "secret_key": Variable("HORDE_SECRET_KEY", optional=True),

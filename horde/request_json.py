@@ -4,6 +4,12 @@ Flask's parser recurses: a body nested a few thousand levels deep raises
 RecursionError (a 500). Bodies are parsed here instead and refused with 400
 BadRequest when they are not JSON or nest deeper than any valid request does.
 
+Parsed, each object or array costs the process a hundred bytes or more for
+the few bytes of its text (`{},` is three), so a body's objects and arrays
+are counted before json.loads makes them: more than MAX_BODY_CONTAINERS is
+400 BadRequest. The raw count of `{` and `[` bounds it from above; only a
+body over the limit by that count is counted again outside its strings.
+
 A body larger than HORDE_MAX_BODY_BYTES is refused with 413 from its
 Content-Length before a byte of it is read, and a chunked body is counted while
 it is read, so no request holds more than the limit in memory.
@@ -16,12 +22,19 @@ import re
 from typing import Any
 
 from flask import Request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, RequestTimeout
 
 from horde import errors
 from horde.cooperative import pause_every
 
 MAX_BODY_DEPTH = 64
+#: Objects and arrays in one JSON body. Real clients stay far below: Claude Code's first request (24 tools
+#: with their JSON schemas, about 100 KB) holds about 2,000, 2,048 messages of content parts about 8,000,
+#: and an agent's session at the message limit, each turn a tool call and its result, about 10,000. The
+#: bodies it refuses are the pathological ones, such as a million empty text blocks (31 MB) sent to
+#: /v1/messages/count_tokens. Parsed and screened, a block costs the process 300 to 800 bytes for its 26
+#: bytes of text (bench/memory.py), so the limit bounds what one body's objects can hold to about 40 MB.
+MAX_BODY_CONTAINERS = 50_000
 READ_CHUNK_BYTES = 64 * 1024
 # NUL cannot be stored in PostgreSQL text, and a lone surrogate is not Unicode at all (it cannot be encoded).
 _UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
@@ -29,6 +42,10 @@ _UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
 # json.loads lets through; a UTF-16 or UTF-32 body always holds NUL bytes. A body with none of these
 # needs no look at its strings.
 _MAYBE_UNSTORABLE_RE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]|\x00")
+#: Every byte but a quote and the two openers: what the exact count of objects and arrays throws away first.
+_NOT_QUOTE_OR_OPENER = bytes(byte for byte in range(256) if byte not in b'"{[')
+#: In what is left of a body once escapes and every other byte are gone: a string, or an opener outside any.
+_STRING_OR_OPENER_RE = re.compile(rb'"[^"]*"|[{\[]')
 
 
 def too_large(max_bytes: int) -> errors.RequestTooLarge:
@@ -58,7 +75,11 @@ def read(request: Request, max_bytes: int) -> bytes:
             chunks.append(chunk)
     except RequestEntityTooLarge:
         raise too_large(max_bytes) from None
-    except (ValueError, OSError, HTTPException):  # gevent's chunked parser, a cut connection
+    except RequestTimeout:  # the server's body deadline (HORDE_HTTP_BODY_TIMEOUT_S)
+        raise errors.RequestTimeout(
+            "The body of your request did not arrive in time.", headers={"Connection": "close"}
+        ) from None
+    except (ValueError, OSError, HTTPException):  # a malformed chunked body, a cut connection
         raise errors.BadRequest(
             "We could not read the body of your request: the connection closed early or "
             "its chunked encoding is malformed.",
@@ -76,6 +97,8 @@ def parse(raw: bytes) -> Any:
     """The parsed body, or None when it is empty."""
     if not raw:
         return None
+    if containers(raw, MAX_BODY_CONTAINERS) > MAX_BODY_CONTAINERS:
+        raise errors.BadRequest(f"The JSON body holds more than {MAX_BODY_CONTAINERS} objects and arrays.")
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
@@ -91,6 +114,30 @@ def parse(raw: bytes) -> Any:
                 param=param or None,
             )
     return body
+
+
+def containers(raw: bytes, limit: int) -> int:
+    """How many objects and arrays a UTF-8 body opens: the raw count of `{` and `[`, an upper bound, when it is
+    within `limit`; else the count outside strings, up to the first opener past `limit`.
+
+    The exact count runs in C but for one step per string left: escaped backslashes and quotes go, then every
+    byte but quotes and openers, then every pair of adjacent quotes (which keeps each opener's side of the
+    strings). A string that is left holds an opener and ends next to an opener outside strings, so the count
+    stops after at most about twice `limit` steps, whatever the body.
+    """
+    upper = raw.count(b"{") + raw.count(b"[")
+    if upper <= limit:
+        return upper
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    kept = raw.translate(None, _NOT_QUOTE_OR_OPENER).replace(b'""', b"")
+    count = 0
+    for match in _STRING_OR_OPENER_RE.finditer(kept):
+        if match.end() - match.start() == 1:
+            count += 1
+            if count > limit:
+                break
+    return count
 
 
 def depth(value: Any) -> int:

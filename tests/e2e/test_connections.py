@@ -12,10 +12,12 @@ import resource
 import select
 import socket
 import time
+import uuid
 
 import pytest
 import requests
 
+from horde_testing.processes import GunicornServer, wait_until
 from tests.support.harness import Harness, unique_model
 
 BODY_LIMIT_BYTES = 100_000
@@ -254,19 +256,19 @@ def test_the_sdk_sees_the_413_of_a_body_it_is_still_sending(short):
 
 
 @pytest.mark.parametrize(
-    "block",
+    "block, status",
     [
-        b"Host: x\r\nnot a field\r\n\r\n",
-        b"Host: x\r\nX: " + b"a" * 70_000 + b"\r\n\r\n",
-        b"Host: x\r\n" + b"".join(b"X-%d: v\r\n" % n for n in range(101)) + b"\r\n",
+        (b"Host: x\r\nnot a field\r\n\r\n", 400),
+        (b"Host: x\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", 431),
+        (b"Host: x\r\n" + b"".join(b"X-%d: v\r\n" % n for n in range(100)) + b"\r\n", 431),
     ],
-    ids=["a line that is not a field", "a line over 64 KiB", "over 100 lines"],
+    ids=["a line that is not a field", "a block over 64 KiB", "over 100 lines"],
 )
-def test_a_header_block_the_server_cannot_read_is_a_400(short, block):
+def test_a_header_block_the_server_cannot_read_is_refused(short, block, status):
     sock = connect(short)
     sock.sendall(b"GET /health HTTP/1.1\r\n" + block)
-    status, _, _ = read_response(sock)
-    assert status == 400
+    assert read_response(sock)[0] == status
+    assert closed_by_server(sock)
 
 
 def test_a_folded_header_reaches_the_application_as_one_value(short):
@@ -276,3 +278,98 @@ def test_a_folded_header_reaches_the_application_as_one_value(short):
     sock.sendall(b"GET /api/v2/find_user HTTP/1.1\r\nHost: x\r\napikey:\r\n " + key.encode() + b"\r\n\r\n")
     status, _, body = read_response(sock)
     assert status == 200 and json.loads(body)["kudos"] == 7
+
+
+@pytest.mark.parametrize(
+    "path, shape",
+    [
+        ("/v1/messages/count_tokens", "front"),
+        ("/v1/chat/completions", "front"),
+        ("/api/v2/generate/text/async", "native"),
+    ],
+)
+def test_a_body_of_too_many_objects_is_refused_before_it_is_parsed(horde, path, shape):
+    """The issue's count_tokens body, scaled down to 200,000 empty text blocks (6 MB): refused, in the path's shape."""
+    from horde.request_json import MAX_BODY_CONTAINERS
+
+    blocks = [{"type": "text", "text": ""}] * (2 * MAX_BODY_CONTAINERS)
+    body = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": blocks}], "prompt": blocks}
+    answer = requests.post(
+        horde.url + path, json=body, headers={"Authorization": "Bearer 0000000000"}, timeout=PATIENCE_S
+    )
+    assert answer.status_code == 400
+    message = answer.json()["error"]["message"] if shape == "front" else answer.json()["message"]
+    assert message.startswith(f"The JSON body holds more than {MAX_BODY_CONTAINERS} objects and arrays.")
+
+
+CAP = 4
+
+
+class OneGunicornProcess(GunicornServer):
+    WORKERS = 1  # the cap is per process: one, so that every connection meets the same cap
+
+
+@pytest.fixture(params=["serve", "gunicorn"])
+def capped(request, tmp_path):
+    """A server at a cap of CAP connections: HORDE_MAX_CONNECTIONS, or gunicorn's --worker-connections."""
+    harness = Harness(f"sqlite:///{tmp_path / 'horde.db'}", {"HORDE_MAX_CONNECTIONS": CAP})
+    server = harness.server
+    if request.param == "gunicorn":
+        server = OneGunicornProcess(dict(harness.env, GUNICORN_CMD_ARGS=f"--worker-connections {CAP}"))
+        harness.servers.append(server)
+    yield harness, server
+    harness.close()
+
+
+def served_health(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_response(sock)[0] == 200
+    return sock
+
+
+def test_at_the_cap_the_longest_idle_connection_is_shed_for_a_new_one(capped):
+    _, server = capped
+    idle = [served_health(server.port) for _ in range(CAP)]  # all kept alive, idle, the first the longest
+    newcomer = served_health(server.port)
+    assert closed_by_server(idle[0])
+    for sock in idle[1:] + [newcomer]:  # the others were not shed: each still serves
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(sock)[0] == 200
+
+
+def test_at_the_cap_with_every_connection_answering_a_new_one_is_refused(capped):
+    """Long-polling pops are never shed: the newcomer gets 503 too_many_connections, and the pops answer."""
+    harness, server = capped
+    key = harness.user(trusted=True)
+    names = [f"capped-{uuid.uuid4().hex[:8]}" for _ in range(CAP)]
+    pops = []
+    for name in names:
+        body = json.dumps(
+            {"name": name, "models": [unique_model()], "max_length": 64, "max_context_length": 512, "wait": 10}
+        )
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE_S)
+        sock.sendall(
+            b"POST /api/v2/generate/chat/pop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"apikey: {key}\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+        )
+        pops.append(sock)
+    wait_until(lambda: _checked_in(harness, names), timeout_s=PATIENCE_S, what="every pop to be answering")
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE_S)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, headers, answer = read_response(sock)
+    assert (status, json.loads(answer)["rc"], headers["retry-after"]) == (503, "too_many_connections", "1")
+    assert closed_by_server(sock)
+    for sock in pops:
+        status, _, answer = read_response(sock)
+        assert status == 200 and json.loads(answer)["id"] is None
+
+
+def _checked_in(harness, names: list[str]) -> bool:
+    """Every pop's worker checked in: each pop read its body and runs in the app."""
+    from sqlalchemy import func, select
+
+    from horde.workers.models import Worker
+
+    with harness.runtime.db.read() as session:
+        return session.scalar(select(func.count()).select_from(Worker).where(Worker.name.in_(names))) == len(names)

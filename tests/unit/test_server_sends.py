@@ -1,14 +1,17 @@
-"""An answer that fits in one send goes out in one: its headers and first write together (horde/server.py).
-gevent sent the headers alone first, so every small answer cost two packets and woke its reader twice."""
+"""An answer that fits in one send goes out in one: its headers and first write together (horde/serving/).
+Sent apart, every small answer would cost two packets and wake its reader twice."""
 
 from __future__ import annotations
 
 import gevent
 import gevent.socket
 import pytest
-from gevent.pywsgi import WSGIServer
+from gevent.server import StreamServer
 
-from horde.server import HEADERS_WITH_FIRST_WRITE_MAX_BYTES, HordeHandler
+from horde.serving.connection import Connection, Limits
+from horde.serving.environ import base_environ
+from horde.serving.registry import ConnectionRegistry
+from horde.serving.response import HEADERS_WITH_FIRST_WRITE_MAX_BYTES
 
 SMALL_BODY = b'{"id": "x", "object": "chat.completion"}'
 LARGE_BODY = b"x" * (HEADERS_WITH_FIRST_WRITE_MAX_BYTES + 1)
@@ -31,12 +34,18 @@ def _app(environ, start_response):
 def served():
     sends: list[bytes] = []
 
-    class Recording(HordeHandler):
-        def _send_now(self, data):  # what goes to the socket, one call per send
+    class Recording(Connection):
+        def send_now(self, data):  # what goes to the socket, one call per send
             sends.append(bytes(data))
-            return super()._send_now(data)
+            return super().send_now(data)
 
-    server = WSGIServer(("127.0.0.1", 0), _app, handler_class=Recording, log=None)
+    registry = ConnectionRegistry(100)
+    environ = base_environ(("127.0.0.1", 0))
+
+    def handle(sock, peer):
+        Recording(sock, peer, _app, Limits(), registry, environ).run()
+
+    server = StreamServer(("127.0.0.1", 0), handle)
     server.start()
     try:
         yield server.server_port, sends

@@ -1,16 +1,18 @@
 """A waiting stream holds little and keeps its keepalive cadence: thousands of them wait in one process."""
 
-import socket
-import sys
 import types
 
+import gevent
+import gevent.event
+import gevent.socket
 import pytest
 from werkzeug.test import EnvironBuilder
 
 from horde.events import request_channel
 from horde.oai import waiter
 from horde.oai.waiter import FirstRead, Keepalive, Tick
-from horde.server import READ_BUFFER_BYTES, HordeHandler
+from horde.serving.connection import Connection, Limits
+from horde.serving.registry import ConnectionRegistry
 from tests.support.native import pop, queued_id
 
 KEEPALIVE_S = 10.0
@@ -66,12 +68,24 @@ def test_a_late_keepalive_does_not_push_the_next_one_back(runtime, client, clien
         events.close()
 
 
-def test_a_connection_s_read_buffer_is_small():
-    """Every held stream keeps its connection's buffer: not gevent's 8 KiB default."""
-    ours, theirs = socket.socketpair()
+def test_a_held_connection_keeps_nothing_of_its_request_buffered():
+    """Every held stream keeps its connection: no read buffer of its own, and nothing left in h11's."""
+    ours, theirs = gevent.socket.socketpair()
+    streaming = gevent.event.Event()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        yield b": first\n\n"
+        streaming.set()
+        gevent.sleep(30)  # held
+
+    connection = Connection(ours, ("127.0.0.1", 1), app, Limits(), ConnectionRegistry(10), {})
+    serving = gevent.spawn(connection.run)
     try:
-        handler = HordeHandler(ours, ("127.0.0.1", 1), server=None)
-        assert sys.getsizeof(handler.rfile) < READ_BUFFER_BYTES + 1024 < 8192
+        theirs.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        assert streaming.wait(10)
+        assert connection._parser.trailing_data == (b"", False)
+        assert not any(isinstance(value, (bytes, bytearray)) and value for value in vars(connection).values())
     finally:
-        ours.close()
+        serving.kill()
         theirs.close()
