@@ -79,10 +79,10 @@ def retired_workers(
             "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :last) "
             "INSERT INTO workers (id, name, owner_id, models, max_length, max_context_length, threads, "
             "features_mask, guarantees_mask, bridge_agent, last_pop_at, created_at, nsfw, require_upfront_kudos, "
-            "text_models, text_max_length, text_max_context_length, text_pop_at) "
+            "text_models, text_max_length, text_max_context_length, text_pop_at, maintenance) "
             f"SELECT :tag || '-worker-' || i, 'bench-' || :tag || '-worker-' || i, :owner, {json.format('models')}, "
             f"512, 4096, 1, 0, 0, 'bench:1:' || :tag, :at, :at, {false}, {false}, {json.format('text_models')}, "
-            ":text_length, :text_context, :text_at FROM n"
+            f":text_length, :text_context, :text_at, {false} FROM n"
         ),
         {
             "last": count - 1,
