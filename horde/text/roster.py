@@ -48,6 +48,7 @@ _ROSTER = (
         _WORKERS.c.softprompts,
         _WORKERS.c.nsfw,
         _WORKERS.c.text_pop_at,
+        _WORKERS.c.maintenance,
         _USERS.c.trusted.label("owner_trusted"),
     )
     .join_from(_WORKERS, _USERS, _WORKERS.c.owner_id == _USERS.c.id)

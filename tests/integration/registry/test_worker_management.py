@@ -74,6 +74,26 @@ def test_a_chat_worker_in_maintenance_gets_no_job_and_a_carried_pop_says_why(cli
     assert status(client, key, second).json["state"] == "waiting"
 
 
+@pytest.mark.parametrize("kind", ["text", "chat"])
+def test_a_model_served_only_in_maintenance_leaves_the_model_list_as_on_the_ai_horde(client, make_user, kind):
+    _, owner = make_user()
+    if kind == "text":
+        text_pop(client, owner, "w1")
+    else:
+        pop(client, owner, "w1")
+    worker = worker_id(client, "w1")
+
+    def listed() -> list[str]:
+        return [entry["name"] for entry in client.get(f"/api/v2/status/models?type={kind}").json]
+
+    assert listed() == ["m1"]
+    put(client, owner, worker, maintenance=True)
+    assert listed() == []
+    assert client.get(f"/api/v2/status/models/m1?type={kind}").json == []
+    put(client, owner, worker, maintenance=False)
+    assert listed() == ["m1"]
+
+
 def test_only_the_owner_manages_a_worker_with_the_ai_hordes_codes(client, make_user):
     _, owner = make_user()
     _, stranger = make_user()
