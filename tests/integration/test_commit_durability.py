@@ -10,7 +10,7 @@ from sqlalchemy import select, text
 
 from horde.chat import lifecycle, request_rows
 from horde.chat.models import ChatRequest
-from horde.database import table_of
+from horde.storage.database import table_of
 from tests.support.native import pop, queued_id
 
 WAITS_FOR_THE_DISK = {"engine": "on", "autocommit_engine": "on", "walking_engine": "off"}

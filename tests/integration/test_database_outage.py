@@ -6,14 +6,14 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from horde import database
 from horde.accounts import service as accounts
 from horde.accounts.models import User
 from horde.app import create_app, init_schema
 from horde.config import Settings
-from horde.database import is_busy, is_unavailable
 from horde.errors import ServiceUnavailable
 from horde.runtime import Runtime
+from horde.storage import database
+from horde.storage.database import is_busy, is_unavailable
 from horde_testing.tcp_proxy import proxy_database
 
 

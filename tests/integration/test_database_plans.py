@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from horde.database import Database
+from horde.storage.database import Database
 
 ENGINES = ("engine", "autocommit_engine", "walking_engine")
 PLANNING_FOR_THE_VALUES = ("engine", "autocommit_engine")

@@ -23,8 +23,8 @@ from sqlalchemy import select
 from horde.accounts import names
 from horde.accounts.schemas import SHARED_KEY_INPUT_SCHEMA, TRANSFER_SCHEMA
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
-from horde.database import Base
 from horde.registry.schemas import MODIFY_WORKER_SCHEMA
+from horde.storage.database import Base
 from horde.text.schemas import GENERATION_INPUT_SCHEMA
 from horde.text.schemas import POP_SCHEMA as TEXT_POP_SCHEMA
 from horde.text.schemas import SUBMIT_SCHEMA as TEXT_SUBMIT_SCHEMA

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from horde.chat import request_rows
-from horde.pg_cursor import DescribedOnceCursor
+from horde.storage.pg_cursor import DescribedOnceCursor
 
 
 @pytest.fixture

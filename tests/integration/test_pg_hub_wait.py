@@ -16,8 +16,8 @@ import gevent
 import psycopg
 import pytest
 
-from horde import database, pg_hub_wait
-from horde.pg_hub_wait import HubWaitConnection
+from horde.storage import database, pg_hub_wait
+from horde.storage.pg_hub_wait import HubWaitConnection
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ from gevent import monkey
 monkey.patch_all()
 import json, sys, time
 import gevent, psycopg
-from horde.pg_hub_wait import HubWaitConnection, waits_on_the_hub
+from horde.storage.pg_hub_wait import HubWaitConnection, waits_on_the_hub
 
 url = sys.argv[1]
 connection = HubWaitConnection.connect(url, autocommit=True)

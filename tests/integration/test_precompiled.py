@@ -1,4 +1,4 @@
-"""horde.precompiled runs a statement as Connection.execute would: same rows, same conversions, same
+"""horde.storage.precompiled runs a statement as Connection.execute would: same rows, same conversions, same
 transaction, same errors, heard by the same listeners. Each check compares with SQLAlchemy itself."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError, InvalidRequestError, NoResultFound
 
-from horde import precompiled
+from horde.storage import precompiled
 
 _METADATA = MetaData()
 PROBES = Table(

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from horde.events import POLL_WITHOUT_EVENTS_S
-from horde.redis_events import RedisEventBus
+from horde.events.bus import POLL_WITHOUT_EVENTS_S
+from horde.events.redis_bus import RedisEventBus
 from horde_testing import redis_server
 from horde_testing.processes import wait_until
 from horde_testing.redis_server import RedisServer

@@ -1,5 +1,5 @@
-"""SQLite's write-ahead log: the commits leave it to the checkpoints of horde/sqlite_checkpoint.py, which copy it
-into the database file from a thread.
+"""SQLite's write-ahead log: the commits leave it to the checkpoints of horde/storage/sqlite_checkpoint.py,
+which copy it into the database file from a thread.
 
 What reached the file is read with `immutable=1`, which reads the file alone and never the log."""
 
@@ -12,8 +12,8 @@ import gevent
 import pytest
 from sqlalchemy import text
 
-from horde.database import SQLITE_AUTOCHECKPOINT_PAGES, Database
-from horde.sqlite_checkpoint import run_checkpoints
+from horde.storage.database import SQLITE_AUTOCHECKPOINT_PAGES, Database
+from horde.storage.sqlite_checkpoint import run_checkpoints
 
 ROW_BYTES = 3000  # a row to a page
 CHECKPOINT_WAIT_S = 10.0
@@ -90,7 +90,7 @@ def test_a_checkpoint_killed_mid_way_closes_its_connection_only_after_the_thread
     """A server's shutdown kills the greenlet while a thread may be checkpointing: the connection must outlive it.
 
     Closing it under the thread crashed the process (a segfault in sqlite3) or failed the thread's statement."""
-    from horde import sqlite_checkpoint
+    from horde.storage import sqlite_checkpoint
 
     started, outcome = [], []
 

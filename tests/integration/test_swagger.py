@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA, ChatStatusSchema
-from horde.swagger import schema_definition
+from horde.http.swagger import schema_definition
 from horde.text.schemas import GENERATION_INPUT_SCHEMA
 from horde.workers.schemas import POP_SCHEMA, SUBMIT_SCHEMA
 from tests.integration.text.helpers import text_pop

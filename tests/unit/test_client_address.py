@@ -2,7 +2,7 @@
 
 import pytest
 
-from horde.client_address import client_address
+from horde.http.client_address import client_address
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from horde.ops.metrics import CLIENT_NAME_MAX_CHARS, OTHER_CLIENTS, ClientNames, client_name
+from horde.observability.metrics import CLIENT_NAME_MAX_CHARS, OTHER_CLIENTS, ClientNames, client_name
 
 
 @pytest.mark.parametrize(

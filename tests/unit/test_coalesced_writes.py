@@ -3,8 +3,8 @@
 import threading
 import time
 
-from horde.coalesced_writes import CoalescedWrites, distinct_rounds
-from horde.ops.drain import DRAIN
+from horde.events.drain import DRAIN
+from horde.storage.coalesced_writes import CoalescedWrites, distinct_rounds
 from horde_testing.processes import wait_until
 
 JOIN_S = 10

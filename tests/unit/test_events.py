@@ -2,7 +2,7 @@
 
 import threading
 
-from horde.events import LocalEventBus
+from horde.events.bus import LocalEventBus
 from horde_testing.processes import wait_until
 
 WAIT_S = 60
@@ -87,7 +87,8 @@ def test_a_publish_lets_the_woken_long_poll_run_before_the_publisher_goes_on(mon
     import gevent
     import gevent.event
 
-    from horde import cooperative, events
+    from horde import cooperative
+    from horde.events import bus as events
 
     monkeypatch.setattr(cooperative.monkey, "is_module_patched", lambda name: True)
     monkeypatch.setattr(events.threading, "Event", gevent.event.Event)  # as gevent's patching makes it

@@ -1,10 +1,10 @@
-"""A serving process settles its heap once its app is built (horde/heap.py)."""
+"""A serving process settles its heap once its app is built (horde/serving/heap.py)."""
 
 import gc
 
 import pytest
 
-from horde.heap import YOUNG_COLLECTION_ALLOCATIONS, settle_for_serving
+from horde.serving.heap import YOUNG_COLLECTION_ALLOCATIONS, settle_for_serving
 
 
 @pytest.fixture

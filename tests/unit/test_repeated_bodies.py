@@ -8,7 +8,7 @@ import pytest
 from marshmallow import Schema, fields
 
 from horde import errors
-from horde.payload import REPEATED_BODY_MAX_BYTES, RepeatedBodies
+from horde.http.payload import REPEATED_BODY_MAX_BYTES, RepeatedBodies
 from horde.workers.schemas import POP_SCHEMA
 from tests.support.native import declaration
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from horde import errors, request_json
+from horde import errors
+from horde.http import request_json
 from tests.support.fuzz import UNSTORABLE_STRINGS
 
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import insert
 
 from horde.chat.models import ChatRequest
-from horde.database import table_of
+from horde.storage.database import table_of
 from tests.support.native import declaration, pop, queued_id, submit
 from tests.support.statements import statements
 

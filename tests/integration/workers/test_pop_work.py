@@ -13,11 +13,11 @@ from horde.accounts import auth
 from horde.accounts.identity import IdentityCache
 from horde.chat import service
 from horde.chat.models import ChatJob
-from horde.events import jobs_channel
+from horde.dispatch.pop import POP_BODIES
+from horde.events.bus import jobs_channel
 from horde.text.pop import POP_BODIES as TEXT_POP_BODIES
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
-from horde.workers.pop import POP_BODIES
 from horde_testing.processes import wait_until
 from tests.support.native import pop, queued_id
 from tests.support.statements import statements

@@ -38,8 +38,8 @@ from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.sql.elements import SQLCoreOperations
 
 from horde import errors
-from horde.pg_cursor import DescribedOnceCursor
-from horde.pg_hub_wait import HubWaitConnection, waits_on_the_hub
+from horde.storage.pg_cursor import DescribedOnceCursor
+from horde.storage.pg_hub_wait import HubWaitConnection, waits_on_the_hub
 
 log = logging.getLogger(__name__)
 #: The operating system's select even under gevent's patching: a zero-timeout look never yields.
@@ -47,7 +47,7 @@ _select_without_waiting = get_original("select", "select")
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: A commit checkpoints the write-ahead log itself only past this many pages (SQLite's default is 1,000, 4 MiB of
-#: 4 KiB pages): a server checkpoints in a thread of its own (horde/sqlite_checkpoint.py), long before.
+#: 4 KiB pages): a server checkpoints in a thread of its own (horde/storage/sqlite_checkpoint.py), long before.
 SQLITE_AUTOCHECKPOINT_PAGES = 10_000
 #: Per process and per engine; transactions are short, so a few connections serve many greenlets. Every one
 #: stays open once made, so there is no overflow: SQLAlchemy closes an overflow connection when it is
@@ -63,7 +63,7 @@ POSTGRES_AUTOCOMMIT_POOL_OVERFLOW = 0
 #: connections a process, as the two did before claims left the transactional pool.
 POSTGRES_WALKING_POOL_SIZE = 8
 #: The walking pool's sessions keep one plan per prepared statement (decisions 0020 and 0025): its statements (a
-#: pop's look and claim) carry their states as literals (horde/precompiled.py), so their plan for any worker is
+#: pop's look and claim) carry their states as literals (horde/storage/precompiled.py), so their plan for any worker is
 #: the plan for the states they read, and PostgreSQL's default would plan them again on every run for the worker's
 #: limits. The other pools plan as PostgreSQL does by default: a statement that binds a state (`state = $1`) needs
 #: a plan for its value, since on a Horde that keeps its history most rows are finished ones.
@@ -453,7 +453,8 @@ def _sqlite_file(url: str) -> str | None:
 
 
 def _connect_waiting_on_the_hub(_dialect: Any, _record: Any, cargs: tuple, cparams: dict) -> Any:
-    """Under gevent, a connection whose statements wait on the hub (horde/pg_hub_wait.py); else psycopg's own."""
+    """Under gevent, a connection whose statements wait on the hub (horde/storage/pg_hub_wait.py); else
+    psycopg's own."""
     if not waits_on_the_hub():
         return None  # SQLAlchemy connects as it would
     return HubWaitConnection.connect(*cargs, **cparams)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from horde.errors import ServiceUnavailable
-from horde.events import POLL_WITHOUT_EVENTS_S
+from horde.events.bus import POLL_WITHOUT_EVENTS_S
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
 
-from horde.ops import request_log
-from horde.ops.drain import DRAIN
-from horde.ops.metrics import UNMATCHED_ROUTE, Metrics
-from horde.ops.request_context import RECORD_ENVIRON_KEY
+from horde.events.drain import DRAIN
+from horde.observability import request_log
+from horde.observability.metrics import UNMATCHED_ROUTE, Metrics
+from horde.observability.record import RECORD_ENVIRON_KEY
 
 REQUEST_ID_HEADER = "x-request-id"
 REQUEST_ID_MAX_CHARS = 200

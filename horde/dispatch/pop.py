@@ -10,24 +10,26 @@ from sqlalchemy import case, func, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from horde import errors, precompiled, request_json
-from horde.accounts.auth import authenticate
+from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import affinity
 from horde.chat import claim as chat_claim
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, LISTS_THE_WORKER, worker_params
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
-from horde.client_connection import requester_gone
-from horde.events import jobs_channel, progress_channel
-from horde.ops.drain import DRAIN
-from horde.ops.request_context import note
-from horde.payload import RepeatedBodies
-from horde.text import lifecycle as text_lifecycle
+from horde.events.bus import jobs_channel, progress_channel
+from horde.events.drain import DRAIN
+from horde.http import request_json
+from horde.http.client_connection import requester_gone
+from horde.http.payload import RepeatedBodies
+from horde.observability.record import note
+from horde.storage import precompiled
+from horde.text.threads import BUSY
 from horde.workers import duty
 from horde.workers import service as workers
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK
 from horde.workers.schemas import POP_SCHEMA
+from horde.workers.service import worker_owner
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -35,15 +37,12 @@ if TYPE_CHECKING:
 LONG_POLL_RECHECK_S = 5.0
 NEXT_JOB_FAILED_MESSAGE = "The next job could not be claimed; the call itself succeeded. Pop again."
 log = logging.getLogger(__name__)
-#: Chat and text jobs share a worker's threads: one statement counts both; a worker off duty has none free.
-_BUSY = chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT + duty.OFF_DUTY
-_BUSY_THREADS = select(_BUSY)
 #: A pop's first look, in one round trip: its busy threads and whether its models have a queue at all.
-_BUSY_THREADS_AND_QUEUE = select(_BUSY, chat_claim.ANY_WAITING_FOR)
+_BUSY_THREADS_AND_QUEUE = select(BUSY, chat_claim.ANY_WAITING_FOR)
 #: PostgreSQL: the same look also prepares the claim's plan for the rest of the transaction.
-_BUSY_THREADS_AND_QUEUE_WALKING = select(_BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX)
+_BUSY_THREADS_AND_QUEUE_WALKING = select(BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX)
 #: PostgreSQL, a pop with nothing to write (on the walking pool): the look and the claim in one round trip.
-_LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(_BUSY)
+_LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(BUSY)
 #: A worker sends the same pop body every time: loaded once.
 POP_BODIES = RepeatedBodies(POP_SCHEMA)
 
@@ -113,15 +112,6 @@ def _own_channel(runtime: Runtime, owner: Identity, request: dict) -> list[str]:
     return [] if worker is None else [affinity.worker_channel(worker.id)]
 
 
-def worker_owner(runtime: Runtime, api_key: str | None) -> Identity:
-    owner = authenticate(runtime, api_key)
-    if owner.anonymous:
-        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
-    if owner.shared_key_id is not None:  # a shared key only pays for requests (as on the AI Horde)
-        raise errors.InvalidAPIKey("A shared key cannot run workers; send the owner's API key.")
-    return owner
-
-
 def _others_may_serve(runtime: Runtime, models: list[str]) -> bool:
     with runtime.db.read() as session:
         return chat_claim.any_waiting_for(session, models)
@@ -177,7 +167,7 @@ def claim_or_explain(
     plan_in_transaction: bool = True,
 ) -> tuple[dict[str, Any], chat_claim.Claimed | None, bool]:
     """The pop's answer and the job it claimed, if any, in the caller's transaction (a pop's, or a submit's
-    that carried the pop: horde/chat/worker_calls.py), or in autocommit on the index-walking pool (a pop
+    that carried the pop: horde/dispatch/worker_calls.py), or in autocommit on the index-walking pool (a pop
     whose check-in is remembered, on PostgreSQL). The caller publishes the claim after its commit.
     `ending_jobs`: the worker's running jobs that the caller's transaction ends before it commits (a submit
     claims before it settles), which no longer hold a thread. `plan_in_transaction`: on PostgreSQL, the first
@@ -237,11 +227,6 @@ def _waiting_for_other_models(runtime: Runtime, session: Session) -> dict[str, i
     (runtime.snapshots): the count reads the whole queue, and the empty pops of every idle worker ask for it."""
     waiting = runtime.snapshots.waiting_total(session)
     return {"models": waiting} if waiting else {}
-
-
-def busy_threads(session: Session, worker_id: str) -> int:
-    """The worker's running jobs, chat and text together; duty.OFF_DUTY_THREADS more when it is off duty."""
-    return precompiled.execute(session.connection(), _BUSY_THREADS, {"worker": worker_id}).scalar() or 0
 
 
 def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trusted: bool) -> dict:

@@ -6,17 +6,16 @@ imports neither.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask import current_app, request
 
-from horde import request_json
-
-if TYPE_CHECKING:
-    from horde.runtime import Runtime
+from horde.http import request_json
 
 
-def runtime() -> Runtime:
+def runtime() -> Any:
+    """The app's Runtime (horde/runtime.py). Typed Any: this layer sits below the runtime, and each caller hands
+    it on to a service that names the parts it reads (horde/accounts/parts.py and the domains' others)."""
     return current_app.extensions["horde"]
 
 

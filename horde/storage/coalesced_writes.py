@@ -9,8 +9,8 @@ interval a batch held one item, one statement per request as before. A write goe
 that asked for it returned, so only writes no caller reads back belong here. Outside gevent (the CLI, the
 tests' own process) each write runs in its caller, at once, as an uncoalesced write would.
 
-While writes wait or run they count as requests in flight for the drain (horde/ops/drain.py), so a process
-that shuts down gracefully writes them before it exits. A database outage delays them (horde/settle.py);
+While writes wait or run they count as requests in flight for the drain (horde/events/drain.py), so a process
+that shuts down gracefully writes them before it exits. A database outage delays them (horde/storage/settle.py);
 a process killed outright loses the ones it had not written, which for a release means only that an SDK
 retry of that body may still attach to the request and get its answer again.
 """
@@ -26,8 +26,8 @@ from typing import Generic, TypeVar
 
 from gevent import monkey
 
-from horde.ops.drain import DRAIN
-from horde.settle import settle
+from horde.events.drain import DRAIN
+from horde.storage.settle import settle
 
 log = logging.getLogger(__name__)
 

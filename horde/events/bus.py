@@ -6,7 +6,7 @@ it. One exception: a publisher may hand its listeners what it has just committed
 read it back; over Redis it travels with the event when a HandoverCodec encodes it.
 In-process by default; over Redis pub/sub when HORDE_REDIS_URL is set, so a
 waiter in one server process hears a submit handled by another
-(horde/redis_events.py). While Redis cannot be reached, waiters read the
+(horde/events/redis_bus.py). While Redis cannot be reached, waiters read the
 database every POLL_WITHOUT_EVENTS_S instead.
 
 A subscriber subscribes *before* it reads the state, then waits: a publish that
@@ -31,7 +31,7 @@ POLL_WITHOUT_EVENTS_S = 1.0
 
 
 class HandoverCodec(Protocol):
-    """Carries a handover to the other processes with its event (horde/redis_events.py)."""
+    """Carries a handover to the other processes with its event (horde/events/redis_bus.py)."""
 
     def encode(self, handover: object) -> bytes | None:
         """The handover as bytes, or None to send the event bare (the listeners there read instead)."""
@@ -78,7 +78,7 @@ class Subscription:
         #: Whether an announcement that no other process heard is pending for this poller (see heard_alone).
         self._alone_pending = False
         #: Whether the announcement that ended the last wait reached this process only: a poller that cannot
-        #: use it and finds no other here to pass it to hands it to the other processes (horde/redis_events.py).
+        #: use it and finds no other here to pass it to hands it to the other processes (horde/events/redis_bus.py).
         self.heard_alone = False
         #: What a publisher in this process handed over with its event, until take_handover.
         self._handover: object | None = None

@@ -1,18 +1,19 @@
 """The worker protocol's chat routes: pop, progress, submit, fault. Thin: each calls one service.
 
 They live with chat, as the text ones live in horde/text/routes.py: each is a chat operation seen from
-the worker's side, so only horde/workers/pop.py of the workers package reaches up into chat.
+the worker's side, so only horde/dispatch/pop.py of the workers package reaches up into chat.
 """
 
 from flask_restx import Namespace, Resource
 
-from horde.chat import lifecycle, worker_calls
-from horde.events import progress_channel
-from horde.ops.metrics import long_poll
-from horde.payload import load
-from horde.request_context import api_key, json_body, raw_body, runtime
-from horde.swagger import body_model
-from horde.workers import pop as pop_service
+from horde.chat import lifecycle
+from horde.dispatch import pop as pop_service
+from horde.dispatch import worker_calls
+from horde.events.bus import progress_channel
+from horde.http.payload import load
+from horde.http.request_context import api_key, json_body, raw_body, runtime
+from horde.http.swagger import body_model
+from horde.observability.metrics import long_poll
 from horde.workers.schemas import (
     FAULT_SCHEMA,
     POP_SCHEMA,

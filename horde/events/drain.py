@@ -14,11 +14,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from horde.events import LocalEventBus
-    from horde.runtime import Runtime
+    from horde.config import Settings
+    from horde.events.bus import LocalEventBus
 
 log = logging.getLogger(__name__)
 POLL_S = 0.05
@@ -81,7 +81,14 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
 DRAIN = Drain()
 
 
-def chain_sigterm(runtime: Runtime) -> None:
+class Draining(Protocol):
+    """What the drain reads of the Runtime (horde/runtime.py, a layer above): its bus and its HORDE_DRAIN_S."""
+
+    settings: Settings
+    bus: LocalEventBus
+
+
+def chain_sigterm(runtime: Draining) -> None:
     """Under gunicorn: start the drain on SIGTERM, then let gunicorn's own handler stop accepting."""
     previous = signal.getsignal(signal.SIGTERM)
 

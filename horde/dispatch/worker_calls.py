@@ -21,12 +21,12 @@ from horde.accounts.identity import Identity
 from horde.chat import lifecycle
 from horde.chat.claim import Claimed
 from horde.chat.models import WAITING
-from horde.database import is_unavailable
-from horde.events import announce_jobs, progress_channel, request_channel
-from horde.ops.drain import DRAIN
-from horde.ops.metrics import count_prompt, long_poll
-from horde.ops.request_context import note
-from horde.workers import pop as pop_service
+from horde.dispatch import pop as pop_service
+from horde.events.bus import announce_jobs, progress_channel, request_channel
+from horde.events.drain import DRAIN
+from horde.observability.metrics import count_prompt, long_poll
+from horde.observability.record import note
+from horde.storage.database import is_unavailable
 from horde.workers.checkins import WorkerView
 
 if TYPE_CHECKING:

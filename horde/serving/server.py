@@ -11,6 +11,7 @@ import logging
 import resource
 import signal
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import gevent
@@ -18,20 +19,16 @@ from flask import Flask
 from gevent.event import Event
 from gevent.server import StreamServer
 
-from horde.chat import service
-from horde.errors import ServiceUnavailable
-from horde.heap import settle_for_serving
-from horde.ops.drain import DRAIN
+from horde.events.drain import DRAIN
 from horde.serving.connection import Limits, handler
 from horde.serving.environ import base_environ
+from horde.serving.heap import settle_for_serving
 from horde.serving.registry import ConnectionRegistry
-from horde.sqlite_checkpoint import start_checkpoints
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
 log = logging.getLogger(__name__)
-KEY_PURGE_EVERY_SWEEPS = 60
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -41,43 +38,6 @@ def listen(host: str, port: int) -> socket.socket:
     listener.bind((host, port))
     listener.listen(2048)
     return listener
-
-
-def sweeper(runtime: Runtime) -> None:
-    """Expire jobs past their ttl, so a request restarts even when nobody pops.
-
-    Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
-    keys and stored responses.
-    """
-    from horde.accounts import rate_limit
-    from horde.oai import idempotency
-    from horde.oai.responses import store as responses_store
-    from horde.text import service as text_service
-
-    sweeps = 0
-    while True:
-        gevent.sleep(runtime.settings.sweep_interval_s)
-        sweeps += 1
-        try:
-            service.sweep(runtime)
-            text_service.sweep(runtime)
-            if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
-                # With the purges, not every sweep: a budget's sum reads its caller's seconds from the window's start on
-                # the primary key, so older rows are never read, and the DELETE reads the whole table.
-                with runtime.db.autocommit() as session:
-                    rate_limit.forget_past_seconds(session)
-                idempotency.purge_expired(runtime)
-                responses_store.purge_expired(runtime)
-        except ServiceUnavailable:
-            pass  # the database logs the outage once; the next sweep tries again
-        except Exception:
-            log.exception("sweeping expired jobs failed")
-
-
-def start_housekeeping(runtime: Runtime) -> None:
-    """A serving process's background work: the sweeper and, on SQLite, the log's checkpoints."""
-    gevent.spawn(sweeper, runtime)
-    start_checkpoints(runtime.db.sqlite_file)
 
 
 def raise_descriptor_limit() -> int:
@@ -92,11 +52,15 @@ def raise_descriptor_limit() -> int:
     return soft
 
 
-def serve(app: Flask, runtime: Runtime, host: str, port: int) -> None:
-    """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest."""
+def serve(app: Flask, runtime: Runtime, host: str, port: int, housekeeping: Callable[[Runtime], None]) -> None:
+    """Serve until SIGTERM, then drain: stop accepting, let streams and waits run up to HORDE_DRAIN_S, end the rest.
+
+    `housekeeping` starts the process's background work once it listens (horde/ops/housekeeping.py: the layer
+    above the domains, which the serving layer does not import).
+    """
     raise_descriptor_limit()
     listener = listen(host, port)
-    start_housekeeping(runtime)
+    housekeeping(runtime)
     settings = runtime.settings
     registry = ConnectionRegistry(settings.max_connections)
     handle = handler(app, Limits.from_settings(settings), registry, base_environ(listener.getsockname()))

@@ -14,7 +14,8 @@ from typing import Any
 from marshmallow import Schema, ValidationError
 from marshmallow.schema import SCHEMA
 
-from horde import errors, request_json
+from horde import errors
+from horde.http import request_json
 
 #: The repeated bodies kept per schema, and the largest kept: at most about 4 MiB of raw bodies, and their loads.
 REPEATED_BODIES_MAX_ENTRIES = 1024

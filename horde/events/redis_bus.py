@@ -37,7 +37,7 @@ from redis.client import PubSub
 from redis.retry import Retry
 
 from horde.cooperative import pass_turn
-from horde.events import POLL_WITHOUT_EVENTS_S, HandoverCodec, LocalEventBus, Subscription
+from horde.events.bus import POLL_WITHOUT_EVENTS_S, HandoverCodec, LocalEventBus, Subscription
 
 log = logging.getLogger(__name__)
 
