@@ -140,7 +140,7 @@ class Worker(Process):
 
 class Gunicorn(Process):
     """The production command: `gunicorn -k WORKER_CLASS -w N 'horde.wsgi:app'` on a free port (gunicorn's own
-    gevent worker unless told; the README's command names the Horde's, horde/serving/gunicorn.py)."""
+    gevent worker unless told; the README's command names the Horde's, horde/gunicorn_worker.py)."""
 
     def __init__(self, env: dict, processes: int = 2, worker_connections: int = 2000, worker_class: str = "gevent"):
         self.port = free_port()

@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, text
 
 from horde_testing.databases import PostgresDatabase, postgres_admin_url
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIRST_SCHEMA = ROOT / "tests" / "support" / "sql" / "0001_schema_first.sql"
 CURRENT_SCHEMA = ROOT / "sql" / "0001_schema.sql"
 UPGRADES = sorted(path for path in (ROOT / "sql").glob("[0-9][0-9][0-9][0-9]_*.sql") if path != CURRENT_SCHEMA)
