@@ -1,6 +1,6 @@
 """The import contracts of pyproject.toml cover every module of horde/: each one sits in a layer (the bridge, a
 program of its own, in the forbidden contract instead), the bridge's forbidden list names every server module,
-and no import is whitelisted."""
+no import is whitelisted, and no circle of imports closes, not even through a TYPE_CHECKING import."""
 
 from __future__ import annotations
 
@@ -64,3 +64,18 @@ def test_the_bridge_is_forbidden_every_module_of_the_server_but_the_protocol():
 def test_no_import_is_whitelisted_and_type_checking_imports_count():
     assert contracts()["exclude_type_checking_imports"] is False
     assert [c["name"] for c in contracts()["contracts"] if c.get("ignore_imports")] == []
+
+
+def test_no_module_of_the_server_or_the_bridge_imports_itself_back():
+    """No circle of imports, TYPE_CHECKING ones included: a lower module names what it reads of a higher one
+    through a Protocol (horde/accounts/parts.py, the drain's `Draining`, the bridge's `TextBackend`)."""
+    import grimp  # import-linter's graph
+
+    graph = grimp.build_graph("horde", include_external_packages=False, exclude_type_checking_imports=False)
+    circles = [
+        (module, imported)
+        for module in sorted(graph.modules)
+        for imported in sorted(graph.find_modules_directly_imported_by(module))
+        if graph.chain_exists(importer=imported, imported=module)
+    ]
+    assert circles == []
