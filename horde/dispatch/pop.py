@@ -1,4 +1,7 @@
-"""The pop service: check in, claim the best job, or long-poll for one."""
+"""The chat pop: check in, claim the best job, or long-poll for one.
+
+Above chat and text (the dispatch layer): a worker's chat and text jobs share its threads (horde/text/threads.py).
+"""
 
 from __future__ import annotations
 

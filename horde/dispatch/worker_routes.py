@@ -1,7 +1,7 @@
 """The worker protocol's chat routes: pop, progress, submit, fault. Thin: each calls one service.
 
-They live with chat, as the text ones live in horde/text/routes.py: each is a chat operation seen from
-the worker's side, so only horde/dispatch/pop.py of the workers package reaches up into chat.
+They live in the dispatch layer with the chat pop they call (horde/dispatch/pop.py), above chat and text: a
+pop counts the worker's chat and text jobs against its threads. The text ones live in horde/text/routes.py.
 """
 
 from flask_restx import Namespace, Resource
