@@ -32,10 +32,10 @@ from pathlib import Path
 import _support as S
 import requests
 
-from horde import request_json
 from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
+from horde.http import request_json
 from horde.runtime import Runtime
 from horde_testing.processes import Server, base_env
 

@@ -3,7 +3,7 @@
 For every (queued requests, online workers) pair, a fresh database is seeded directly
 with SQLAlchemy (one transaction: users, workers with last_pop_at = now, ChatRequest +
 ChatRequestModel rows with a realistic mix of models, features, max_tokens and
-priorities), then `horde.workers.pop.pop_once` is timed in-process:
+priorities), then `horde.dispatch.pop.pop_once` is timed in-process:
 
 * pop-claim: a random worker pops and claims a job. After each timed pop the job is
   settled (submitted) and a fresh request is queued in its place, untimed, so the
@@ -41,13 +41,13 @@ from horde.chat.models import (
     ChatRequestModel,
 )
 from horde.config import Settings
-from horde.payload import load
+from horde.dispatch.pop import pop_once
+from horde.http.payload import load
 from horde.protocol import FEATURES, GUARANTEES
 from horde.runtime import Runtime
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
 from horde.workers.models import Worker
-from horde.workers.pop import pop_once
 from horde.workers.schemas import POP_SCHEMA
 
 # Models and how popular they are, with requests and workers.

@@ -57,11 +57,12 @@ def _serve(args) -> int:
     import logging
 
     from horde.app import create_app
-    from horde.server import serve
+    from horde.ops.housekeeping import start_housekeeping
+    from horde.serving.server import serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     runtime = _runtime()
-    serve(create_app(runtime=runtime), runtime, args.host, args.port)
+    serve(create_app(runtime=runtime), runtime, args.host, args.port, start_housekeeping)
     return 0
 
 

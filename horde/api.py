@@ -7,15 +7,16 @@ from flask_restx import Api, Namespace
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
-from horde import errors, request_json
+from horde import errors
 from horde.accounts.routes import kudos_namespace, shared_keys_namespace
 from horde.chat.routes import namespace as chat_namespace
 from horde.chat.routes import stats_namespace, status_namespace
-from horde.chat.worker_routes import namespace as workers_namespace
+from horde.dispatch.worker_routes import namespace as workers_namespace
+from horde.http import request_json
+from horde.http.request_context import runtime
+from horde.http.swagger import body_model
 from horde.registry.routes import namespace as registry_namespace
 from horde.registry.status_routes import image_stats_namespace, teams_namespace
-from horde.request_context import runtime
-from horde.swagger import body_model
 from horde.text.routes import namespace as text_namespace
 from horde.text.routes import stats_namespace as text_stats_namespace
 from horde.users.routes import find_namespace, users_namespace

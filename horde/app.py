@@ -13,8 +13,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     """Build the app: native API at /api/v2, the OpenAI front at settings.oai_prefix."""
     from flask import request
 
-    from horde import request_json
     from horde.api import make_blueprint
+    from horde.http import request_json
     from horde.oai.app import make_blueprints as make_oai_blueprints
     from horde.ops.routes import install as install_ops
     from horde.web.routes import make_blueprint as make_web_blueprint
@@ -45,7 +45,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
     @app.get("/ready")
     def ready():
-        from horde.readiness import readiness
+        from horde.ops.readiness import readiness
 
         body, status, headers = readiness(runtime)
         return jsonify(body), status, headers

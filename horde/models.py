@@ -1,6 +1,6 @@
 """Every table of the Horde, and the creation of the schema from them.
 
-Importing this module registers each domain's tables with `Base.metadata`; horde/database.py knows none of
+Importing this module registers each domain's tables with `Base.metadata`; horde/storage/database.py knows none of
 them (the domains' models import it, not the other way round).
 """
 
@@ -13,10 +13,10 @@ from sqlalchemy import Connection, Engine, Table, inspect
 from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
-from horde.database import Base
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import ServerSecret, StoredResponse
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
+from horde.storage.database import Base
 from horde.text import known_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker

@@ -11,10 +11,10 @@ from horde.chat.affinity import Wakeups
 from horde.chat.claimed_jobs import ClaimedJobs
 from horde.chat.finish import FINISH_WIRE
 from horde.chat.snapshots import Snapshots
-from horde.coalesced_writes import CoalescedWrites
 from horde.config import Settings
-from horde.database import Database
-from horde.events import LocalEventBus
+from horde.events.bus import LocalEventBus
+from horde.storage.coalesced_writes import CoalescedWrites
+from horde.storage.database import Database
 from horde.text.checkin import TextWorkerView
 from horde.text.checkin import declared as text_declared
 from horde.workers.checkins import CheckIns, WorkerView
@@ -50,11 +50,11 @@ class Runtime:
 def make_event_bus(settings: Settings) -> LocalEventBus:
     """Redis when HORDE_REDIS_URL is set (imported only then), else the in-process bus.
 
-    It lives here, above both buses, so that horde.events never imports the Redis bus built on it. A submit's
+    It lives here, above both buses, so that horde.events.bus never imports the Redis bus built on it. A submit's
     finish travels with its event to the other processes (decision 0021).
     """
     if settings.redis_url:
-        from horde.redis_events import RedisEventBus
+        from horde.events.redis_bus import RedisEventBus
 
         return RedisEventBus(settings.redis_url, settings.redis_prefix, handover_codec=FINISH_WIRE)
     return LocalEventBus()

@@ -9,15 +9,15 @@ above HORDE_DRAIN_S).
 import os
 
 from horde.config import Settings
-from horde.ops import metrics
+from horde.observability import metrics
 
 settings = Settings.from_env()
 metrics.use_multiprocess_dir(settings.metrics_dir or metrics.run_directory(os.getppid()))
 
 from horde.app import create_app, init_schema  # noqa: E402  (after the metrics directory is chosen)
-from horde.ops.drain import chain_sigterm  # noqa: E402
+from horde.events.drain import chain_sigterm  # noqa: E402
+from horde.ops.housekeeping import start_housekeeping  # noqa: E402
 from horde.runtime import Runtime  # noqa: E402
-from horde.server import start_housekeeping  # noqa: E402
 
 runtime = Runtime.build(settings)
 init_schema(runtime)

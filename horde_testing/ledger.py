@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from horde.accounts.models import KudosEntry, User
 from horde.accounts.moves import TOTALS, Kind, deltas
-from horde.database import Database
+from horde.storage.database import Database
 
 #: The kudos totals and the kinds each sums (the record counts carry tokens the ledger does not hold).
 KUDOS_TOTALS = {

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from horde.accounts import service as accounts
 from horde.accounts import shared_keys
 from horde.accounts.identity import Identity
-from horde.ops.request_context import note
+from horde.observability.record import note
 
 if TYPE_CHECKING:
-    from horde.runtime import Runtime
+    from horde.accounts.parts import AccountsParts
 
 
-def authenticate(runtime: Runtime, api_key: str | None) -> Identity:
+def authenticate(runtime: AccountsParts, api_key: str | None) -> Identity:
     """The caller, from this process's identity cache when it saw the key in the last seconds."""
     cache_key = accounts.identity_cache_key(api_key)
     identity = runtime.identities.get(cache_key)

@@ -7,7 +7,7 @@ import datetime as dt
 from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.database import Base
+from horde.storage.database import Base
 from horde.timeutil import utcnow
 
 

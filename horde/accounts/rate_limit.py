@@ -46,9 +46,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from horde import errors, precompiled
+from horde import errors
 from horde.accounts.models import RateCount
-from horde.database import COMMITS_WITHOUT_FLUSH, last_statement_connection, table_of
+from horde.storage import precompiled
+from horde.storage.database import COMMITS_WITHOUT_FLUSH, last_statement_connection, table_of
 
 RATE_WINDOW_S = 60
 #: pg_advisory_xact_lock(classid, objid) keyspaces: classid says what objid counts. Chat and text admissions
@@ -194,7 +195,8 @@ def _insert_statement(
 class InsertBelowLimit:
     """An admission's INSERT that is also its rate check and count, for one kind's requests table, exact when one
     caller's requests arrive at once: on PostgreSQL it takes the caller's turn itself (RATE_TURN_FUNCTION), and
-    runs in autocommit when it is its transaction's only statement (horde/database.py, last_statement_connection).
+    runs in autocommit when it is its transaction's only statement (horde/storage/database.py,
+    last_statement_connection).
 
     The row's values bind as given; `computed` (column name → SQL expression, e.g. a priority from the balance,
     with `where` joining what it reads) are worked out by the INSERT itself."""
@@ -212,7 +214,7 @@ class InsertBelowLimit:
         self._model_rows = insert(request_models)
         self._returning, self._computed, self._where = tuple(returning), dict(computed or {}), tuple(where)
         #: (postgres, the columns given) → the statement, built on first use: a statement object is also the key
-        #: of its compiled plan (horde/precompiled.py).
+        #: of its compiled plan (horde/storage/precompiled.py).
         self._built: dict[tuple[bool, tuple[str, ...]], Executable] = {}
 
     def _statement(self, postgres: bool, names: tuple[str, ...]) -> Executable:

@@ -15,9 +15,9 @@ from horde.accounts.schemas import (
     SimpleAnswerSchema,
     TransferAnswerSchema,
 )
-from horde.payload import load
-from horde.request_context import api_key, json_body, runtime
-from horde.swagger import body_model
+from horde.http.payload import load
+from horde.http.request_context import api_key, json_body, runtime
+from horde.http.swagger import body_model
 
 kudos_namespace = Namespace("kudos", description="Kudos transfers between users")
 shared_keys_namespace = Namespace("sharedkeys", description="Shared keys: lend kudos within limits")

@@ -1,7 +1,7 @@
 """The accounts' payloads and answer bodies (kudos transfers, shared keys), with the AI Horde's names and limits.
 
-The routes load the inputs with these schemas (horde/payload.py) and build the answers as dicts; the answer
-schemas write the Swagger document (horde/swagger.py). Unknown keys of an input are left out, as the AI Horde's
+The routes load the inputs with these schemas (horde/http/payload.py) and build the answers as dicts; the answer
+schemas write the Swagger document (horde/http/swagger.py). Unknown keys of an input are left out, as the AI Horde's
 request parser leaves them.
 """
 

@@ -23,12 +23,13 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from horde import errors, precompiled
+from horde import errors
 from horde.accounts import moves
 from horde.accounts.keys import ANONYMOUS_API_KEY, ANONYMOUS_USERNAME, hash_api_key, new_api_key
 from horde.accounts.models import KudosEntry, SharedKey, User
 from horde.accounts.moves import Kind, Move
-from horde.database import is_postgresql, table_of
+from horde.storage import precompiled
+from horde.storage.database import is_postgresql, table_of
 from horde.timeutil import utcnow
 
 

@@ -23,11 +23,12 @@ from typing import Any
 from sqlalchemy import Integer, String, Table, bindparam, func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from horde import errors, precompiled
+from horde import errors
 from horde.accounts import names, rate_limit
 from horde.accounts.identity import Identity
 from horde.accounts.models import SharedKey, User
-from horde.database import is_postgresql, table_of
+from horde.storage import precompiled
+from horde.storage.database import is_postgresql, table_of
 from horde.timeutil import utcnow
 
 UNLIMITED = -1

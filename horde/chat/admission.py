@@ -23,10 +23,10 @@ from horde.chat.models import WAITING, ChatRequest, new_id
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
 from horde.chat.tokens import count_images
 from horde.config import Settings
-from horde.contract import DEFAULT_AVAILABILITY_MODE
 from horde.cooperative import pause_every
-from horde.database import is_postgresql
-from horde.payload import load
+from horde.http.contract import DEFAULT_AVAILABILITY_MODE
+from horde.http.payload import load
+from horde.storage.database import is_postgresql
 from horde.timeutil import utcnow
 from horde.workers import service as workers
 

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, String, bindparam, case, literal, or_, select
 
 from horde.chat.models import ChatRequest
-from horde.database import table_of
+from horde.storage.database import table_of
 
 _REQUESTS = table_of(ChatRequest)
 log = logging.getLogger(__name__)

@@ -29,12 +29,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from horde import precompiled
 from horde.chat import affinity
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import JOB_PROCESSING, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel, new_id
 from horde.config import Settings
-from horde.database import table_of
+from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.timeutil import utcnow
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import FEATURE_BITS

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 
 from horde.chat.models import WAITING, ChatRequest, ChatRequestModel
-from horde.database import like_planned_once, table_of
+from horde.storage.database import like_planned_once, table_of
 from horde.workers.checkins import WorkerView
 from horde.workers.declarations import ALL_FEATURES_MASK, ALL_GUARANTEES_MASK, feature_names, guarantee_names
 from horde.workers.models import Worker

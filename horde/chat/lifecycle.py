@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from horde import errors, precompiled
+from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
@@ -41,7 +41,8 @@ from horde.chat.models import (
     ChatRequest,
 )
 from horde.config import Settings
-from horde.database import COMMITS_WITHOUT_FLUSH, is_postgresql, table_of
+from horde.storage import precompiled
+from horde.storage.database import COMMITS_WITHOUT_FLUSH, is_postgresql, table_of
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from sqlalchemy import CTE, Select, bindparam, delete, literal, select
 from sqlalchemy.orm import Session
 
-from horde import precompiled
 from horde.chat.request_rows import ENDED, REQUEST_MODELS, REQUESTS
+from horde.storage import precompiled
 
 #: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from
 #: before this sweep) clears over successive sweeps.

@@ -12,7 +12,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.database import Base
+from horde.storage.database import Base
 from horde.timeutil import utcnow
 
 

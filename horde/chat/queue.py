@@ -11,9 +11,9 @@ from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from horde import precompiled
 from horde.chat.models import JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel
-from horde.database import table_of
+from horde.storage import precompiled
+from horde.storage.database import table_of
 
 RECENT_JOBS_FOR_ESTIMATE = 50
 _WAITING = select(func.count()).where(table_of(ChatRequest).c.state == WAITING)

@@ -16,7 +16,6 @@ from sqlalchemy import and_, bindparam, case, insert, or_, select, type_coerce
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
-from horde import precompiled
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts.models import User
 from horde.chat import affinity
@@ -29,7 +28,8 @@ from horde.chat.models import (
     ChatRequest,
     ChatRequestModel,
 )
-from horde.database import table_of
+from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.workers.models import Worker
 from horde.workers.service import online_cutoff
 

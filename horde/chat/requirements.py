@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from horde.chat.tokens import count_images
-from horde.contract import DEFAULT_CONFORMANCE
+from horde.http.contract import DEFAULT_CONFORMANCE
 from horde.workers.declarations import feature_names, features_mask, guarantee_names, guarantees_mask
 
 

@@ -16,11 +16,11 @@ from horde.chat.schemas import (
     ModelStatusSchema,
     TotalsSchema,
 )
-from horde.client_address import client_address
-from horde.ops.metrics import count_client_request
-from horde.ops.request_context import note
-from horde.request_context import api_key, json_body, runtime
-from horde.swagger import body_model
+from horde.http.client_address import client_address
+from horde.http.request_context import api_key, json_body, runtime
+from horde.http.swagger import body_model
+from horde.observability.metrics import count_client_request
+from horde.observability.record import note
 
 namespace = Namespace("chat", description="Chat requests")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}

@@ -2,7 +2,7 @@
 
 The OpenAI front screens its own body (horde/oai/screening/) and hands the result to the same
 `ChatRequestSchema` that the native async route uses. The worker protocol's payloads are in
-horde/workers/schemas.py; both are loaded with horde/payload.py.
+horde/workers/schemas.py; both are loaded with horde/http/payload.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 
 from horde.chat.conversation import CONVERSATION_KEY_MAX_CHARS
 from horde.chat.models import RequestState
-from horde.contract import (
+from horde.cooperative import pause_every
+from horde.http.contract import (
     AVAILABILITY_MODES,
     CONFORMANCE_MODES,
     CONTEXT_FITTING_MODES,
@@ -32,7 +33,6 @@ from horde.contract import (
     TOKEN_CEILING,
     TOKEN_FLOOR,
 )
-from horde.cooperative import pause_every
 from horde.workers.schemas import ToolCallSchema, UsageSchema
 
 
@@ -144,7 +144,7 @@ class ChatRequestSchema(Schema):
 CHAT_REQUEST_SCHEMA = ChatRequestSchema()
 
 
-# -- Answers. They document the bodies the routes build as dicts (horde/swagger.py); a test checks real
+# -- Answers. They document the bodies the routes build as dicts (horde/http/swagger.py); a test checks real
 # answers against them, and nothing dumps through them at run time.
 
 

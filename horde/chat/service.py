@@ -12,19 +12,19 @@ from horde.accounts.identity import Identity
 from horde.chat import admission, affinity, conversation, images, lifecycle, model_rows, queue, request_rows, stats
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
-from horde.events import announce_jobs, request_channel
+from horde.events.bus import announce_jobs, request_channel
 from horde.stats import rollup
 from horde.timeutil import utcnow
 from horde.workers import service as workers
 from horde.workers.declarations import features_mask
 
 if TYPE_CHECKING:
+    from horde.chat.parts import ChatParts
     from horde.chat.snapshots import Snapshots
-    from horde.runtime import Runtime
 
 
 def create(
-    runtime: Runtime,
+    runtime: ChatParts,
     user: Identity,
     native: dict,
     *,
@@ -69,7 +69,7 @@ def create(
     return request
 
 
-def announce(runtime: Runtime, request: ChatRequest) -> None:
+def announce(runtime: ChatParts, request: ChatRequest) -> None:
     """Wake the workers that may take the new request: its reserved worker alone until its reservation ends,
     then every worker of its models (horde/chat/affinity.py); without a reservation, those workers at once."""
     if request.reserved_worker_id is None or request.reserved_until is None:
@@ -81,7 +81,7 @@ def announce(runtime: Runtime, request: ChatRequest) -> None:
     runtime.affinity_wakeups.at(time.monotonic() + wait_s, lambda: announce_jobs(runtime.bus, models))
 
 
-def served_with(runtime: Runtime, model: str, feature: str) -> bool:
+def served_with(runtime: ChatParts, model: str, feature: str) -> bool:
     """Whether an online worker (as this process saw them within a second) serves `model` and declares `feature`:
     for a dialect that turns a client's hint into a requirement only where some worker can meet it."""
     bit = features_mask([feature])
@@ -100,20 +100,20 @@ def _owned(request: ChatRequest | None, user: Identity, request_id: str) -> Chat
     return request
 
 
-def status(runtime: Runtime, user: Identity, request_id: str) -> dict:
+def status(runtime: ChatParts, user: Identity, request_id: str) -> dict:
     with runtime.db.read() as session:
         request = _owned(request_rows.read_request(session, request_id), user, request_id)
         return status_view(session, runtime.settings, request)
 
 
-def read(runtime: Runtime, request_id: str) -> ChatRequest | None:
+def read(runtime: ChatParts, request_id: str) -> ChatRequest | None:
     """The request as committed now, transient: read it, never add it to a session."""
     with runtime.db.read() as session:
         return request_rows.read_request(session, request_id)
 
 
 def cancel(
-    runtime: Runtime,
+    runtime: ChatParts,
     user: Identity | None,
     request_id: str,
     *,
@@ -136,7 +136,7 @@ def cancel(
     return request
 
 
-def sweep(runtime: Runtime) -> int:
+def sweep(runtime: ChatParts) -> int:
     """Expire stale jobs, drop the model rows of ended requests and roll the requests served up by minute
     (horde/stats); the serve loop calls it every HORDE_SWEEP_INTERVAL_S."""
     with runtime.db.transaction() as session:

@@ -6,9 +6,9 @@ from sqlalchemy import func
 from sqlalchemy.orm import Session
 
 from horde.chat.models import DONE, ChatRequest
-from horde.database import table_of
 from horde.stats import windows
 from horde.stats.series import SeriesName, ServedRows
+from horde.storage.database import table_of
 from horde.timeutil import utcnow
 
 WINDOWS_S: dict[str, int | None] = {"minute": 60, "hour": 3600, "day": 86_400, "month": 30 * 86_400, "total": None}

@@ -5,16 +5,17 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from horde import errors, request_json
+from horde import errors
 from horde.accounts.auth import authenticate
 from horde.chat.cards import model_stats
+from horde.http import request_json
+from horde.http.request_context import json_body, runtime
 from horde.oai import auth, cards
 from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
 from horde.oai.messages import routes as messages_routes
 from horde.oai.responses import routes as responses_routes
 from horde.oai.screening import ScreeningError
-from horde.request_context import json_body, runtime
 from horde.text import stats as text_stats
 
 

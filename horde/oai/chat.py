@@ -13,15 +13,15 @@ from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import admission, service
 from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest, new_id
-from horde.client_address import client_address
-from horde.client_connection import client_gone
-from horde.contract import DEFAULT_AVAILABILITY_MODE
+from horde.http.client_address import client_address
+from horde.http.client_connection import client_gone
+from horde.http.contract import DEFAULT_AVAILABILITY_MODE
 from horde.oai import auth, completion, conversation, idempotency, ignored, stream
 from horde.oai import errors as oai_errors
 from horde.oai.observed import observed
 from horde.oai.screening import ScreenedRequest, screen_chat_request
 from horde.oai.waiter import Created, Failed, Finished, FirstRead, channels, watch
-from horde.settle import settle
+from horde.storage.settle import settle
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, cast
 from flask import Response, stream_with_context
 
 from horde import errors
-from horde.client_address import client_address
-from horde.client_connection import client_gone
+from horde.http.client_address import client_address
+from horde.http.client_connection import client_gone
 from horde.oai import auth, idempotency, ignored, stream, text_completion
 from horde.oai import errors as oai_errors
 from horde.oai.chat import _release_delivered, _retry_count

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import CursorResult, Integer, Table, Update, bindparam, case, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from horde import errors, precompiled
+from horde import errors
 from horde.chat import service
 from horde.chat.models import FINAL_STATES, ChatRequest
-from horde.coalesced_writes import CoalescedWrites
-from horde.database import table_of
 from horde.oai.idempotency_models import IdempotencyKey
-from horde.settle import settle
+from horde.storage import precompiled
+from horde.storage.coalesced_writes import CoalescedWrites
+from horde.storage.database import table_of
+from horde.storage.settle import settle
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def retried_request(runtime: Runtime, user_id: int, digest: str, table: RequestT
 def release_delivered(runtime: Runtime, request_id: str, table: RequestTable = ChatRequest) -> None:
     """The answer reached its caller: one holder less, and the request counts as delivered. Nothing reads it
     back at once, so a busy process writes the releases that arrive together in one statement
-    (horde/coalesced_writes.py)."""
+    (horde/storage/coalesced_writes.py)."""
     delivered_releases(runtime, table).add(request_id)
 
 

@@ -6,8 +6,8 @@ import time
 from collections.abc import Iterator
 
 from horde.oai.waiter import Failed, Finished, Progress
-from horde.ops.metrics import metrics
-from horde.ops.request_context import note_in
+from horde.observability.metrics import metrics
+from horde.observability.record import note_in
 
 DISCONNECTED = "disconnected"
 

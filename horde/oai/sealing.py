@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from horde.database import Database, insert_ignoring_duplicates
 from horde.oai.responses.models import ServerSecret
+from horde.storage.database import Database, insert_ignoring_duplicates
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Row, bindparam, select
 
-from horde import errors, precompiled
+from horde import errors
 from horde.chat import queue as chat_queue
-from horde.database import table_of
-from horde.events import request_channel
+from horde.events.bus import request_channel
 from horde.oai.waiter import Failed, FirstRead, Keepalive, Tick
+from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.text import queue, roster, service
 from horde.text.models import FINAL_STATES, WAITING, TextRequest
 from horde.timeutil import seconds_since

@@ -18,9 +18,9 @@ from horde import errors
 from horde.chat import request_rows, service
 from horde.chat.finish import Finish
 from horde.chat.models import FINAL_STATES, PROCESSING, WAITING, ChatRequest
-from horde.contract import DEFAULT_AVAILABILITY_MODE
-from horde.events import Subscription, progress_channel, request_channel
-from horde.ops.drain import DRAIN
+from horde.events.bus import Subscription, progress_channel, request_channel
+from horde.events.drain import DRAIN
+from horde.http.contract import DEFAULT_AVAILABILITY_MODE
 from horde.timeutil import seconds_since
 
 if TYPE_CHECKING:

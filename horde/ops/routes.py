@@ -9,10 +9,10 @@ from flask import Blueprint, Flask, Response, current_app, request
 
 from horde import errors
 from horde.config import Settings
+from horde.observability.metrics import metrics
+from horde.observability.observer import RequestObserver, note_route
 from horde.ops import cors
 from horde.ops.gauges import DatabaseCollector
-from horde.ops.metrics import metrics
-from horde.ops.observer import RequestObserver, note_route
 
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -25,9 +25,9 @@ from horde.accounts.identity import Identity
 from horde.chat import service as chat_service
 from horde.chat.models import JOB_PROCESSING as CHAT_PROCESSING
 from horde.chat.models import ChatJob
-from horde.database import table_of
-from horde.payload import load
+from horde.http.payload import load
 from horde.registry.schemas import MODIFY_WORKER_SCHEMA
+from horde.storage.database import table_of
 from horde.text import service as text_service
 from horde.text.checkin import NEVER_POPPED
 from horde.text.models import JOB_PROCESSING as TEXT_PROCESSING

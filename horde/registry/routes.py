@@ -8,6 +8,8 @@ from sqlalchemy import select
 
 from horde import errors
 from horde.accounts.auth import authenticate
+from horde.http.request_context import api_key, json_body, runtime
+from horde.http.swagger import body_model
 from horde.registry import manage, views
 from horde.registry.schemas import (
     MODIFY_WORKER_SCHEMA,
@@ -15,8 +17,6 @@ from horde.registry.schemas import (
     ModifyWorkerAnswerSchema,
     WorkerDetailSchema,
 )
-from horde.request_context import api_key, json_body, runtime
-from horde.swagger import body_model
 from horde.workers.models import Worker
 
 namespace = Namespace("registry", description="Workers, as the AI Horde lists them")

@@ -1,4 +1,4 @@
-"""The registry's answer bodies, as the AI Horde names them, for the Swagger document (horde/swagger.py).
+"""The registry's answer bodies, as the AI Horde names them, for the Swagger document (horde/http/swagger.py).
 
 The routes build them as dicts (horde/registry/views.py); a test checks real answers against them.
 """

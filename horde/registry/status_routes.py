@@ -12,6 +12,8 @@ from flask_restx import Namespace, Resource
 from horde import errors
 from horde.chat.cards import model_stats
 from horde.chat.routes import MODEL_TYPE_PARAM, model_status_model, model_type, status_namespace
+from horde.http.request_context import runtime
+from horde.http.swagger import body_model
 from horde.registry import performance
 from horde.registry.news import NEWS
 from horde.registry.schemas import (
@@ -23,8 +25,6 @@ from horde.registry.schemas import (
     PerformanceSchema,
     TeamDetailsSchema,
 )
-from horde.request_context import runtime
-from horde.swagger import body_model
 from horde.text import stats as text_stats
 
 HORDE_API_VERSION = "2.0.0"

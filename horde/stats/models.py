@@ -7,7 +7,7 @@ import datetime as dt
 from sqlalchemy import BigInteger, DateTime, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.database import Base
+from horde.storage.database import Base
 
 #: The model of a series' rows that count every model (the only rows of a series kept without models).
 ALL_MODELS = ""

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from horde import precompiled
-from horde.database import Database, insert_ignoring_duplicates, table_of
 from horde.stats.models import ALL_MODELS, ServedMark, ServedMinute, ServedTotal
 from horde.stats.series import ServedRows, floor_minute
+from horde.storage import precompiled
+from horde.storage.database import Database, insert_ignoring_duplicates, table_of
 
 #: A minute is rolled up once it ended this long ago. A row counts where it was served at its timestamp, which its
 #: writer takes just before the statement that commits it: a row committed more than this after its timestamp

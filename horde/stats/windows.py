@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from sqlalchemy import and_, bindparam, select
 from sqlalchemy.orm import Session
 
-from horde import precompiled
-from horde.database import table_of
 from horde.stats.models import ALL_MODELS, ServedMark, ServedMinute, ServedTotal
 from horde.stats.series import ServedRows, Span, ceil_minute
+from horde.storage import precompiled
+from horde.storage.database import table_of
 
 _MARKS = table_of(ServedMark)
 _TOTALS = table_of(ServedTotal)

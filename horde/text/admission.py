@@ -19,8 +19,8 @@ from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
 from horde.chat import request_rows
-from horde.database import table_of
-from horde.payload import load
+from horde.http.payload import load
+from horde.storage.database import table_of
 from horde.text import pricing
 from horde.text.models import PROCESSING, WAITING, TextRequest, TextRequestModel, new_id
 from horde.text.schemas import (

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from horde import errors, precompiled
+from horde import errors
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
+from horde.storage import precompiled
 from horde.text import known_models
 from horde.text.models import JOB_SUBMITTED, TextJob
 from horde.timeutil import utcnow

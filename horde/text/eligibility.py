@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from sqlalchemy import Boolean, ColumnElement, String, and_, bindparam, case, exists, func, literal, not_, or_, select
 from sqlalchemy.orm import Session
 
-from horde.database import like_planned_once
+from horde.storage.database import like_planned_once
 from horde.text.checkin import TextWorkerView
 from horde.text.models import WAITING, TextRequest, TextRequestModel
 

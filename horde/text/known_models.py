@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
-from horde.database import table_of
+from horde.storage.database import table_of
 from horde.text.models import KnownTextModel
 from horde.workers.models import Worker
 from horde.workers.service import remember_models, remembered_models

@@ -35,12 +35,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from horde import errors, precompiled
+from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.accounts.moves import Kind, Move
-from horde.database import is_postgresql, table_of
+from horde.storage import precompiled
+from horde.storage.database import is_postgresql, table_of
 from horde.text import pricing
 from horde.text.checkin import TextWorkerView
 from horde.text.eligibility import QUEUE_FILTER, QUEUE_ORDER, Offer, offer_params

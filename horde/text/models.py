@@ -14,7 +14,7 @@ import uuid
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.database import Base
+from horde.storage.database import Base
 from horde.timeutil import utcnow
 
 #: Request states: `waiting` while generations remain to hand out, `processing` while the last ones run.

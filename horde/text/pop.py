@@ -15,22 +15,23 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from horde import precompiled
 from horde.accounts import names
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.client_connection import requester_gone
-from horde.database import table_of
-from horde.events import request_channel
-from horde.payload import RepeatedBodies
+from horde.events.bus import request_channel
+from horde.http.client_connection import requester_gone
+from horde.http.payload import RepeatedBodies
+from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.text import checkin, eligibility, lifecycle, views
 from horde.text.models import WAITING, TextRequest
 from horde.text.schemas import POP_SCHEMA
+from horde.text.threads import busy_threads
 from horde.workers import duty
-from horde.workers.pop import busy_threads, worker_owner
+from horde.workers.service import worker_owner
 
 if TYPE_CHECKING:
-    from horde.runtime import Runtime
+    from horde.text.parts import TextParts
 
 POP_DEFAULTS = (("threads", 1), ("max_length", 512), ("max_context_length", 2048), ("amount", 1), ("wait", 0))
 LONG_POLL_RECHECK_S = 5.0
@@ -48,7 +49,7 @@ def text_jobs_channel(model: str) -> str:
     return f"text-jobs:{model}"
 
 
-def announce(runtime: Runtime, models: list[str]) -> None:
+def announce(runtime: TextParts, models: list[str]) -> None:
     """Wake the text workers long-polling for these models (every text worker, for any model)."""
     for channel in [text_jobs_channel(model) for model in models] or [ANY_MODEL_CHANNEL]:
         runtime.bus.publish(channel)
@@ -67,7 +68,7 @@ def empty_answer(skipped: dict) -> dict:
     }
 
 
-def pop(runtime: Runtime, api_key: str | None, raw_body: bytes) -> dict:
+def pop(runtime: TextParts, api_key: str | None, raw_body: bytes) -> dict:
     """Check in and claim, long-polling up to `wait` s. An announced job wakes one poller; one that finds
     nothing it may take while text requests wait passes the announcement on, as on chat's pop."""
     pop_body = {key: value for key, value in POP_BODIES.load(raw_body).items() if value is not None}
@@ -94,7 +95,7 @@ def pop(runtime: Runtime, api_key: str | None, raw_body: bytes) -> dict:
                 return empty_answer({})
 
 
-def pop_once(runtime: Runtime, owner: Identity, pop_body: dict, *, explain: bool) -> dict:
+def pop_once(runtime: TextParts, owner: Identity, pop_body: dict, *, explain: bool) -> dict:
     """One check-in and claim. `explain` computes the skipped counts, which scan the queue. A check-in
     that would change nothing is not written (horde/workers/checkins.py)."""
     remembered = runtime.text_checkins.current(owner.id, pop_body, runtime.settings.worker_online_window_s)
@@ -113,7 +114,7 @@ def pop_once(runtime: Runtime, owner: Identity, pop_body: dict, *, explain: bool
 
 
 def _claim_or_explain(
-    runtime: Runtime, session: Session, owner: Identity, worker: checkin.TextWorkerView, pop_body: dict, *, explain
+    runtime: TextParts, session: Session, owner: Identity, worker: checkin.TextWorkerView, pop_body: dict, *, explain
 ) -> tuple[dict, str | None]:
     """The pop's answer and the request it claimed generations of, if any, in the pop's transaction."""
     busy = busy_threads(session, worker.id)
@@ -147,7 +148,7 @@ def _claim_or_explain(
     return answer, request.id
 
 
-def _any_waiting(runtime: Runtime) -> bool:
+def _any_waiting(runtime: TextParts) -> bool:
     with runtime.db.read() as session:
         return precompiled.execute(session.connection(), _ANY_WAITING).scalar() is not None
 

@@ -7,9 +7,9 @@ import statistics
 from sqlalchemy import Row, bindparam, exists, func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from horde import precompiled
 from horde.chat.queue import served_before
-from horde.database import table_of
+from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 
 RECENT_JOBS_FOR_ESTIMATE = 50

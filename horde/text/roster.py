@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
-from horde import precompiled
 from horde.accounts.models import User
-from horde.database import table_of
+from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.text import queue
 from horde.workers.models import Worker
 from horde.workers.service import online_cutoff

@@ -8,10 +8,10 @@ from flask_restx import Namespace, Resource
 from horde.accounts.auth import authenticate
 from horde.chat.routes import OTHER_MODEL_TYPES
 from horde.chat.schemas import TotalsSchema
-from horde.client_address import client_address
-from horde.ops.metrics import count_client_request
-from horde.request_context import api_key, json_body, raw_body, runtime
-from horde.swagger import body_model
+from horde.http.client_address import client_address
+from horde.http.request_context import api_key, json_body, raw_body, runtime
+from horde.http.swagger import body_model
+from horde.observability.metrics import count_client_request
 from horde.text import pop, service, stats
 from horde.text.schemas import (
     GENERATION_INPUT_SCHEMA,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-from horde.contract import INTEGER_MAX, SEED_RANGE
+from horde.http.contract import INTEGER_MAX, SEED_RANGE
 from horde.protocol import MAX_CONTEXT_LENGTH_MAX_TOKENS
 
 MAX_GENERATIONS = 20
@@ -215,7 +215,7 @@ POP_SCHEMA = PopSchema()
 SUBMIT_SCHEMA = SubmitSchema()
 
 
-# -- Answers, with the AI Horde's names, for the Swagger document (horde/swagger.py); the routes build
+# -- Answers, with the AI Horde's names, for the Swagger document (horde/http/swagger.py); the routes build
 # them as dicts.
 
 

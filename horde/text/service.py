@@ -6,20 +6,20 @@ from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.accounts.models import User
-from horde.events import request_channel
-from horde.payload import load
+from horde.events.bus import request_channel
+from horde.http.payload import load
 from horde.stats import rollup
 from horde.text import admission, fail_fast, lifecycle, pop, roster, stats, views, webhook
 from horde.text.models import WAITING, TextJob, TextRequest
 from horde.text.schemas import SUBMIT_SCHEMA
 from horde.timeutil import utcnow
-from horde.workers.pop import worker_owner
+from horde.workers.service import worker_owner
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from horde.accounts.identity import Identity
-    from horde.runtime import Runtime
+    from horde.text.parts import TextParts
 
 
 #: The AI Horde's lifetime of a request no worker takes.
@@ -27,7 +27,7 @@ REQUEST_LIFETIME_S = 20 * 60
 
 
 def create(
-    runtime: Runtime,
+    runtime: TextParts,
     user: User | Identity,
     body: object,
     *,
@@ -95,12 +95,12 @@ def load_owned(session: Session, user: User, request_id: str) -> TextRequest:
     return request
 
 
-def read(runtime: Runtime, request_id: str) -> TextRequest | None:
+def read(runtime: TextParts, request_id: str) -> TextRequest | None:
     with runtime.db.read() as session:
         return session.get(TextRequest, request_id)
 
 
-def status(runtime: Runtime, request_id: str) -> dict:
+def status(runtime: TextParts, request_id: str) -> dict:
     """Anyone holding the id may read its status, as on the AI Horde."""
     with runtime.db.read() as session:
         request = session.get(TextRequest, request_id)
@@ -110,7 +110,7 @@ def status(runtime: Runtime, request_id: str) -> dict:
 
 
 def cancel(
-    runtime: Runtime, request_id: str, *, running: bool = False, reason: errors.HordeError | None = None
+    runtime: TextParts, request_id: str, *, running: bool = False, reason: errors.HordeError | None = None
 ) -> TextRequest:
     """Hand out no more generations (with `running`, end those being generated too); `reason` is the
     Horde's own, recorded so that the waiter and a replay answer the same."""
@@ -124,7 +124,7 @@ def cancel(
     return request
 
 
-def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
+def submit(runtime: TextParts, api_key: str | None, body: object) -> dict:
     submitted = load(SUBMIT_SCHEMA, body)
     owner = worker_owner(runtime, api_key)  # the process's identity cache, as on the pop
     with runtime.db.transaction() as session:
@@ -142,7 +142,7 @@ def submit(runtime: Runtime, api_key: str | None, body: object) -> dict:
     return {"reward": reward}
 
 
-def sweep(runtime: Runtime) -> int:
+def sweep(runtime: TextParts) -> int:
     """Expire stale text jobs and requests, and roll the generations served up by minute (horde/stats); the serve
     loop calls it beside chat's sweep."""
     with runtime.db.transaction() as session:

@@ -8,9 +8,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from horde.chat import queue as chat_queue
-from horde.database import table_of
 from horde.stats import windows
 from horde.stats.series import SeriesName, ServedRows
+from horde.storage.database import table_of
 from horde.text import checkin, queue, roster
 from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 from horde.timeutil import utcnow

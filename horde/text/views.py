@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
-from horde import precompiled
 from horde.chat import queue as chat_queue
-from horde.database import table_of
+from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.text import queue, roster
 from horde.text.models import CANCELLED, DONE, FAULTED, JOB_SUBMITTED, TextJob, TextRequest
 

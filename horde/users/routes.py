@@ -9,8 +9,8 @@ from horde import errors
 from horde.accounts import names
 from horde.accounts.auth import authenticate
 from horde.accounts.models import SharedKey
-from horde.request_context import api_key, runtime
-from horde.swagger import body_model
+from horde.http.request_context import api_key, runtime
+from horde.http.swagger import body_model
 from horde.users import details
 from horde.users.schemas import UserDetailsSchema
 

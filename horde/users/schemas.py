@@ -1,4 +1,4 @@
-"""The AI Horde's UserDetails, for the Swagger document (horde/swagger.py); horde/users/details.py builds it."""
+"""The AI Horde's UserDetails, for the Swagger document (horde/http/swagger.py); horde/users/details.py builds it."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from horde import errors
-from horde.database import table_of
+from horde.storage.database import table_of
 from horde.workers.models import Worker
 
 #: Far above any worker's threads (a pop declares at most 50): the busy count of a worker off duty.

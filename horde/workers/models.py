@@ -8,7 +8,7 @@ import uuid
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.database import Base
+from horde.storage.database import Base
 from horde.timeutil import utcnow
 
 MAX_NAME_CHARS = 100

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from horde.contract import FINISH_REASONS, INTEGER_MAX, MODEL_NAME_MAX_CHARS
+from horde.http.contract import FINISH_REASONS, INTEGER_MAX, MODEL_NAME_MAX_CHARS
 from horde.protocol import (
     FEATURES,
     GUARANTEES,
@@ -135,7 +135,7 @@ SUBMIT_SCHEMA = SubmitSchema()
 FAULT_SCHEMA = FaultSchema()
 
 
-# -- Answers, for the Swagger document (horde/swagger.py); the routes build them as dicts.
+# -- Answers, for the Swagger document (horde/http/swagger.py); the routes build them as dicts.
 
 
 class PopAnswerSchema(Schema):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -11,12 +12,16 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from horde import errors
+from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.database import Base, insert_ignoring_duplicates, is_postgresql, table_of
+from horde.storage.database import Base, insert_ignoring_duplicates, is_postgresql, table_of
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
 from horde.workers.models import KnownModel, Worker
+
+if TYPE_CHECKING:
+    from horde.accounts.parts import AccountsParts
 
 
 def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
@@ -111,3 +116,13 @@ def owners_trust(session: Session, workers: list[Worker]) -> dict[int, bool]:
     if not owner_ids:
         return {}
     return dict(session.execute(select(User.id, User.trusted).where(User.id.in_(owner_ids))).all())
+
+
+def worker_owner(runtime: AccountsParts, api_key: str | None) -> Identity:
+    """The owner of a worker's key: the anonymous user and shared keys run no workers."""
+    owner = authenticate(runtime, api_key)
+    if owner.anonymous:
+        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+    if owner.shared_key_id is not None:  # a shared key only pays for requests (as on the AI Horde)
+        raise errors.InvalidAPIKey("A shared key cannot run workers; send the owner's API key.")
+    return owner

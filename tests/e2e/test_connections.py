@@ -290,7 +290,7 @@ def test_a_folded_header_reaches_the_application_as_one_value(short):
 )
 def test_a_body_of_too_many_objects_is_refused_before_it_is_parsed(horde, path, shape):
     """The issue's count_tokens body, scaled down to 200,000 empty text blocks (6 MB): refused, in the path's shape."""
-    from horde.request_json import MAX_BODY_CONTAINERS
+    from horde.http.request_json import MAX_BODY_CONTAINERS
 
     blocks = [{"type": "text", "text": ""}] * (2 * MAX_BODY_CONTAINERS)
     body = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": blocks}], "prompt": blocks}

@@ -1,5 +1,5 @@
 """A `python -m horde serve` on SQLite checkpoints its write-ahead log itself, off its commits
-(horde/sqlite_checkpoint.py): what it writes reaches the database file within seconds, long before the log
+(horde/storage/sqlite_checkpoint.py): what it writes reaches the database file within seconds, long before the log
 holds the pages at which a commit would copy it."""
 
 from __future__ import annotations

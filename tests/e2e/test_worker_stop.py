@@ -1,6 +1,6 @@
 """A worker that stops, or whose connection dies, takes no job with it: an idle reference worker stops at once
 (not after its long-poll's `--wait`), and a long-poll whose connection closed does not claim the job it is woken
-for (horde/client_connection.py), so the job goes to a worker that is listening instead of waiting out its ttl."""
+for (horde/http/client_connection.py), so the job goes to a worker that is listening instead of waiting out its ttl."""
 
 from __future__ import annotations
 

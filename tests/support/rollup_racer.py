@@ -10,8 +10,8 @@ def race(database_url: str, barrier, moments: list[dt.datetime], results) -> Non
     """At each of `moments`, after the barrier: the chat series' rollup; what it returned (the mark it moved to,
     None, or the error's text) goes to `results` as (round, answer)."""
     from horde.chat import stats
-    from horde.database import Database
     from horde.stats import rollup
+    from horde.storage.database import Database
 
     db = Database(database_url)
     try:

@@ -73,8 +73,8 @@ def test_the_lock_pins_all_the_requirements_pull_in_and_nothing_else():
 
 
 def test_the_packages_whose_internals_the_code_uses_have_an_upper_bound():
-    """horde/precompiled.py (SQLAlchemy), horde/server.py (gevent), horde/pg_hub_wait.py (psycopg) and
-    horde/gunicorn_worker.py (gunicorn) rely on parts their authors may change in any release line."""
+    """horde/storage/precompiled.py (SQLAlchemy), horde/serving/server.py (gevent), horde/storage/pg_hub_wait.py
+    (psycopg) and horde/serving/gunicorn.py (gunicorn) rely on parts their authors may change in any release line."""
     bounded = {}
     for line in _requirements("requirements.txt"):
         requirement = Requirement(line)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from marshmallow import ValidationError
 
-from horde import contract, protocol
+from horde import protocol
 from horde.bridge.declarations import Declarations
+from horde.http import contract
 from horde.workers.schemas import POP_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,17 +11,27 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import requests
 
-from horde.bridge.backends.openai_http import BackendHTTPError
+from horde.bridge.backends.openai_http import BackendHTTP, BackendHTTPError
+from horde.bridge.backends.slots import SlotChooser
 from horde.bridge.backends.sse import StreamError, cached_prompt_tokens, iter_sse_data
 from horde.bridge.job import JobFault
 from horde.bridge.text_job import TextJob, TextReply, finish, first_stop
 
-if TYPE_CHECKING:
-    from horde.bridge.backends.openai_compat import OpenAICompatBackend
+
+class TextBackend(Protocol):
+    """What a text completion reads of its backend (OpenAICompatBackend, horde/bridge/backends/openai_compat.py,
+    which calls `complete`): named here so that this module does not import the one that imports it."""
+
+    http: BackendHTTP
+    streaming: bool
+    slots: SlotChooser | None
+
+    def backend_model(self, horde_model: str) -> str: ...
+
 
 COMPLETIONS_PATH = "/v1/completions"
 #: Kobold name -> the name llama.cpp's server reads; other samplers are sent under their own name.
@@ -60,7 +70,7 @@ def request_body(job: TextJob, model: str, streaming: bool) -> dict:
     return body
 
 
-def complete(backend: OpenAICompatBackend, job: TextJob) -> TextReply:
+def complete(backend: TextBackend, job: TextJob) -> TextReply:
     """One generation of `job` on the backend's server."""
     streaming = backend.streaming
     body = request_body(job, backend.backend_model(job.model), streaming)

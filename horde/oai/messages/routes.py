@@ -7,14 +7,15 @@ from typing import TYPE_CHECKING
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from horde import errors, request_json
+from horde import errors
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
+from horde.http import request_json
+from horde.http.request_context import runtime
 from horde.oai import auth
 from horde.oai.messages import call as messages
 from horde.oai.messages import errors as anthropic_errors
 from horde.oai.screening import ScreeningError
-from horde.request_context import runtime
 
 if TYPE_CHECKING:
     pass

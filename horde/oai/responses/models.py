@@ -8,7 +8,7 @@ import datetime as dt
 from sqlalchemy import JSON, DateTime, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.database import Base
+from horde.storage.database import Base
 from horde.timeutil import utcnow
 
 

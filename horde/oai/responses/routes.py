@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from horde import request_json
 from horde.accounts.auth import authenticate
+from horde.http import request_json
+from horde.http.request_context import runtime
 from horde.oai import auth, ignored
 from horde.oai.responses import store
 from horde.oai.responses.call import ResponsesCall
-from horde.request_context import runtime
 
 
 def register(blueprint: Blueprint) -> None:

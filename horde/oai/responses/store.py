@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, cast
 from sqlalchemy import CursorResult, delete, select
 
 from horde import errors
-from horde.database import insert_ignoring_duplicates
 from horde.oai.responses.models import StoredResponse
+from horde.storage.database import insert_ignoring_duplicates
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde import contract
+from horde.http import contract
 from horde.oai.screening.base import require_object
 from horde.oai.screening.fields import (
     Choice,

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from horde.contract import MESSAGE_ROLES
 from horde.cooperative import pause_every
+from horde.http.contract import MESSAGE_ROLES
 from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,

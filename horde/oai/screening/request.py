@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from horde.contract import MAX_MODELS_PER_REQUEST
+from horde.http.contract import MAX_MODELS_PER_REQUEST
 from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde.contract import MAX_STOP_SEQUENCES, REASONING_EFFORTS, SAMPLING_RANGES, TOKEN_CEILING, TOKEN_FLOOR
+from horde.http.contract import MAX_STOP_SEQUENCES, REASONING_EFFORTS, SAMPLING_RANGES, TOKEN_CEILING, TOKEN_FLOOR
 from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,

@@ -4,8 +4,8 @@ process writes those that arrive while one runs in one statement, each request r
 from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
+from horde.events.drain import DRAIN
 from horde.oai import idempotency
-from horde.ops.drain import DRAIN
 from horde_testing.processes import wait_until
 from tests.support.native import pop, queued_id
 from tests.support.statements import statements

@@ -8,7 +8,7 @@ import gevent.socket
 import pytest
 from werkzeug.test import EnvironBuilder
 
-from horde.events import request_channel
+from horde.events.bus import request_channel
 from horde.oai import waiter
 from horde.oai.waiter import FirstRead, Keepalive, Tick
 from horde.serving.connection import Connection, Limits

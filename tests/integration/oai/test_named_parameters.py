@@ -13,7 +13,7 @@ import time
 import pytest
 
 from horde.chat.models import ChatRequest
-from horde.contract import TOKEN_CEILING
+from horde.http.contract import TOKEN_CEILING
 from horde.oai import ignored
 from tests.support.native import ALL_FEATURES, pop, submit
 

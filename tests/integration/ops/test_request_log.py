@@ -7,7 +7,7 @@ import json
 import pytest
 
 from horde.app import create_app
-from horde.ops import request_log
+from horde.observability import request_log
 from tests.integration.ops.conftest import buffered_client
 from tests.support.native import declaration
 

@@ -10,7 +10,7 @@ import pytest
 
 from horde.chat.tokens import text_tokens
 from horde.config import Settings
-from horde.contract import TOKEN_CEILING
+from horde.http.contract import TOKEN_CEILING
 from horde.oai.messages import call, context_edits
 from horde.oai.screening import ScreeningError
 

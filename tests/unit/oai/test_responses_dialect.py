@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from horde.contract import TOKEN_CEILING
+from horde.http.contract import TOKEN_CEILING
 from horde.oai.responses import request as mapping
 from horde.oai.responses import tools
 from horde.oai.screening import ScreeningError, screen_chat_request

@@ -1,0 +1,34 @@
+"""What a route of either blueprint reads from the request in hand: the runtime, the native API key, the body.
+
+A leaf: the native routes (horde/*/routes.py) and the OpenAI front (horde/oai/app.py) import it, and it
+imports neither.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app, request
+
+from horde.http import request_json
+
+
+def runtime() -> Any:
+    """The app's Runtime (horde/runtime.py). Typed Any: this layer sits below the runtime, and each caller hands
+    it on to a service that names the parts it reads (horde/accounts/parts.py and the domains' others)."""
+    return current_app.extensions["horde"]
+
+
+def api_key() -> str | None:
+    """The native API's key header; the front reads its Authorization header instead (horde/oai/auth.py)."""
+    return request.headers.get("apikey")
+
+
+def json_body() -> Any:
+    """The parsed body (None when empty), read within the HORDE_MAX_BODY_BYTES limit."""
+    return request_json.read_json(request, runtime().settings.max_body_bytes)
+
+
+def raw_body() -> bytes:
+    """The body's bytes, read within the HORDE_MAX_BODY_BYTES limit (for payload.RepeatedBodies)."""
+    return request_json.read(request, runtime().settings.max_body_bytes)

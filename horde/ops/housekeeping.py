@@ -1,0 +1,59 @@
+"""A serving process's background work: the sweeper of every domain and, on SQLite, the log's checkpoints.
+
+It sits with the operator's parts, above the domains it sweeps, so that the serving layer (horde/serving/)
+imports none of them: `python -m horde serve` hands `start_housekeeping` to `serve`, and horde/wsgi.py calls it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import gevent
+
+from horde.chat import service
+from horde.errors import ServiceUnavailable
+from horde.storage.sqlite_checkpoint import start_checkpoints
+
+if TYPE_CHECKING:
+    from horde.runtime import Runtime
+
+log = logging.getLogger(__name__)
+KEY_PURGE_EVERY_SWEEPS = 60
+
+
+def sweeper(runtime: Runtime) -> None:
+    """Expire jobs past their ttl, so a request restarts even when nobody pops.
+
+    Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
+    keys and stored responses.
+    """
+    from horde.accounts import rate_limit
+    from horde.oai import idempotency
+    from horde.oai.responses import store as responses_store
+    from horde.text import service as text_service
+
+    sweeps = 0
+    while True:
+        gevent.sleep(runtime.settings.sweep_interval_s)
+        sweeps += 1
+        try:
+            service.sweep(runtime)
+            text_service.sweep(runtime)
+            if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
+                # With the purges, not every sweep: a budget's sum reads its caller's seconds from the window's start on
+                # the primary key, so older rows are never read, and the DELETE reads the whole table.
+                with runtime.db.autocommit() as session:
+                    rate_limit.forget_past_seconds(session)
+                idempotency.purge_expired(runtime)
+                responses_store.purge_expired(runtime)
+        except ServiceUnavailable:
+            pass  # the database logs the outage once; the next sweep tries again
+        except Exception:
+            log.exception("sweeping expired jobs failed")
+
+
+def start_housekeeping(runtime: Runtime) -> None:
+    """A serving process's background work: the sweeper and, on SQLite, the log's checkpoints."""
+    gevent.spawn(sweeper, runtime)
+    start_checkpoints(runtime.db.sqlite_file)

@@ -1,0 +1,56 @@
+"""PostgreSQL's plans (decisions 0020 and 0025). The walking pool's sessions keep one plan per prepared statement:
+with the tables' statistics, PostgreSQL's default planned a pop's claim again on every run; its statements carry
+their states as literals, so that one plan is the plan for those states. The other pools plan as PostgreSQL does
+by default, for the values given: a bound state (`state = $1`) needs a plan for its value on a Horde that keeps
+its history. A URL's own session options are kept beside the Horde's."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from horde.storage.database import Database
+
+ENGINES = ("engine", "autocommit_engine", "walking_engine")
+PLANNING_FOR_THE_VALUES = ("engine", "autocommit_engine")
+
+
+def _setting(engine, name: str) -> str:
+    with engine.connect() as connection:
+        return connection.exec_driver_sql(f"SHOW {name}").scalar()
+
+
+def test_the_walking_pools_sessions_keep_one_plan_per_prepared_statement(postgresql_runtime):
+    assert _setting(postgresql_runtime.db.walking_engine, "plan_cache_mode") == "force_generic_plan"
+
+
+@pytest.mark.parametrize("engine_name", PLANNING_FOR_THE_VALUES)
+def test_the_other_pools_sessions_plan_for_the_values_given(postgresql_runtime, engine_name):
+    assert _setting(getattr(postgresql_runtime.db, engine_name), "plan_cache_mode") == "auto"
+
+
+def test_a_prepared_statement_on_the_walking_pool_runs_its_generic_plan_from_the_first_run(postgresql_runtime):
+    """The plan is one for any value ($1 in it), though statistics would make a plan for the value look cheaper."""
+    with postgresql_runtime.db.walking_engine.connect() as connection:
+        connection.exec_driver_sql("CREATE TEMPORARY TABLE plan_probe (n integer PRIMARY KEY)")
+        connection.exec_driver_sql("INSERT INTO plan_probe SELECT generate_series(1, 1000)")
+        connection.exec_driver_sql("ANALYZE plan_probe")
+        connection.exec_driver_sql("PREPARE probe(integer) AS SELECT n FROM plan_probe WHERE n = $1")
+        plan = "\n".join(row[0] for row in connection.exec_driver_sql("EXPLAIN EXECUTE probe(7)"))
+        connection.exec_driver_sql("DEALLOCATE probe")
+    assert "$1" in plan
+
+
+def test_the_urls_own_session_options_are_kept(postgresql_runtime):
+    url = postgresql_runtime.db.url
+    separator = "&" if "?" in url else "?"
+    own = Database(f"{url}{separator}options={quote('-c statement_timeout=12345')}")
+    try:
+        for engine_name in ENGINES:
+            engine = getattr(own, engine_name)
+            assert _setting(engine, "statement_timeout") == "12345ms"
+        assert _setting(own.walking_engine, "plan_cache_mode") == "force_generic_plan"
+        assert _setting(own.walking_engine, "enable_sort") == "off"
+    finally:
+        own.dispose()
