@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+from sqlalchemy import func, select
 
 from horde.chat.models import ChatRequest
 from tests.support.native import pop, queue, submit
@@ -20,8 +21,9 @@ def chat(client, body=None, key=None, **headers):
 
 
 def queued(runtime):
-    with runtime.db.transaction() as session:
-        return session.query(ChatRequest).count()
+    """The requests queued: read without a write transaction, so that polling it never holds SQLite's writer lock."""
+    with runtime.db.read() as session:
+        return session.execute(select(func.count()).select_from(ChatRequest)).scalar_one()
 
 
 @pytest.fixture
