@@ -10,8 +10,8 @@ from horde.accounts import service as accounts
 from horde.app import create_app, init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.databases import PostgresDatabase, postgres_admin_url
-from horde_testing.ledger import assert_balances_match_ledger
+from tests.support.databases import PostgresDatabase, postgres_admin_url
+from tests.support.ledger import assert_balances_match_ledger
 
 BACKENDS = ["sqlite", "postgresql"]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import requests
 
-from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
 from tests.support.horde_sdk import run_sdk_module
+from tests.support.processes import wait_until
 
 TEXT_RULES = Path(__file__).with_name("rules_text.json")
 REGISTRY_SCENARIOS = "tests.e2e.horde_sdk_registry_scenarios"

@@ -17,8 +17,8 @@ import uuid
 import pytest
 import requests
 
-from horde_testing.processes import GunicornServer, wait_until
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import GunicornServer, wait_until
 
 BODY_LIMIT_BYTES = 100_000
 SHORT_SETTINGS = {
@@ -199,7 +199,7 @@ def test_the_gunicorn_worker_class_applies_the_timeouts(tmp_path):
     import subprocess
     import sys
 
-    from horde_testing.processes import ROOT, base_env, free_port, wait_until
+    from tests.support.processes import ROOT, base_env, free_port, wait_until
 
     port = free_port()
     env = base_env(f"sqlite:///{tmp_path / 'horde.db'}", **SHORT_SETTINGS)

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from horde_testing.processes import GunicornServer
 from tests.support.harness import Harness
+from tests.support.processes import GunicornServer
 from tests.support.smuggling import (
     PATIENCE_S,
     SMUGGLES,

@@ -9,8 +9,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from horde_testing.processes import GunicornServer, wait_until
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import GunicornServer, wait_until
 
 pytestmark = pytest.mark.e2e
 MISSES = 20

@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatJob, ChatRequest
-from horde_testing.processes import GunicornServer, Server, wait_until
 from tests.support.harness import Harness, unique_model, write_rules
+from tests.support.processes import GunicornServer, Server, wait_until
 
 pytestmark = pytest.mark.e2e
 LONG_REPLY = "A reply that takes its time to arrive, in many small steps."

@@ -19,9 +19,9 @@ from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
-from horde_testing.ledger import assert_balances_match_ledger
-from horde_testing.processes import Server, Worker, base_env
+from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
+from tests.support.ledger import assert_balances_match_ledger
+from tests.support.processes import Server, Worker, base_env
 
 RULES_PATH = Path(__file__).resolve().parents[1] / "e2e" / "rules.json"
 E2E_SETTINGS = {

@@ -184,7 +184,7 @@ def test_declarations_lowered_after_submit_end_in_no_worker_supports_limit(clien
 
 
 def _lower_after_queueing(client, key, runtime):
-    from horde_testing.processes import wait_until
+    from tests.support.processes import wait_until
 
     wait_until(lambda: queued(runtime) == 1, timeout_s=5, what="the request to be queued")
     pop(client, key, max_length=256, max_context_length=16384, threads=1)
