@@ -13,7 +13,7 @@ SDK_N_TIMEOUT_S = 20
 
 
 def run_sdk(horde, scenario: str, **args) -> dict:
-    return run_sdk_module(horde, "tests.e2e.horde_sdk_scenarios", scenario, json.dumps(args))
+    return run_sdk_module(horde, "tests.support.horde_sdk.text_scenarios", scenario, json.dumps(args))
 
 
 def balance(horde, key: str) -> int:
