@@ -312,9 +312,12 @@ class OneGunicornProcess(GunicornServer):
 @pytest.fixture(params=["serve", "gunicorn"])
 def capped(request, tmp_path):
     """A server at a cap of CAP connections: HORDE_MAX_CONNECTIONS, or gunicorn's --worker-connections."""
-    harness = Harness(f"sqlite:///{tmp_path / 'horde.db'}", {"HORDE_MAX_CONNECTIONS": CAP})
+    gunicorn = request.param == "gunicorn"
+    harness = Harness(
+        f"sqlite:///{tmp_path / 'horde.db'}", {"HORDE_MAX_CONNECTIONS": CAP}, servers=0 if gunicorn else 1
+    )
     server = harness.server
-    if request.param == "gunicorn":
+    if gunicorn:
         server = OneGunicornProcess(dict(harness.env, GUNICORN_CMD_ARGS=f"--worker-connections {CAP}"))
         harness.servers.append(server)
     yield harness, server

@@ -37,14 +37,15 @@ class Harness:
     def __init__(
         self, database_url: str, settings: dict | None = None, servers: int = 1, server_database_url: str | None = None
     ):
-        """`server_database_url`: where the servers reach the database (a proxy), if not where the test does."""
+        """`server_database_url`: where the servers reach the database (a proxy), if not where the test does.
+        `servers=0`: the test starts its own (gunicorn) and appends it to `servers`; `server` and `url` stay None."""
         self.database_url = database_url
         self.runtime = Runtime.build(Settings.from_env({}, database_url=database_url))
         init_schema(self.runtime)
         self.env = base_env(server_database_url or database_url, **{**E2E_SETTINGS, **(settings or {})})
         self.servers = [Server(self.env) for _ in range(servers)]
-        self.server = self.servers[0]
-        self.url = self.server.url
+        self.server = self.servers[0] if self.servers else None
+        self.url = self.server.url if self.server else None
         self.workers: list[Worker] = []
 
     def user(self, kudos: int = 0, trusted: bool = False) -> str:
