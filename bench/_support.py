@@ -108,7 +108,7 @@ def postgres_reachable(admin_url: str) -> str | None:
 
 def PostgresBenchDatabase(admin_url: str, prefix: str = "horde_bench"):
     """A database of its own on the server the admin URL names; dropped by drop()."""
-    from horde_testing.databases import PostgresDatabase
+    from tests.support.databases import PostgresDatabase
 
     return PostgresDatabase(admin_url, prefix=prefix)
 
@@ -163,7 +163,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def stop_and_remove_log(process) -> None:
-    """Stop a horde_testing.processes.Process and delete its log file."""
+    """Stop a tests.support.processes.Process and delete its log file."""
     process.stop()
     with contextlib.suppress(OSError):
         os.unlink(process.log.name)

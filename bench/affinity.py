@@ -1,7 +1,7 @@
 """Conversation affinity with real llama.cpp workers: the prompt cache's share and the time to first token, with
 affinity off (HORDE_AFFINITY_WAIT_MS=0) and on, side by side in one run.
 
-W llama-servers serve the generated tiny model (horde_testing/llama_backend; its byte-level tokenizer makes a
+W llama-servers serve the generated tiny model (tests/support/llama_backend; its byte-level tokenizer makes a
 character a token), each with S slots (`--parallel S`), each behind its own reference worker
 (`python -m horde worker --backend openai`), all popping one `python -m horde serve` on a fresh SQLite file. C
 conversations run at once through the OpenAI SDK (streamed, with usage): each shares a long system prompt (2,000+
@@ -41,7 +41,7 @@ from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.processes import Server, Worker, base_env
+from tests.support.processes import Server, Worker, base_env
 
 MODEL = "bench/llama-affinity"
 CACHE_SHARE_TARGET = 0.80
@@ -241,7 +241,7 @@ def main() -> int:
     if needed > args.ctx_per_slot:
         parser.error(f"the conversations need ~{needed} tokens a slot: raise --ctx-per-slot or lower the turns")
 
-    from horde_testing import llama_backend as lb
+    from tests.support import llama_backend as lb
 
     binary = lb.default_cache_dir() / lb.BINARY_NAME
     if not binary.is_file():

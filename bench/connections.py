@@ -45,7 +45,7 @@ from gevent import socket, subprocess
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.processes import Gunicorn, Server, base_env
+from tests.support.processes import Gunicorn, Server, base_env
 
 HORDE_WORKER_CLASS = "horde.gunicorn_worker.HordeWorker"
 PROBE_TIMEOUT_S = 10.0

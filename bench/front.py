@@ -49,7 +49,7 @@ from horde.chat.models import ChatJob
 from horde.config import Settings
 from horde.runtime import Runtime
 from horde.text.models import TextJob
-from horde_testing.processes import Server, Worker, base_env
+from tests.support.processes import Server, Worker, base_env
 
 MODEL = "bench/front-model"
 LLAMA_MODEL = "bench/llama-tiny"
@@ -335,9 +335,9 @@ def scripted_bench(args) -> None:
 
 def llama_bench(args) -> None:
     try:
-        from horde_testing import llama_backend as lb
+        from tests.support import llama_backend as lb
     except ImportError as exc:
-        print(f"llama: skipped, horde_testing.llama_backend cannot be imported ({exc})")
+        print(f"llama: skipped, tests.support.llama_backend cannot be imported ({exc})")
         return
     binary = lb.default_cache_dir() / lb.BINARY_NAME
     if not binary.is_file():

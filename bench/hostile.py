@@ -37,7 +37,7 @@ from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.processes import Server, base_env
+from tests.support.processes import Server, base_env
 
 MODEL = "bench/hostile-model"
 HEALTH_INTERVAL_S = 0.01

@@ -63,7 +63,7 @@ from horde.app import init_schema
 from horde.chat.models import FINAL_STATES, ChatRequest
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.processes import Gunicorn, Server, base_env
+from tests.support.processes import Gunicorn, Server, base_env
 
 MODEL = "bench/load-model"
 HORDE_WORKER_CLASS = "horde.gunicorn_worker.HordeWorker"

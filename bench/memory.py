@@ -37,7 +37,7 @@ from horde.app import init_schema
 from horde.config import Settings
 from horde.http import request_json
 from horde.runtime import Runtime
-from horde_testing.processes import Server, base_env
+from tests.support.processes import Server, base_env
 
 MODEL = "bench/memory-model"
 BLOCK = {"type": "text", "text": ""}

@@ -1,7 +1,7 @@
 """Outages, re-run as issue 10 found them: PostgreSQL dropped under open calls, Redis absent and lost.
 
 (a) PostgreSQL: one `python -m horde serve` reaches a throwaway PostgreSQL database
-    through a TCP proxy (horde_testing/tcp_proxy.py). A worker is made online for the
+    through a TCP proxy (tests/support/tcp_proxy.py). A worker is made online for the
     model by one native pop and never pops again, so requests queue and wait. The bench
     opens --streams streaming and --calls non-streamed /v1 calls, waits until all are
     queued, then cuts the proxy (drops every connection, refuses new ones). It prints how
@@ -39,9 +39,9 @@ from horde.app import init_schema
 from horde.chat.models import ChatRequestModel
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.processes import Server, Worker, base_env, wait_until
-from horde_testing.redis_server import RedisServer
-from horde_testing.tcp_proxy import proxy_database
+from tests.support.processes import Server, Worker, base_env, wait_until
+from tests.support.redis_server import RedisServer
+from tests.support.tcp_proxy import proxy_database
 
 RULES = S.ROOT / "tests" / "e2e" / "rules.json"
 SERVER_SETTINGS = {

@@ -26,7 +26,7 @@ from sqlalchemy import inspect, text
 
 from horde.accounts import service as accounts
 from horde.timeutil import utcnow
-from horde_testing.processes import Server, base_env
+from tests.support.processes import Server, base_env
 
 CHAT_MODEL, TEXT_MODEL = "bench-retired-chat-model", "bench-retired-text-model"
 CALLS = {

@@ -24,7 +24,7 @@ from sqlalchemy import func, inspect, select
 
 from horde.accounts import service as accounts
 from horde.timeutil import utcnow
-from horde_testing.processes import Server, base_env
+from tests.support.processes import Server, base_env
 
 ENDPOINTS = ("/api/v2/stats/chat/totals", "/api/v2/stats/text/totals", "/api/v2/stats/text/models")
 CALL_TIMEOUT_S = 300.0

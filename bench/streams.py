@@ -41,7 +41,7 @@ from horde.app import init_schema
 from horde.chat.models import ChatRequest, ChatRequestModel
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.processes import Server, base_env
+from tests.support.processes import Server, base_env
 
 HOLD_MODEL = "bench/stream-hold"
 LATENCY_MODEL = "bench/stream-latency"

@@ -10,3 +10,7 @@ python3 -m venv .venv
 if ! .venv/bin/python -m pip show --quiet horde >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 fi
+# The test support (tests/support/: real processes, throwaway databases, the llama.cpp backend) is not part of
+# the wheel; the benchmarks import it too, so a path file puts this checkout on the venv's path.
+site_packages=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+pwd >"$site_packages/horde-checkout.pth"

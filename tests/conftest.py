@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
+from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from horde.accounts import service as accounts
 from horde.app import create_app, init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.databases import PostgresDatabase, postgres_admin_url
-from horde_testing.ledger import assert_balances_match_ledger
+from tests.support.databases import PostgresDatabase, postgres_admin_url
+from tests.support.ledger import assert_balances_match_ledger
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -66,10 +69,33 @@ def settings(database_url):
     return Settings.from_env({}, database_url=database_url, image_fetch_allow=("127.0.0.1",), affinity_wait_ms=0)
 
 
+@pytest.fixture(scope="session")
+def sqlite_schema(tmp_path_factory):
+    """An SQLite file with what `init_schema` makes, made once per test process: a test's SQLite database starts
+    as a copy of it instead of creating every table again (most of a short test's setup)."""
+    path = tmp_path_factory.mktemp("schema") / "horde.db"
+    hub = Runtime.build(Settings.from_env({}, database_url=f"sqlite:///{path}"))
+    try:
+        init_schema(hub)
+    finally:
+        hub.close()
+    return path
+
+
+def _start_from_schema(database_url: str, schema: Path) -> None:
+    """Copy the made schema to the SQLite file `database_url` names, when that file does not exist yet."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        target = Path(url.database)
+        if not target.exists():
+            shutil.copyfile(schema, target)
+
+
 @pytest.fixture
-def runtime(settings):
+def runtime(settings, sqlite_schema):
+    _start_from_schema(settings.database_url, sqlite_schema)
     hub = Runtime.build(settings)
-    init_schema(hub)
+    init_schema(hub)  # as a server's start does: on a copy of the schema it finds every table there
     yield hub
     try:
         assert_balances_match_ledger(hub.db)  # the standing invariant, after every test that had a database

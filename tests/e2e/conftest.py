@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
+from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
 from tests.support.harness import Harness
 
 

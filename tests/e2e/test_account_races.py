@@ -1,5 +1,5 @@
 """Races on kudos transfers and shared keys, for real: two server processes on one PostgreSQL database, the calls
-of each round fired at the same moment (horde_testing/races.py), alternating between the servers.
+of each round fired at the same moment (tests/support/races.py), alternating between the servers.
 
 SQLite's single writer would hide every one of these, so they run on PostgreSQL only.
 """
@@ -16,10 +16,10 @@ from sqlalchemy import func, select
 from horde.accounts.models import SharedKey
 from horde.chat.models import ChatRequest
 from horde.text.models import TextRequest
-from horde_testing.ledger import assert_balances_match_ledger
-from horde_testing.races import fire_together
 from tests.support.harness import postgres_servers, unique_model
+from tests.support.ledger import assert_balances_match_ledger
 from tests.support.native import declaration
+from tests.support.races import fire_together
 
 ROUNDS = 30
 HTTP_TIMEOUT_S = 30

@@ -1,5 +1,5 @@
 """horde-sdk 0.18.0's account calls against a real server: /find_user, /users, /users/{id}, /kudos/transfer, and a
-request paid with a shared key (tests/e2e/horde_sdk_accounts.py runs them in a process of their own)."""
+request paid with a shared key (tests/support/horde_sdk/accounts.py runs them in a process of their own)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ HTTP_TIMEOUT_S = 10
 
 
 def run_scenario(horde, **args) -> dict:
-    return run_sdk_module(horde, "tests.e2e.horde_sdk_accounts", json.dumps(args))
+    return run_sdk_module(horde, "tests.support.horde_sdk.accounts", json.dumps(args))
 
 
 def native(horde, method: str, path: str, key: str | None = None, body: dict | None = None) -> dict:

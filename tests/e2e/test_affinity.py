@@ -11,8 +11,8 @@ import uuid
 import pytest
 import requests
 
-from horde_testing.processes import wait_until
 from tests.support.harness import postgres_servers, unique_model, write_rules
+from tests.support.processes import wait_until
 
 anthropic = pytest.importorskip("anthropic")
 

@@ -8,7 +8,7 @@ without a key; "Manage My Workers": `find_user`'s `worker_ids`, `workers/{id}` e
 `DELETE`. SillyTavern (src/endpoints/horde.js, public/scripts/horde.js): `status/heartbeat`,
 `status/models?type=text`, `workers?type=text`, `generate/text/async` with `apikey` and `Client-Agent`,
 `status/{id}` and `DELETE` with only `Client-Agent`, `find_user`. horde-sdk 0.18.0: its status, worker, stats
-requests (tests/e2e/horde_sdk_registry_scenarios.py).
+requests (tests/support/horde_sdk/registry_scenarios.py).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import requests
 
-from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
 from tests.support.horde_sdk import run_sdk_module
+from tests.support.processes import wait_until
 
 TEXT_RULES = Path(__file__).with_name("rules_text.json")
-REGISTRY_SCENARIOS = "tests.e2e.horde_sdk_registry_scenarios"
+REGISTRY_SCENARIOS = "tests.support.horde_sdk.registry_scenarios"
 LITE_AGENT = "KoboldAiLite:17"
 TAVERN_AGENT = "SillyTavern:1.13.2:Cohee#1207"
 DONE_TIMEOUT_S = 60

@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import func, select
 
 from horde.text.models import TextRequestModel
-from horde_testing.processes import wait_until
 from tests.e2e.test_text_horde_sdk import balance
 from tests.support.harness import unique_model
 from tests.support.openapi import validate
+from tests.support.processes import wait_until
 
 TEXT_RULES = Path(__file__).with_name("rules_text.json")
 CANCEL_TIMEOUT_S = 60

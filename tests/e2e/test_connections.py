@@ -17,8 +17,8 @@ import uuid
 import pytest
 import requests
 
-from horde_testing.processes import GunicornServer, wait_until
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import GunicornServer, wait_until
 
 BODY_LIMIT_BYTES = 100_000
 SHORT_SETTINGS = {
@@ -199,7 +199,7 @@ def test_the_gunicorn_worker_class_applies_the_timeouts(tmp_path):
     import subprocess
     import sys
 
-    from horde_testing.processes import ROOT, base_env, free_port, wait_until
+    from tests.support.processes import ROOT, base_env, free_port, wait_until
 
     port = free_port()
     env = base_env(f"sqlite:///{tmp_path / 'horde.db'}", **SHORT_SETTINGS)
@@ -312,9 +312,12 @@ class OneGunicornProcess(GunicornServer):
 @pytest.fixture(params=["serve", "gunicorn"])
 def capped(request, tmp_path):
     """A server at a cap of CAP connections: HORDE_MAX_CONNECTIONS, or gunicorn's --worker-connections."""
-    harness = Harness(f"sqlite:///{tmp_path / 'horde.db'}", {"HORDE_MAX_CONNECTIONS": CAP})
+    gunicorn = request.param == "gunicorn"
+    harness = Harness(
+        f"sqlite:///{tmp_path / 'horde.db'}", {"HORDE_MAX_CONNECTIONS": CAP}, servers=0 if gunicorn else 1
+    )
     server = harness.server
-    if request.param == "gunicorn":
+    if gunicorn:
         server = OneGunicornProcess(dict(harness.env, GUNICORN_CMD_ARGS=f"--worker-connections {CAP}"))
         harness.servers.append(server)
     yield harness, server

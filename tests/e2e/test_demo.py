@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from horde_testing.processes import ROOT, free_port
+from tests.support.processes import ROOT, free_port
 
 pytestmark = pytest.mark.e2e
 DEMO_TIMEOUT_S = 180

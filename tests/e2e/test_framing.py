@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from horde_testing.processes import GunicornServer
 from tests.support.harness import Harness
+from tests.support.processes import GunicornServer
 from tests.support.smuggling import (
     PATIENCE_S,
     SMUGGLES,
@@ -38,9 +38,12 @@ SETTINGS = {"HORDE_HTTP_BODY_TIMEOUT_S": 2, "HORDE_HTTP_HEADER_TIMEOUT_S": 5}
 @pytest.fixture(scope="module", params=["serve", "gunicorn"])
 def served(request, tmp_path_factory):
     """(harness, server): the server answers on its own port; the harness makes users in its database."""
-    harness = Harness(f"sqlite:///{tmp_path_factory.mktemp('framing') / 'horde.db'}", SETTINGS)
+    gunicorn = request.param == "gunicorn"
+    harness = Harness(
+        f"sqlite:///{tmp_path_factory.mktemp('framing') / 'horde.db'}", SETTINGS, servers=0 if gunicorn else 1
+    )
     server = harness.server
-    if request.param == "gunicorn":
+    if gunicorn:
         server = GunicornServer(harness.env)
         harness.servers.append(server)
     yield harness, server

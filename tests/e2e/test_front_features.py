@@ -8,8 +8,8 @@ import openai
 import pydantic
 import pytest
 
-from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
+from tests.support.processes import wait_until
 from tests.support.requests_by_model import request_ids_for_model
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="

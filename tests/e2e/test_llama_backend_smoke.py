@@ -1,4 +1,4 @@
-"""Smoke test of the real llama.cpp backend (horde_testing.llama_backend).
+"""Smoke test of the real llama.cpp backend (tests.support.llama_backend).
 
 Skipped unless ``HORDE_TEST_LLAMA=1``.  The first run on a machine builds
 ``llama-server`` (~7.5 minutes on 2 cores, cached in ~/.cache/horde-llama or
@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from horde_testing.llama_backend import LlamaServer, build_llama_server, write_tiny_model
+from tests.support.llama_backend import LlamaServer, build_llama_server, write_tiny_model
 
 pytestmark = [
     pytest.mark.e2e,

@@ -40,7 +40,7 @@ LLAMA_THREADS = ("-t", "1")
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    from horde_testing.llama_backend import LlamaServer, build_llama_server, write_tiny_model
+    from tests.support.llama_backend import LlamaServer, build_llama_server, write_tiny_model
 
     binary = build_llama_server()
     model_path = write_tiny_model(tmp_path_factory.mktemp("llama") / "tiny.gguf")

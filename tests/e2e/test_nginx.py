@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
-from horde_testing.processes import ROOT, GunicornServer, free_port, wait_until
+from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import ROOT, GunicornServer, free_port, wait_until
 from tests.support.smuggling import PATIENCE_S, SMUGGLES, exchange, ran, smuggle, statuses
 
 NGINX = shutil.which("nginx") or next((path for path in ("/usr/sbin/nginx",) if os.access(path, os.X_OK)), None)

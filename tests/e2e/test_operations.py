@@ -9,8 +9,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from horde_testing.processes import GunicornServer, wait_until
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import GunicornServer, wait_until
 
 pytestmark = pytest.mark.e2e
 MISSES = 20
@@ -33,7 +33,9 @@ def value(metrics: dict, name: str, **labels) -> float:
 @pytest.fixture(scope="module")
 def production(tmp_path_factory):
     """gunicorn with two gevent processes, JSON request logs, a per-run metrics directory."""
-    harness = Harness(f"sqlite:///{tmp_path_factory.mktemp('ops') / 'horde.db'}", settings={"HORDE_LOG_FORMAT": "json"})
+    harness = Harness(
+        f"sqlite:///{tmp_path_factory.mktemp('ops') / 'horde.db'}", settings={"HORDE_LOG_FORMAT": "json"}, servers=0
+    )
     server = GunicornServer(harness.env)
     harness.servers.append(server)
     yield harness, server

@@ -1,8 +1,8 @@
 """Outages with real server processes: the database behind a proxy that drops, Redis that comes and goes.
 
 The machine's PostgreSQL and Redis are never touched: the servers reach the
-database through horde_testing/tcp_proxy.py, and Redis is a throwaway
-redis-server on a free port (horde_testing/redis_server.py).
+database through tests/support/tcp_proxy.py, and Redis is a throwaway
+redis-server on a free port (tests/support/redis_server.py).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pytest
 import requests
 
 from horde.chat.models import ChatRequest
-from horde_testing import redis_server
-from horde_testing.processes import wait_until
-from horde_testing.redis_server import RedisServer
-from horde_testing.tcp_proxy import proxy_database
+from tests.support import redis_server
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import wait_until
+from tests.support.redis_server import RedisServer
 from tests.support.requests_by_model import request_ids_for_model
+from tests.support.tcp_proxy import proxy_database
 
 OUTAGE_DEADLINE_S = 30.0
 

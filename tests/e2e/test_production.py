@@ -18,10 +18,10 @@ from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
-from horde_testing.processes import ROOT, Gunicorn, Worker, base_env
+from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
 from tests.support.distributions import canonical, closure
 from tests.support.harness import RULES_PATH, unique_model
+from tests.support.processes import ROOT, Gunicorn, Worker, base_env
 
 IMPORTED_BY_GEVENT_WORKER = """
 import json, sys

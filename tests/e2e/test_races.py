@@ -19,10 +19,10 @@ from sqlalchemy import select
 from horde.accounts.models import KudosEntry
 from horde.chat import pricing, service
 from horde.chat.models import ChatRequest
-from horde_testing.ledger import assert_balances_match_ledger
-from horde_testing.races import fire_together
 from tests.support.harness import Harness, postgres_servers, unique_model
+from tests.support.ledger import assert_balances_match_ledger
 from tests.support.native import declaration
+from tests.support.races import fire_together
 
 ROUNDS = 30
 SUBMIT_STORM_ROUNDS = 3

@@ -17,9 +17,9 @@ import pytest
 import requests
 
 from horde.accounts.keys import ANONYMOUS_API_KEY
-from horde_testing.races import fire_together
 from tests.support.harness import Harness, postgres_servers, unique_model
 from tests.support.native import declaration
+from tests.support.races import fire_together
 
 ROUNDS = 20
 LIMIT = 4

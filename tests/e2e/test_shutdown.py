@@ -16,12 +16,15 @@ import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatJob, ChatRequest
-from horde_testing.processes import GunicornServer, Server, wait_until
 from tests.support.harness import Harness, unique_model, write_rules
+from tests.support.processes import GunicornServer, Server, wait_until
 
 pytestmark = pytest.mark.e2e
 LONG_REPLY = "A reply that takes its time to arrive, in many small steps."
 SHORT_REPLY = "A short reply."
+# The worker pops from another server than the one the client calls: without Redis, that server hears of the
+# request at its next pop, so the worker's long-polls are short ones.
+POP_WAIT = ("--wait", "0.5")
 
 
 @pytest.fixture
@@ -64,7 +67,7 @@ def wait_processing(harness):
 def interrupted_stream_then_retry(harness, first, second, rules):
     """Stream through `first`, SIGTERM it, retry with the same key on `second`."""
     model = unique_model("drain")
-    harness.worker([model], rules=rules, server=second)
+    harness.worker([model], *POP_WAIT, rules=rules, server=second)
     key = harness.user(kudos=100)
     idempotency_key = f"drain-{uuid.uuid4().hex}"
     body = dict(
@@ -120,7 +123,7 @@ def test_a_stream_within_the_drain_ends_normally_and_no_new_connection_is_accept
     harness.servers.append(draining)
     try:
         model = unique_model("drain")
-        harness.worker([model], rules=rules)
+        harness.worker([model], *POP_WAIT, rules=rules)
         stream = harness.openai(harness.user(kudos=100), server=draining).chat.completions.create(
             model=model, messages=[{"role": "user", "content": "Something short."}], stream=True
         )

@@ -12,8 +12,8 @@ import pytest
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.processes import wait_until
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.e2e
 IN_THE_FILE_WITHIN_S = 20

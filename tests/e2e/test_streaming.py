@@ -8,9 +8,9 @@ import requests
 
 from horde.accounts.models import KudosEntry
 from horde.chat.models import ChatJob, ChatRequest
-from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
 from tests.support.openapi import validate
+from tests.support.processes import wait_until
 
 WEATHER_TOOL = {
     "type": "function",

@@ -19,10 +19,10 @@ from sqlalchemy import func, select
 
 from horde.accounts.models import KudosEntry
 from horde.text.models import TextJob, TextRequest
-from horde_testing.ledger import assert_balances_match_ledger
-from horde_testing.races import fire_together
 from tests.e2e.test_races import native, outcome
 from tests.support.harness import Harness, postgres_servers, unique_model
+from tests.support.ledger import assert_balances_match_ledger
+from tests.support.races import fire_together
 
 POPPERS = 8
 REQUESTS = 6

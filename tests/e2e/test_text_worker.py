@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import requests
 
-from horde_testing.processes import wait_until
 from tests.e2e.test_text_horde_sdk import balance, run_sdk
 from tests.support.harness import unique_model
+from tests.support.processes import wait_until
 
 DONE_TIMEOUT_S = 60
 

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
-from horde_testing.processes import wait_until
 from tests.support.harness import Harness, unique_model
+from tests.support.processes import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [

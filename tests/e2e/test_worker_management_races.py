@@ -11,8 +11,8 @@ import requests
 from sqlalchemy import select
 
 from horde.text.models import TextJob
-from horde_testing.races import fire_together
 from tests.support.harness import postgres_servers, unique_model
+from tests.support.races import fire_together
 
 ROUNDS = 30
 RENAMERS = 4

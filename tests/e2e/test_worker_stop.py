@@ -11,9 +11,9 @@ import uuid
 import pytest
 import requests
 
-from horde_testing.processes import wait_until
 from tests.e2e.test_text_worker import queue_text
 from tests.support.harness import unique_model
+from tests.support.processes import wait_until
 
 LONG_WAIT_S = 20
 #: Well below LONG_WAIT_S: a stop that waited for the idle long-poll is killed at this deadline, not clean.

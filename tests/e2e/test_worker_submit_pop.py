@@ -6,9 +6,9 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from horde_testing.processes import wait_until
 from tests.support.harness import unique_model
 from tests.support.native import declaration
+from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.e2e
 QUEUED = 5

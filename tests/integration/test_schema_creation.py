@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from horde.models import create_schema
-from horde_testing.databases import PostgresDatabase, postgres_admin_url
-from horde_testing.races import fire_together
+from tests.support.databases import PostgresDatabase, postgres_admin_url
+from tests.support.races import fire_together
 
 STARTERS = 6
 ROUNDS = 5

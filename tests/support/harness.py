@@ -19,9 +19,9 @@ from horde.accounts import service as accounts
 from horde.app import init_schema
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.databases import PostgresDatabase, postgres_admin_url, redis_url
-from horde_testing.ledger import assert_balances_match_ledger
-from horde_testing.processes import Server, Worker, base_env
+from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
+from tests.support.ledger import assert_balances_match_ledger
+from tests.support.processes import Server, Worker, base_env
 
 RULES_PATH = Path(__file__).resolve().parents[1] / "e2e" / "rules.json"
 E2E_SETTINGS = {
@@ -37,14 +37,15 @@ class Harness:
     def __init__(
         self, database_url: str, settings: dict | None = None, servers: int = 1, server_database_url: str | None = None
     ):
-        """`server_database_url`: where the servers reach the database (a proxy), if not where the test does."""
+        """`server_database_url`: where the servers reach the database (a proxy), if not where the test does.
+        `servers=0`: the test starts its own (gunicorn) and appends it to `servers`; `server` and `url` stay None."""
         self.database_url = database_url
         self.runtime = Runtime.build(Settings.from_env({}, database_url=database_url))
         init_schema(self.runtime)
         self.env = base_env(server_database_url or database_url, **{**E2E_SETTINGS, **(settings or {})})
         self.servers = [Server(self.env) for _ in range(servers)]
-        self.server = self.servers[0]
-        self.url = self.server.url
+        self.server = self.servers[0] if self.servers else None
+        self.url = self.server.url if self.server else None
         self.workers: list[Worker] = []
 
     def user(self, kudos: int = 0, trusted: bool = False) -> str:

@@ -90,7 +90,7 @@ def test_no_module_edits_sys_path():
     """The project is installed (`pip install -e .`); bench scripts import their neighbours as scripts do."""
     edits = [
         str(path.relative_to(ROOT))
-        for folder in ("horde", "horde_testing", "bench", "tests", "scripts")
+        for folder in ("horde", "bench", "tests", "scripts")
         for path in (ROOT / folder).rglob("*.py")
         if "sys.path." + "insert" in path.read_text(encoding="utf-8")
         or "sys.path." + "append" in path.read_text(encoding="utf-8")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from horde_testing.llama_backend.model import (
+from tests.support.llama_backend.model import (
     CHAT_TEMPLATE,
     N_EMBD,
     N_LAYERS,

@@ -5,7 +5,7 @@ from sqlalchemy import func, select, update
 from horde.accounts import service as accounts
 from horde.accounts.models import KudosEntry, User
 from horde.chat import service
-from horde_testing.ledger import unbalanced_users
+from tests.support.ledger import unbalanced_users
 from tests.support.native import pop, queued_id, submit
 
 

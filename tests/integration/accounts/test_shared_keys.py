@@ -14,8 +14,8 @@ from horde.accounts.models import SharedKey
 from horde.chat import pricing
 from horde.chat import service as chat_service
 from horde.chat.models import ChatRequest
-from tests.integration.text.helpers import text_async, text_pop, text_submit
 from tests.support.native import declaration, pop, queue, submit
+from tests.support.text_api import text_async, text_pop, text_submit
 
 BIG_MODEL = "koboldcpp/Llama-3.3-70B-Instruct"  # 70B in the model reference: priced 8.75 times an 8B model
 SMALL_MODEL = "koboldcpp/Qwen3-8B"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, text
 
-from horde_testing.databases import PostgresDatabase, postgres_admin_url
+from tests.support.databases import PostgresDatabase, postgres_admin_url
 from tests.integration.storage.test_sql_upgrade import FIRST_SCHEMA, OLD_ROWS, UPGRADES, _apply, _read
 
 TOTALS_UPGRADE = next(path for path in UPGRADES if path.name.startswith("0011_"))

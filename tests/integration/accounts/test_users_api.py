@@ -9,8 +9,8 @@ from sqlalchemy import select, update
 from horde.accounts.models import User
 from horde.chat.tokens import text_tokens
 from horde.users.details import PAGE_SIZE
-from tests.integration.text.helpers import text_pop, text_queued, text_submit
 from tests.support.native import pop, queued_id, submit
+from tests.support.text_api import text_pop, text_queued, text_submit
 
 PRIVATE = {"worker_ids", "sharedkey_ids", "vpn", "special", "active_generations", "monthly_kudos", "suspicious"}
 PUBLIC = {

@@ -8,7 +8,7 @@ import pytest
 from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import lifecycle, request_rows
-from horde_testing.ledger import assert_balances_match_ledger
+from tests.support.ledger import assert_balances_match_ledger
 from tests.support.native import pop, queued_id, status, submit
 
 BODY = {"content": "Hi there"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.text.helpers import text_pop, text_queued
 from tests.support.native import pop, queued_id
 from tests.support.statements import sqlite_preparations
+from tests.support.text_api import text_pop, text_queued
 
 #: (pop, queue) per kind of job.
 KINDS = {"chat": (pop, queued_id), "text": (text_pop, text_queued)}

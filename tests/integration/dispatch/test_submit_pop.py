@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from horde_testing.processes import wait_until
 from tests.support.native import declaration, pop, queued_id, status, submit
+from tests.support.processes import wait_until
 
 LONG_POLL_JOIN_S = 60
 
@@ -213,7 +213,7 @@ def test_a_concurrent_submit_with_pop_and_plain_pops_give_each_job_once(client, 
     """In one process, over threads; the two-process race on PostgreSQL is in tests/e2e/test_races.py."""
     if not database_url.startswith("postgresql"):
         pytest.skip("concurrent claims are the PostgreSQL path (FOR UPDATE SKIP LOCKED)")
-    from horde_testing.races import fire_together
+    from tests.support.races import fire_together
 
     _, owner = make_user("owner")
     pop(client, owner, threads=50)

@@ -11,7 +11,7 @@ import contextlib
 import pytest
 from sqlalchemy import text
 
-from horde_testing.ledger import assert_balances_match_ledger
+from tests.support.ledger import assert_balances_match_ledger
 from tests.support.native import declaration, pop, queued_id, status
 
 FAIL_ONCE = "nextval('fold_fault_count') = 1"

@@ -9,9 +9,9 @@ import pytest
 
 from horde.events.bus import POLL_WITHOUT_EVENTS_S
 from horde.events.redis_bus import RedisEventBus
-from horde_testing import redis_server
-from horde_testing.processes import wait_until
-from horde_testing.redis_server import RedisServer
+from tests.support import redis_server
+from tests.support.processes import wait_until
+from tests.support.redis_server import RedisServer
 
 DEADLINE_S = 30.0
 

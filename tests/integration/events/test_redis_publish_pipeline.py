@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from horde.events.redis_bus import RedisEventBus
-from horde_testing.processes import free_port, wait_until
+from tests.support.processes import free_port, wait_until
 
 DEADLINE_S = 30.0
 

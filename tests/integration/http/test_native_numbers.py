@@ -29,8 +29,8 @@ from horde.text.schemas import GENERATION_INPUT_SCHEMA
 from horde.text.schemas import POP_SCHEMA as TEXT_POP_SCHEMA
 from horde.text.schemas import SUBMIT_SCHEMA as TEXT_SUBMIT_SCHEMA
 from horde.workers.schemas import FAULT_SCHEMA, POP_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA
-from tests.integration.text.helpers import text_pop, text_queued
 from tests.support.native import declaration, pop, queued_id
+from tests.support.text_api import text_pop, text_queued
 
 HUGE_NUMBERS = (2**31, 2**63, 10**30)
 NATIVE_PREFIX = "/api/v2"

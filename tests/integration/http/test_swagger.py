@@ -16,8 +16,8 @@ from horde.chat.schemas import CHAT_REQUEST_SCHEMA, ChatStatusSchema
 from horde.http.swagger import schema_definition
 from horde.text.schemas import GENERATION_INPUT_SCHEMA
 from horde.workers.schemas import POP_SCHEMA, SUBMIT_SCHEMA
-from tests.integration.text.helpers import text_pop
 from tests.support.native import ALL_FEATURES, declaration
+from tests.support.text_api import text_pop
 
 WORKER_NAME = "documented-worker"
 

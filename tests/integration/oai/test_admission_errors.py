@@ -186,7 +186,7 @@ def test_declarations_lowered_after_submit_end_in_no_worker_supports_limit(clien
 
 
 def _lower_after_queueing(client, key, runtime):
-    from horde_testing.processes import wait_until
+    from tests.support.processes import wait_until
 
     # A generous bound: a loaded CI machine can take seconds to admit the request; the wait ends when it is queued.
     wait_until(lambda: queued(runtime) == 1, timeout_s=60, what="the request to be queued")

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from horde.chat.models import ChatRequest
-from horde_testing.processes import wait_until
 from tests.support.native import pop, submit
+from tests.support.processes import wait_until
 from tests.support.statements import statements
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}

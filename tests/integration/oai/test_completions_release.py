@@ -8,9 +8,9 @@ import threading
 from sqlalchemy import select
 
 from horde.text.models import TextRequest
-from horde_testing.processes import wait_until
-from tests.integration.text.helpers import text_pop, text_submit
+from tests.support.processes import wait_until
 from tests.support.statements import statements
+from tests.support.text_api import text_pop, text_submit
 
 BODY = {"model": "m1", "prompt": "Once upon", "max_tokens": 16}
 JOIN_S = 30

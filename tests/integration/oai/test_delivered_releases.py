@@ -6,8 +6,9 @@ from sqlalchemy import select
 from horde.chat.models import ChatRequest
 from horde.events.drain import DRAIN
 from horde.oai import idempotency
-from horde_testing.processes import wait_until
+from tests.support.processes import wait_until
 from tests.support.native import pop, queued_id
+from tests.support.processes import wait_until
 from tests.support.statements import statements
 
 JOIN_S = 10

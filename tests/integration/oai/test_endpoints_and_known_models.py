@@ -1,7 +1,7 @@
 """Unserved endpoints are unsupported_endpoint; a model stays known after its worker stops declaring it."""
 
-from tests.integration.text.helpers import text_pop
 from tests.support.native import pop
+from tests.support.text_api import text_pop
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
 

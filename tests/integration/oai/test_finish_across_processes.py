@@ -13,10 +13,10 @@ from horde.app import create_app
 from horde.chat.finish import MAX_CARRIED_FINISH_BYTES
 from horde.config import Settings
 from horde.runtime import Runtime
-from horde_testing.databases import redis_url
-from horde_testing.processes import wait_until
 from tests.integration.oai.test_client_path_statements import follow_reads
+from tests.support.databases import redis_url
 from tests.support.native import pop, submit
+from tests.support.processes import wait_until
 from tests.support.statements import statements
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}

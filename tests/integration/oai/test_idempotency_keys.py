@@ -6,8 +6,8 @@ import pytest
 
 from horde.oai import idempotency
 from horde.oai.idempotency_models import IdempotencyKey
-from horde_testing.processes import wait_until
 from tests.support.native import pop, submit
+from tests.support.processes import wait_until
 
 #: Long enough for the first call to finish under load before its key expires.
 RETENTION_S = 3

@@ -8,8 +8,8 @@ from horde.chat.models import ChatRequest
 from horde.text.models import TextRequest
 from tests.integration.ops.conftest import buffered_client
 from tests.integration.ops.test_metrics import samples, value
-from tests.integration.text.helpers import text_pop
 from tests.support.native import pop
+from tests.support.text_api import text_pop
 
 
 def test_text_and_chat_requests_keep_their_client_agent_and_are_counted_by_its_name(app, runtime, make_user):

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from tests.integration.text.helpers import text_pop, text_queued, text_submit
 from tests.support.native import pop, queued_id, submit
+from tests.support.text_api import text_pop, text_queued, text_submit
 
 IMAGE_FIELDS = (
     "queued_requests",

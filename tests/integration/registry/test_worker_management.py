@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.text.helpers import find_user, text_pop, text_queued, text_status, text_submit
 from tests.support.native import declaration, pop, queued_id, status, submit
+from tests.support.text_api import find_user, text_pop, text_queued, text_status, text_submit
 
 
 def worker_id(client, name: str) -> str:

@@ -14,7 +14,7 @@ from horde.errors import ServiceUnavailable
 from horde.runtime import Runtime
 from horde.storage import database
 from horde.storage.database import is_busy, is_unavailable
-from horde_testing.tcp_proxy import proxy_database
+from tests.support.tcp_proxy import proxy_database
 
 
 @pytest.fixture

@@ -142,7 +142,7 @@ def test_admissions_roster_is_the_online_workers_and_a_retired_workers_model_sta
 
 def test_the_text_roster_is_the_online_workers_and_a_retired_workers_model_stays_known(runtime, client, make_user):
     from horde.text import known_models, roster
-    from tests.integration.text.helpers import text_pop
+    from tests.support.text_api import text_pop
 
     owner, owner_key = make_user("past-owner", trusted=True)
     for _ in range(OTHER_WORKERS):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from horde_testing.databases import PostgresDatabase, postgres_admin_url
+from tests.support.databases import PostgresDatabase, postgres_admin_url
 
 ROOT = Path(__file__).resolve().parents[3]
 FIRST_SCHEMA = ROOT / "tests" / "support" / "sql" / "0001_schema_first.sql"

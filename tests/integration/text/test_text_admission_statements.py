@@ -18,8 +18,8 @@ from horde.chat.snapshots import Snapshots
 from horde.runtime import Runtime
 from horde.text import fail_fast, service
 from horde.text.models import TextRequest
-from tests.integration.text.helpers import text_pop
 from tests.support.statements import statements
+from tests.support.text_api import text_pop
 
 #: The per-process views (a second in production) last the whole test: what is cached stays cached.
 CACHED_S = 3600

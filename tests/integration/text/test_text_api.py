@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tests.integration.text.helpers import find_user, text_async, text_pop, text_queued, text_status, text_submit
+from tests.support.text_api import find_user, text_async, text_pop, text_queued, text_status, text_submit
 
 
 def test_defaults_reach_the_worker_and_samplers_pass_unchanged(client, make_user):
@@ -254,7 +254,7 @@ def test_webhook_is_posted_after_each_generation(client, make_user):
     import json
     import threading
 
-    from horde_testing.processes import wait_until
+    from tests.support.processes import wait_until
 
     received = []
 

@@ -9,8 +9,8 @@ from sqlalchemy import update
 from horde.chat.snapshots import Snapshots
 from horde.text.models import JOB_SUBMITTED, TextJob
 from horde.timeutil import utcnow
-from tests.integration.text.helpers import find_user, text_pop, text_queued, text_submit
 from tests.support.statements import statements
+from tests.support.text_api import find_user, text_pop, text_queued, text_submit
 
 #: The per-process snapshots (a second in production) last the whole test: what is cached stays cached.
 CACHED_S = 3600

@@ -10,9 +10,9 @@ from sqlalchemy import select, update
 from horde.text.pop import ANY_MODEL_CHANNEL, text_jobs_channel
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
-from horde_testing.processes import wait_until
-from tests.integration.text.helpers import text_pop, text_queued, text_status, text_submit
+from tests.support.processes import wait_until
 from tests.support.statements import statements
+from tests.support.text_api import text_pop, text_queued, text_status, text_submit
 
 LONG_POLL_S = 30
 

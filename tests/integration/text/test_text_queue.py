@@ -2,7 +2,7 @@
 that list one of them and those that take any model; for no models, every waiting generation."""
 
 from horde.text import queue
-from tests.integration.text.helpers import text_queued
+from tests.support.text_api import text_queued
 
 
 def test_waiting_generations_by_models(client, make_user, runtime):

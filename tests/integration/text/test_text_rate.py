@@ -4,9 +4,9 @@ admission of either kind reads it in one statement: its INSERT, which sums the c
 from __future__ import annotations
 
 from horde.accounts.rate_limit import RATE_TURN_FUNCTION
-from tests.integration.text.helpers import text_pop
 from tests.support.native import pop
 from tests.support.statements import statements
+from tests.support.text_api import text_pop
 
 CHAT_BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
 TEXT_BODY = {"prompt": "Once", "models": ["m1"]}

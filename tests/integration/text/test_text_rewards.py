@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from horde.chat import pricing
-from tests.integration.text.helpers import find_user, text_pop, text_queued, text_status, text_submit
+from tests.support.text_api import find_user, text_pop, text_queued, text_status, text_submit
 
 #: A prompt of 2,000 tokens by the Horde's estimate (within the context asked): its part of the price alone is
 #: above the floor.

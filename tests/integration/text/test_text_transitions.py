@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import update
 
 from horde.text.models import TextRequest
-from tests.integration.text.helpers import find_user, text_pop, text_queued, text_status, text_submit
+from tests.support.text_api import find_user, text_pop, text_queued, text_status, text_submit
 
 
 def test_a_claim_never_takes_from_a_cancelled_request(client, make_user, runtime):

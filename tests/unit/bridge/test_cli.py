@@ -12,8 +12,7 @@ import pytest
 
 from horde.bridge.cli import build_parser, main, scripted_worker
 from horde.protocol import FEATURES
-
-from .fake_horde import WORKER_KEY, FakeHorde
+from tests.support.fake_horde import WORKER_KEY, FakeHorde
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL = "test/model"

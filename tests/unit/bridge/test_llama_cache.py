@@ -15,8 +15,7 @@ from horde.bridge.backends.slots import SlotChooser
 from horde.bridge.backends.sse import ChatStreamAccumulator
 from horde.bridge.context import JobContext
 from horde.bridge.job import Job
-
-from .fake_openai import MODEL_ID, FakeOpenAI
+from tests.support.fake_openai import MODEL_ID, FakeOpenAI
 
 
 class _Silent:

@@ -11,8 +11,7 @@ from horde.bridge.declarations import Declarations
 from horde.bridge.loop import SHUTDOWN_REASON, WorkerLoop
 from horde.bridge.rules import parse_rules
 from horde.protocol import FEATURES
-
-from .fake_horde import WORKER_KEY, FakeHorde
+from tests.support.fake_horde import WORKER_KEY, FakeHorde
 
 MODEL = "test/model"
 

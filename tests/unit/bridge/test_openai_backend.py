@@ -10,9 +10,8 @@ from horde.bridge.backends.openai_http import BackendHTTP
 from horde.bridge.cli import main
 from horde.bridge.context import JobContext
 from horde.bridge.job import Job, JobCancelled, JobFault
-
-from .fake_horde import WORKER_KEY, FakeHorde
-from .fake_openai import MODEL_ID, FakeOpenAI
+from tests.support.fake_horde import WORKER_KEY, FakeHorde
+from tests.support.fake_openai import MODEL_ID, FakeOpenAI
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
 

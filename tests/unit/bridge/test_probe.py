@@ -6,8 +6,7 @@ from horde.bridge.backends.openai_http import BackendHTTP, server_root
 from horde.bridge.backends.probe import detect_server
 from horde.bridge.backends.probe_checks import probe_server
 from horde.bridge.cli import build_parser, openai_worker
-
-from .fake_openai import MODEL_ID, FakeOpenAI
+from tests.support.fake_openai import MODEL_ID, FakeOpenAI
 
 ALL_TEXT_FEATURES = [
     "tools",

@@ -3,7 +3,7 @@
 import threading
 
 from horde.events.bus import LocalEventBus
-from horde_testing.processes import wait_until
+from tests.support.processes import wait_until
 
 WAIT_S = 60
 

@@ -5,7 +5,7 @@ import time
 
 from horde.events.drain import DRAIN
 from horde.storage.coalesced_writes import CoalescedWrites, distinct_rounds
-from horde_testing.processes import wait_until
+from tests.support.processes import wait_until
 
 JOIN_S = 10
 

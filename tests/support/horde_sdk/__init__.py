@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from horde_testing.processes import ROOT
+from tests.support.processes import ROOT
 
 SCENARIO_TIMEOUT_S = 180
 

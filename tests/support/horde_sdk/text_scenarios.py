@@ -1,6 +1,6 @@
 """horde-sdk 0.18.0 against a running Horde, run as its own process: the SDK reads AI_HORDE_URL at import.
 
-python -m tests.e2e.horde_sdk_scenarios SCENARIO '{"key": ..., ...}' prints one JSON object.
+python -m tests.support.horde_sdk.text_scenarios SCENARIO '{"key": ..., ...}' prints one JSON object.
 Scenarios: `generate` (simple client, with an SDK worker thread serving the jobs; the 0.18.0 simple
 client counts one response per text request, so with n > 1 it returns at its `timeout`, or as soon as it
 sees one generation, and the scenario then reads the status until the request is done), `cancel` (manual

@@ -1,5 +1,5 @@
 """horde-sdk 0.18.0's account calls against a running Horde, run as its own process (the SDK reads AI_HORDE_URL at
-import): python -m tests.e2e.horde_sdk_accounts '{"key": ..., "recipient_key": ..., ...}' prints one JSON object.
+import): python -m tests.support.horde_sdk.accounts '{"key": ..., "recipient_key": ..., ...}' prints one JSON object.
 
 Each call goes through the SDK's manual client and its request and response models: `FindUserRequest`,
 `ListUsersDetailsRequest`, `SingleUserDetailsRequest`, `KudosTransferRequest` (a transfer, and a refused one),

@@ -19,9 +19,9 @@ Public API::
 
 CLI::
 
-    python -m horde_testing.llama_backend build
-    python -m horde_testing.llama_backend model [PATH] [--seed N]
-    python -m horde_testing.llama_backend serve [--port P] [--ctx N] [--parallel N]
+    python -m tests.support.llama_backend build
+    python -m tests.support.llama_backend model [PATH] [--seed N]
+    python -m tests.support.llama_backend serve [--port P] [--ctx N] [--parallel N]
 
 Environment:
 
@@ -31,14 +31,14 @@ Environment:
   ``llama_cpp_python-<version>.tar.gz`` (skips the pip download).
 """
 
-from horde_testing.llama_backend.build import (
+from tests.support.llama_backend.build import (
     BINARY_NAME,
     LLAMA_CPP_PYTHON_VERSION,
     build_llama_server,
     default_cache_dir,
 )
-from horde_testing.llama_backend.model import write_tiny_model
-from horde_testing.llama_backend.server import LlamaServer, LlamaServerError, free_port
+from tests.support.llama_backend.model import write_tiny_model
+from tests.support.llama_backend.server import LlamaServer, LlamaServerError, free_port
 
 __all__ = [
     "BINARY_NAME",

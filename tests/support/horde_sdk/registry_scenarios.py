@@ -1,5 +1,5 @@
 """horde-sdk 0.18.0's status, worker and stats requests against a running Horde, run as its own process (the SDK
-reads AI_HORDE_URL at import): python -m tests.e2e.horde_sdk_registry_scenarios SCENARIO '{...}' prints one JSON
+reads AI_HORDE_URL at import): python -m tests.support.horde_sdk.registry_scenarios SCENARIO '{...}' prints one JSON
 object of what each request parsed to. Scenarios: `meta` (performance, news, heartbeat, models, stats, workers
 by name and id, teams), `manage` (ModifyWorkerRequest on and off, then DeleteWorkerRequest), `cancel` (a text
 request's DeleteTextGenerateRequest while its generation waits).

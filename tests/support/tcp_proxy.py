@@ -12,7 +12,7 @@ import contextlib
 import socket
 import threading
 
-from horde_testing.processes import free_port
+from tests.support.processes import free_port
 
 ACCEPT_TICK_S = 0.1
 CHUNK_BYTES = 65536

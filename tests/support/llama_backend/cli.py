@@ -1,4 +1,4 @@
-"""`python -m horde_testing.llama_backend build | model | serve`."""
+"""`python -m tests.support.llama_backend build | model | serve`."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import sys
 import time
 from collections.abc import Sequence
 
-from horde_testing.llama_backend.build import build_llama_server, resolve_cache_dir
-from horde_testing.llama_backend.model import write_tiny_model
-from horde_testing.llama_backend.server import LlamaServer
+from tests.support.llama_backend.build import build_llama_server, resolve_cache_dir
+from tests.support.llama_backend.model import write_tiny_model
+from tests.support.llama_backend.server import LlamaServer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m horde_testing.llama_backend",
+        prog="python -m tests.support.llama_backend",
         description="Build llama-server, write the tiny model, or serve it.",
     )
     ap.add_argument(

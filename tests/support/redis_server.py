@@ -7,7 +7,7 @@ import subprocess
 
 import redis
 
-from horde_testing.processes import free_port, wait_until
+from tests.support.processes import free_port, wait_until
 
 REDIS_SERVER = "redis-server"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.05
 
