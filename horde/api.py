@@ -71,6 +71,11 @@ def make_blueprint() -> Blueprint:
     )
     for path, namespace in NAMESPACES_BY_PATH:
         _document_errors(namespace)
+        # flask-restx keeps every Api a module-level namespace was added to, and with it that Api's app: an app
+        # made after another (the tests make one per test) would keep all the earlier ones alive. Every resource
+        # and model of a namespace is declared when its module is imported, so the latest Api is the only one
+        # it still needs to know.
+        namespace.apis.clear()
         api.add_namespace(namespace, path=path)
 
     @api.errorhandler(errors.HordeError)
