@@ -16,7 +16,8 @@ AI_HORDE_TYPE = "text"
 
 def model_stats(session: Session, settings: Settings, model: str | None = None) -> list[dict]:
     # A worker in maintenance is left out, as the AI Horde lists models (text's model_status does the same).
-    online = [worker for worker in workers.online_workers(session, settings.worker_online_window_s) if not worker.maintenance]
+    online = workers.online_workers(session, settings.worker_online_window_s)
+    online = [worker for worker in online if not worker.maintenance]
     by_model: dict[str, list] = {}
     for worker in online:
         for name in worker.models:

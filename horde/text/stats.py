@@ -35,7 +35,8 @@ SERVED = ServedRows(
 def model_status(session: Session, settings: Settings, name: str | None = None) -> list[dict]:
     """ActiveModel entries: workers, speed, queued tokens and generations, and the wait, per text model. A worker
     in maintenance is left out, as the AI Horde lists models: its clients see a model only while it is served."""
-    online = [worker for worker in roster.online_now(session, settings.worker_online_window_s) if not worker.maintenance]
+    online = roster.online_now(session, settings.worker_online_window_s)
+    online = [worker for worker in online if not worker.maintenance]
     by_model: dict[str, list] = {}
     for worker in online:
         for model in worker.text_models or ():

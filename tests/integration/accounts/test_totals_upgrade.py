@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.support.databases import PostgresDatabase, postgres_admin_url
 from tests.integration.storage.test_sql_upgrade import FIRST_SCHEMA, OLD_ROWS, UPGRADES, _apply, _read
+from tests.support.databases import PostgresDatabase, postgres_admin_url
 
 TOTALS_UPGRADE = next(path for path in UPGRADES if path.name.startswith("0011_"))
 BEFORE = [path for path in UPGRADES if path.name < TOTALS_UPGRADE.name]

@@ -18,7 +18,6 @@ from horde.events.bus import jobs_channel
 from horde.text.pop import POP_BODIES as TEXT_POP_BODIES
 from horde.timeutil import utcnow
 from horde.workers.models import Worker
-from tests.support.processes import wait_until
 from tests.support.native import pop, queued_id
 from tests.support.processes import wait_until
 from tests.support.statements import statements

@@ -6,7 +6,6 @@ from sqlalchemy import select
 from horde.chat.models import ChatRequest
 from horde.events.drain import DRAIN
 from horde.oai import idempotency
-from tests.support.processes import wait_until
 from tests.support.native import pop, queued_id
 from tests.support.processes import wait_until
 from tests.support.statements import statements
