@@ -8,7 +8,8 @@ conversations run at once through the OpenAI SDK (streamed, with usage), shaped 
 prompt that every conversation shares (an agent's instructions and tools), then turns whose new text is the size
 of a tool's result (a file read, a command's output: 1,500 to 3,000 tokens each by default), private to the
 conversation, so that a late turn's prompt is mostly the conversation's own history. Every turn resends the
-whole history, T turns. The clients name no conversation: the Horde knows each by its leading messages.
+whole history, T turns, optionally after the time the agent's tool takes to run (`--tool-ms`). The clients name
+no conversation: the Horde knows each by its leading messages.
 
 The modes alternate, rounds times: off, on, off, on, ... Each round's system prompt starts with a fresh nonce, so no
 round reads the caches another one left; the llama-servers stay up between rounds.
@@ -23,6 +24,7 @@ later turns' prompt tokens from cache, and a TTFT p50 at least 2x lower than wit
 
     .venv/bin/python bench/affinity.py              # 3 workers x 2 slots, 6 conversations x 8 turns, 2 rounds
     .venv/bin/python bench/affinity.py --conversations 12   # more conversations than slots
+    .venv/bin/python bench/affinity.py --tool-ms 1000       # the agent's tools run a second between turns
     .venv/bin/python bench/affinity.py --workers 2 --turns 4 --rounds 1 --build
 
 The machine may be shared: compare the modes of one run, not runs of different days.
@@ -235,6 +237,8 @@ def converse(
                 sent_at + ttft,
             )
         )
+        if args.tool_ms and turn < args.turns - 1:  # the agent runs the tool whose result the next turn sends
+            time.sleep(rng.uniform(0.5, 1.5) * args.tool_ms / 1000)
         messages += [
             {"role": "assistant", "content": "".join(content) or "..."},
             # the next turn's new text: a tool's result, as an agent sends it back
@@ -346,10 +350,16 @@ def main() -> int:
         default=(1500, 3000),
         help="each turn's new text, ~tokens, a size or a range (default 1500-3000: a tool's result)",
     )
+    parser.add_argument(
+        "--tool-ms",
+        type=int,
+        default=0,
+        help="the time the agent's tool runs between a reply and the next turn, p50 ms (0.5x-1.5x; default 0)",
+    )
     parser.add_argument("--max-tokens", type=int, default=16, help="each reply (default 16)")
     parser.add_argument("--wait-ms", type=int, default=300, help="HORDE_AFFINITY_WAIT_MS when on (default 300)")
     parser.add_argument(
-        "--ctx-per-slot", type=int, default=32768, help="context per slot, the tiny model's too (default 32768)"
+        "--ctx-per-slot", type=int, default=40960, help="context per slot, the tiny model's too (default 40960)"
     )
     parser.add_argument("--llama-threads", type=int, default=1, help="llama-server -t (default 1; 2 cores shared)")
     parser.add_argument("--build", action="store_true", help="build llama-server when it is not cached")
@@ -420,8 +430,9 @@ def main() -> int:
     print(
         f"{args.workers} llama-servers (tiny model, {args.slots} slots of {slot_ctx} tokens, "
         f"-t {args.llama_threads}), each behind a worker; {args.conversations} conversations at once x "
-        f"{args.turns} turns, max_tokens {args.max_tokens}; {args.rounds} round(s) per mode, alternating; "
-        f"HORDE_AFFINITY_WAIT_MS {args.wait_ms} when on; speed probe {min(speeds):.2f}-{max(speeds):.2f} s"
+        f"{args.turns} turns, max_tokens {args.max_tokens}, tool time {args.tool_ms} ms; {args.rounds} round(s) per "
+        f"mode, alternating; HORDE_AFFINITY_WAIT_MS {args.wait_ms} when on; "
+        f"speed probe {min(speeds):.2f}-{max(speeds):.2f} s"
     )
     print(
         f"Workload: a shared system prompt of {shared:.0f} tokens, then {args.user_chars[0]}-{args.user_chars[1]} "
