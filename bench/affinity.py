@@ -325,6 +325,11 @@ def summary(mode: str, turns: list[Turn], total_s: float) -> dict:
         "queue_p50": p50([turn.claimed_at - turn.admitted_at for turn in timed]),
         "claim_to_first_p50": p50([turn.first_at - turn.claimed_at for turn in timed]),
         "prompt_ms_p50": p50([turn.prompt_ms for turn in later]),
+        # of the claim to the first token, what is not llama.cpp's prompt processing: the worker's request, the
+        # server's template and tokens, the first token's way back through the worker and the Horde
+        "rest_p50": p50(
+            [turn.first_at - turn.claimed_at - turn.prompt_ms / 1000 for turn in timed if turn.prompt_ms is not None]
+        ),
         "prompt_ms_mean": mean([turn.prompt_ms for turn in later]),
         "matched": sum(turn.prompt_ms is not None for turn in later),
         "later": len(later),
@@ -472,7 +477,7 @@ def main() -> int:
         "Where a later turn's TTFT goes, p50 ms: the client's request to its admission (created_at), the admission "
         "to the claim (the first job's started_at: the queue, and with affinity the reservation's wait), the claim "
         "to the first streamed token; llama.cpp's prompt processing of the turn (its log, matched by the "
-        "uncached tokens), and the uncached tokens a turn:"
+        "uncached tokens), the rest of the claim to the first token (each turn's), and the uncached tokens a turn:"
     )
     print(
         S.table(
@@ -483,6 +488,7 @@ def main() -> int:
                 "claim to 1st token",
                 "llama prompt p50",
                 "llama prompt mean",
+                "rest",
                 "matched",
                 "uncached tokens p50",
             ],
@@ -494,6 +500,7 @@ def main() -> int:
                     S.ms(row["claim_to_first_p50"]),
                     f"{row['prompt_ms_p50']:.1f}",
                     f"{row['prompt_ms_mean']:.1f}",
+                    S.ms(row["rest_p50"]),
                     f"{row['matched']}/{row['later']}",
                     f"{row['uncached_p50']:.0f}",
                 ]
