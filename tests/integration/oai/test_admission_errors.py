@@ -1,13 +1,16 @@
 """The front's refusals at admission and while waiting: status, code, param, headers, nothing queued."""
 
+import datetime as dt
 import random
 import threading
 import time
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from horde.chat.models import ChatRequest
+from horde.timeutil import utcnow
+from horde.workers.models import Worker
 from tests.support.native import pop, queue, submit
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "Hello"}]}
@@ -90,15 +93,28 @@ def test_rate_limit(client, worker_key, runtime, make_user):
 
 
 def test_no_eligible_worker_after_the_grace_when_workers_vanish(client, worker_key, runtime):
-    runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0.2, worker_online_window_s=0.5)
-    pop(client, worker_key, max_length=8192, max_context_length=16384, threads=1)
+    runtime.settings = runtime.settings.replace(oai_no_worker_grace_s=0.2)
+    vanish = threading.Thread(target=_vanish_after_queueing, args=(runtime,))
+    vanish.start()
     response = chat(client)
+    vanish.join(60)
     assert response.status_code == 503
     assert response.json["error"]["code"] == "no_eligible_worker"
     assert response.json["error"]["metadata"]["request_id"]
     assert response.headers["x-should-retry"] == "false"
     with runtime.db.transaction() as session:
         assert session.query(ChatRequest).one().state == "cancelled"
+
+
+def _vanish_after_queueing(runtime):
+    """Once the request is queued, its only worker's last pop moves out of the online window: the worker is gone
+    whatever the machine's speed (a short window instead could lapse before the admission on a slow machine)."""
+    from tests.support.processes import wait_until
+
+    wait_until(lambda: queued(runtime) == 1, timeout_s=60, what="the request to be queued")
+    gone = utcnow() - dt.timedelta(seconds=runtime.settings.worker_online_window_s + 60)
+    with runtime.db.transaction() as session:
+        session.execute(update(Worker).values(last_pop_at=gone))
 
 
 def test_restrictions_nobody_matches_is_no_eligible_worker_at_once(client, worker_key, runtime):
