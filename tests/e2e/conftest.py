@@ -44,3 +44,18 @@ def redis_settings():
     if not url:
         pytest.skip("Redis tests need HORDE_TEST_REDIS_URL")
     return {"HORDE_REDIS_URL": url, "HORDE_REDIS_PREFIX": f"horde_test_{uuid.uuid4().hex[:12]}"}
+
+
+#: One inference thread: on two cores the Horde, its worker and the test need the other.
+LLAMA_THREADS = ("-t", "1")
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    """A real llama-server on the generated tiny model, one per module that asks (those run with HORDE_TEST_LLAMA=1)."""
+    from tests.support.llama_backend import LlamaServer, build_llama_server, write_tiny_model
+
+    binary = build_llama_server()
+    model_path = write_tiny_model(tmp_path_factory.mktemp("llama") / "tiny.gguf")
+    with LlamaServer(binary, model_path, extra_args=LLAMA_THREADS) as server:
+        yield server

@@ -16,19 +16,7 @@ pytestmark = pytest.mark.skipif(
     os.environ.get("HORDE_TEST_LLAMA") != "1", reason="set HORDE_TEST_LLAMA=1 to run against a real llama-server"
 )
 
-#: One inference thread: on two cores the Horde, its worker and the test need the other.
-LLAMA_THREADS = ("-t", "1")
 SYSTEM = "You answer questions about the AI Horde, a crowd of volunteer workers. " * 12
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    from tests.support.llama_backend import LlamaServer, build_llama_server, write_tiny_model
-
-    binary = build_llama_server()
-    model_path = write_tiny_model(tmp_path_factory.mktemp("llama") / "tiny.gguf")
-    with LlamaServer(binary, model_path, extra_args=LLAMA_THREADS) as server:
-        yield server
 
 
 @pytest.fixture

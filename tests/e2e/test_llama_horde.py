@@ -34,20 +34,6 @@ TOOLS = [
 ]
 
 
-#: One inference thread: on two cores the Horde, its worker and the test need the other.
-LLAMA_THREADS = ("-t", "1")
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    from tests.support.llama_backend import LlamaServer, build_llama_server, write_tiny_model
-
-    binary = build_llama_server()
-    model_path = write_tiny_model(tmp_path_factory.mktemp("llama") / "tiny.gguf")
-    with LlamaServer(binary, model_path, extra_args=LLAMA_THREADS) as server:
-        yield server
-
-
 @pytest.fixture
 def served(horde, llama):
     model = unique_model("llama")
