@@ -15,7 +15,8 @@ from typing import Any
 
 from horde.cooperative import pause_every
 
-#: The longest conversation key a client may send (native `conversation_key`, `prompt_cache_key`, session ids).
+#: The longest conversation key a client may send (native `conversation_key`, `prompt_cache_key`, session ids;
+#: OpenAI documents no limit for prompt_cache_key, Codex sends a 36-character session id).
 CONVERSATION_KEY_MAX_CHARS = 1024
 #: The stored key: hex of a SHA-256 of the user's id and the client's key, cut to 128 bits.
 STORED_KEY_CHARS = 32

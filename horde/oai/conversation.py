@@ -17,7 +17,7 @@ from werkzeug.datastructures import Headers
 
 from horde.chat import request_rows
 from horde.chat.conversation import CONVERSATION_KEY_MAX_CHARS, FIELD
-from horde.oai.screening.base import BAD_REQUEST, ScreeningError, empty_string, require_string
+from horde.oai.screening.base import empty_string, require_string, string_too_long
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
@@ -31,7 +31,7 @@ def of_openai(body: Mapping[str, Any], headers: Headers) -> str | None:
     """Chat completions and Responses: `prompt_cache_key`, then `session_id`, then the session header."""
     for name in _BODY_KEYS:
         if body.get(name) is not None:
-            return _checked(body[name], name)
+            return checked_key(body[name], name)
     return _header(headers, SESSION_HEADER)
 
 
@@ -45,7 +45,7 @@ def of_messages(body: Mapping[str, Any], headers: Headers) -> str | None:
     user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
     session = _claude_code_session(user_id)
     if session is not None:
-        return _checked(session, "metadata.user_id")
+        return checked_key(session, "metadata.user_id")
     return _header(headers, CLAUDE_CODE_SESSION_HEADER)
 
 
@@ -75,18 +75,14 @@ def _claude_code_session(user_id: Any) -> Any:
 
 def _header(headers: Headers, name: str) -> str | None:
     value = headers.get(name)
-    return None if value is None or not value.strip() else _checked(value.strip(), name)
+    return None if value is None or not value.strip() else checked_key(value.strip(), name)
 
 
-def _checked(value: Any, param: str) -> str:
+def checked_key(value: Any, param: str) -> str:
+    """A named conversation key: a string of 1 to CONVERSATION_KEY_MAX_CHARS characters, else refused with `param`."""
     key = require_string(value, param)
     if not key:
         raise empty_string(param)
     if len(key) > CONVERSATION_KEY_MAX_CHARS:
-        raise ScreeningError(
-            f"Invalid '{param}': string too long. Expected a string with maximum length "
-            f"{CONVERSATION_KEY_MAX_CHARS}, but got a string with length {len(key)} instead.",
-            code=BAD_REQUEST,
-            param=param,
-        )
+        raise string_too_long(param, CONVERSATION_KEY_MAX_CHARS, len(key))
     return key

@@ -137,6 +137,15 @@ def array_too_long(param: str, maximum: int, length: int) -> ScreeningError:
     )
 
 
+def string_too_long(param: str, max_chars: int, length: int) -> ScreeningError:
+    return ScreeningError(
+        f"Invalid '{param}': string too long. Expected a string with maximum length {max_chars}, "
+        f"but got a string with length {length} instead.",
+        code=BAD_REQUEST,
+        param=param,
+    )
+
+
 def empty_string(param: str) -> ScreeningError:
     return ScreeningError(
         f"Invalid '{param}': string too short. Expected a string with minimum length 1, "
@@ -224,12 +233,7 @@ def check_name(value: Any, param: str) -> str:
     if not name:
         raise empty_string(param)
     if len(name) > NAME_MAX_CHARS:
-        raise ScreeningError(
-            f"Invalid '{param}': string too long. Expected a string with maximum length "
-            f"{NAME_MAX_CHARS}, but got a string with length {len(name)} instead.",
-            code=BAD_REQUEST,
-            param=param,
-        )
+        raise string_too_long(param, NAME_MAX_CHARS, len(name))
     if not _NAME_RE.fullmatch(name):
         raise ScreeningError(
             f"Invalid '{param}': string does not match pattern. Expected a string that matches "

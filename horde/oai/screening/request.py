@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.http.contract import MAX_MODELS_PER_REQUEST
+from horde.oai import conversation
 from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
     BAD_REQUEST,
@@ -54,7 +55,6 @@ from horde.oai.screening.sampling import (
     SAMPLING_RANGES,
     screen_max_tokens,
     screen_n,
-    screen_prompt_cache_key,
     screen_reasoning_effort,
     screen_sampling_value,
     screen_seed,
@@ -264,7 +264,7 @@ def _screen_scalars(body: dict, ignored: Ignored) -> dict:
         screen_user(body["user"])
         ignored.add("user")
     if "prompt_cache_key" in body:  # acted on: the conversation's key (horde/oai/conversation.py)
-        screen_prompt_cache_key(body["prompt_cache_key"])
+        conversation.checked_key(body["prompt_cache_key"], "prompt_cache_key")
     return native
 
 

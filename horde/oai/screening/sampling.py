@@ -13,7 +13,6 @@ from typing import Any
 from horde.http.contract import MAX_STOP_SEQUENCES, REASONING_EFFORTS, SAMPLING_RANGES, TOKEN_CEILING, TOKEN_FLOOR
 from horde.oai.ignored import Ignored
 from horde.oai.screening.base import (
-    BAD_REQUEST,
     CONFLICT,
     UNSUPPORTED,
     ScreeningError,
@@ -33,8 +32,6 @@ from horde.oai.screening.base import (
 from horde.oai.screening.fields import FixedSchema, StrictBool, load_fixed_object
 
 OPENAI_TOKEN_MINIMUM = 1
-#: The longest prompt_cache_key taken (OpenAI documents no limit; Codex sends a 36-character session id).
-PROMPT_CACHE_KEY_MAX_CHARS = 1024
 SEED_MIN = -(2**63)
 SEED_MAX = 2**63 - 1
 
@@ -146,20 +143,6 @@ def screen_reasoning_effort(value: Any) -> str:
 def screen_user(value: Any) -> None:
     """user is accepted as a string and dropped."""
     require_string(value, "user")
-
-
-def screen_prompt_cache_key(value: Any) -> str:
-    """prompt_cache_key is a string of at most PROMPT_CACHE_KEY_MAX_CHARS: the conversation's key
-    (horde/oai/conversation.py)."""
-    key = require_string(value, "prompt_cache_key")
-    if len(key) > PROMPT_CACHE_KEY_MAX_CHARS:
-        raise ScreeningError(
-            f"Invalid 'prompt_cache_key': string too long. Expected a string with maximum length "
-            f"{PROMPT_CACHE_KEY_MAX_CHARS}, but got a string with length {len(key)} instead.",
-            code=BAD_REQUEST,
-            param="prompt_cache_key",
-        )
-    return key
 
 
 def screen_stream(body: dict) -> tuple[bool, bool]:

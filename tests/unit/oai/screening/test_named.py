@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from horde.chat.conversation import CONVERSATION_KEY_MAX_CHARS
 from horde.oai.screening import DEFAULT_NO_OP_PARAMETERS
-from horde.oai.screening.sampling import PROMPT_CACHE_KEY_MAX_CHARS
 from tests.support.screening import BAD, UNSUPPORTED, USER_HI, WEATHER_TOOL, assert_refused, make_body, screen
 
 #: Every value of the no-op table (each key's first), and the nullable keys sent as null.
@@ -32,7 +32,7 @@ def test_settings_the_horde_does_not_act_on_are_named():
     "value,code,message",
     [
         (7, BAD, "Invalid type for 'prompt_cache_key': expected a string, but got an integer instead."),
-        ("k" * (PROMPT_CACHE_KEY_MAX_CHARS + 1), BAD, None),
+        ("k" * (CONVERSATION_KEY_MAX_CHARS + 1), BAD, None),
     ],
 )
 def test_a_bad_prompt_cache_key_is_refused(value, code, message):
