@@ -17,7 +17,7 @@ from sqlalchemy import Row, bindparam, select
 from horde import errors
 from horde.chat import queue as chat_queue
 from horde.events.bus import request_channel
-from horde.oai.waiter import Failed, FirstRead, Keepalive, Tick
+from horde.oai.waiter import FULL_READ_S, Failed, FirstRead, Keepalive, Tick
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.text import queue, roster, service
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
     from horde.runtime import Runtime
 
-FULL_READ_S = 10.0
 _REQUESTS = table_of(TextRequest)
 #: The waiter's read of its request, on every wake: a row (every column), never an ORM object.
 _READ = select(_REQUESTS).where(_REQUESTS.c.id == bindparam("id_"))
