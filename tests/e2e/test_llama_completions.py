@@ -5,7 +5,6 @@ import os
 
 import pytest
 
-from tests.e2e.test_llama_horde import llama  # noqa: F401  (the module's llama-server fixture)
 from tests.support.harness import unique_model
 from tests.support.openapi import validate
 
@@ -15,7 +14,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def text_served(horde, llama):  # noqa: F811
+def text_served(horde, llama):
     model = unique_model("llama-text")
     horde.worker([model], "--backend", "openai", "--backend-url", llama.url, "--max-length", "256", "--kinds", "text")
     return model
