@@ -146,7 +146,10 @@ class Subscription:
 
 
 class LocalEventBus:
-    def __init__(self):
+    def __init__(self, poll_s: float | None = None):
+        """`poll_s`: how often waiters read the database instead of an event, when other processes share the
+        database without Redis (HORDE_EVENTS_POLL_S); None: events alone wake them."""
+        self._poll_s = poll_s
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[Subscription]] = {}
         #: Pollers blocked in wait(), per channel, oldest first (dict keys keep insertion order).
@@ -254,7 +257,7 @@ class LocalEventBus:
 
     def poll_interval_s(self) -> float | None:
         """None while events reach this process; else how often waiters read the database instead."""
-        return None
+        return self._poll_s
 
     def status(self) -> str:
         """What the readiness probe says of Redis: here none is configured (in-process events only)."""

@@ -32,9 +32,12 @@ def value(metrics: dict, name: str, **labels) -> float:
 
 @pytest.fixture(scope="module")
 def production(tmp_path_factory):
-    """gunicorn with two gevent processes, JSON request logs, a per-run metrics directory."""
+    """gunicorn with two gevent processes, JSON request logs, a per-run metrics directory; without Redis, each
+    process reads the database every 0.2 s to hear the other (a reply submitted to one, awaited on the other)."""
     harness = Harness(
-        f"sqlite:///{tmp_path_factory.mktemp('ops') / 'horde.db'}", settings={"HORDE_LOG_FORMAT": "json"}, servers=0
+        f"sqlite:///{tmp_path_factory.mktemp('ops') / 'horde.db'}",
+        settings={"HORDE_LOG_FORMAT": "json", "HORDE_EVENTS_POLL_S": 0.2},
+        servers=0,
     )
     server = GunicornServer(harness.env)
     harness.servers.append(server)

@@ -132,3 +132,18 @@ def test_a_handover_goes_to_the_listeners_of_the_channel_and_never_to_a_job_poll
     assert not other_channel.wait(0) and other_channel.take_handover() is None
     bus.publish("request:r")
     assert listener.wait(0) and listener.take_handover() is None, "a plain event hands nothing over"
+
+
+def test_without_a_poll_interval_only_an_event_wakes_a_waiter():
+    subscription = LocalEventBus().subscribe("request:r")
+    assert LocalEventBus().poll_interval_s() is None
+    assert subscription.wait(0.05) is False
+
+
+def test_with_a_poll_interval_a_waiter_wakes_to_read_the_database_though_nothing_was_published():
+    """HORDE_EVENTS_POLL_S: processes that share a database without Redis hear each other by reading it."""
+    bus = LocalEventBus(poll_s=0.05)
+    subscription = bus.subscribe("request:r")
+    assert bus.poll_interval_s() == 0.05
+    assert subscription.wait(WAIT_S) is True  # without the interval: False, after the whole WAIT_S
+    assert subscription.wait(WAIT_S) is True  # and again, every interval
