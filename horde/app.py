@@ -6,7 +6,19 @@ from flask import Flask, jsonify
 
 from horde.config import Settings
 from horde.errors import HordeError
+from horde.http.request_context import RUNTIME_EXTENSION
+from horde.http.request_context import runtime as current_runtime
 from horde.runtime import Runtime
+
+#: The key of app.extensions that holds the app_shape the app was built for.
+SHAPE_EXTENSION = "horde.shape"
+
+
+def app_shape(settings: Settings) -> tuple:
+    """The settings create_app builds an app from, as a hashable key: the front's prefix (its routes' prefix), the
+    CORS origins and the request log's format (horde/ops/routes.py install). An app serves any runtime whose
+    settings give its key; every other setting is read from the runtime when a request comes."""
+    return (settings.oai_prefix, settings.cors_origins, settings.log_format)
 
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> Flask:
@@ -26,17 +38,21 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.config["ERROR_404_HELP"] = False  # flask-restx would append URL guesses to every 404 message
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's default provider has it
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes  # werkzeug's backstop for any body reader
-    app.extensions["horde"] = runtime
+    app.extensions[RUNTIME_EXTENSION] = runtime
+    app.extensions[SHAPE_EXTENSION] = app_shape(settings)
+    oai_prefix = settings.oai_prefix.rstrip("/")  # shapes the routes below: read once, as they are
     app.register_blueprint(make_blueprint())
     for blueprint in make_oai_blueprints():  # OpenAI's API and Anthropic's Messages API
         app.register_blueprint(blueprint, url_prefix=settings.oai_prefix)
     install_ops(app, settings)
     app.register_blueprint(make_web_blueprint())
 
+    # What a request needs of the runtime is read when it comes (current_runtime), never kept from this build:
+    # bind_runtime may point the app at another.
     @app.before_request
     def refuse_large_bodies():
         """A declared body above HORDE_MAX_BODY_BYTES is refused on every route, before any work."""
-        request_json.check_declared_length(request, runtime.settings.max_body_bytes)
+        request_json.check_declared_length(request, current_runtime().settings.max_body_bytes)
 
     @app.get("/health")
     def health():
@@ -47,7 +63,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     def ready():
         from horde.ops.readiness import readiness
 
-        body, status, headers = readiness(runtime)
+        body, status, headers = readiness(current_runtime())
         return jsonify(body), status, headers
 
     @app.errorhandler(HordeError)
@@ -57,7 +73,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
         from horde.oai.errors import horde_error_response
 
-        if request.path.startswith(settings.oai_prefix.rstrip("/") + "/"):
+        if request.path.startswith(oai_prefix + "/"):
             return horde_error_response(error)
         return jsonify(error.to_native()), error.status, error.headers
 
@@ -71,14 +87,28 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         from horde import api
         from horde.oai.endpoints import unsupported
 
-        prefix = settings.oai_prefix.rstrip("/")
-        if request.path.startswith(prefix + "/"):
-            return unsupported(app, prefix, error)
+        if request.path.startswith(oai_prefix + "/"):
+            return unsupported(app, oai_prefix, error)
         if api.covers(request.path):
             return api.routing_error(error)
         return error
 
     return app
+
+
+def bind_runtime(app: Flask, runtime: Runtime) -> None:
+    """Point an app that create_app built at another runtime: its requests then read that runtime, and werkzeug's
+    body limit (MAX_CONTENT_LENGTH) is that runtime's HORDE_MAX_BODY_BYTES.
+
+    A server builds its app once and never calls this; the tests build one app per shape and bind it to each test's
+    runtime, since building an app (werkzeug compiling its rules, flask-restx its docs) is much of a short test's CPU.
+    Raises ValueError when the runtime's settings would have built another app (app_shape), whose routes, CORS
+    or request log this app does not have."""
+    built, wanted = app.extensions.get(SHAPE_EXTENSION), app_shape(runtime.settings)
+    if built != wanted:
+        raise ValueError(f"This app was built for {built!r}; the runtime's settings shape {wanted!r}: build another.")
+    app.config["MAX_CONTENT_LENGTH"] = runtime.settings.max_body_bytes
+    app.extensions[RUNTIME_EXTENSION] = runtime
 
 
 SCHEMA_ATTEMPTS = 5

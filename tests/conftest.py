@@ -7,11 +7,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from flask import Flask
 from sqlalchemy.engine import make_url
 
 from horde.accounts import service as accounts
-from horde.app import create_app, init_schema
+from horde.app import app_shape, bind_runtime, create_app, init_schema
 from horde.config import Settings
+from horde.http.request_context import RUNTIME_EXTENSION
 from horde.runtime import Runtime
 from tests.support.databases import PostgresDatabase, postgres_admin_url
 from tests.support.ledger import assert_balances_match_ledger
@@ -103,9 +105,42 @@ def runtime(settings, sqlite_schema):
         hub.close()
 
 
+#: This test process's apps, one per app_shape: building one per test (werkzeug compiling its rules, flask-restx
+#: its docs) was much of a short test's CPU. A test that builds its own (other settings, a second process's
+#: runtime) still calls create_app.
+_APPS_BY_SHAPE: dict[tuple, Flask] = {}
+
+
 @pytest.fixture
 def app(runtime):
-    return create_app(runtime=runtime)
+    """The process's app for the runtime's settings, bound to this test's runtime. A test must not change the app
+    (its config, its client class...): the next test gets the same one, and the teardown fails when it changed."""
+    shape = app_shape(runtime.settings)
+    app = _APPS_BY_SHAPE.get(shape)
+    if app is None:
+        app = _APPS_BY_SHAPE[shape] = create_app(runtime=runtime)
+    else:
+        bind_runtime(app, runtime)
+    before = _changeable_state(app)
+    yield app
+    try:
+        assert _changeable_state(app) == before, "a test changed the shared app: build its own with create_app"
+    finally:
+        app.extensions.pop(RUNTIME_EXTENSION)  # a request still running after its test fails, not reaching the next
+
+
+def _changeable_state(app: Flask) -> tuple:
+    """What a test could change on an app and the next test would see. (Routes, hooks and handlers added after the
+    first request Flask refuses itself.)"""
+    hooks = (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs)
+    return (
+        dict(app.config),
+        dict(app.extensions),
+        app.test_client_class,
+        app.testing,
+        app.wsgi_app,
+        [{name: list(functions) for name, functions in hook.items()} for hook in hooks],
+    )
 
 
 @pytest.fixture

@@ -12,11 +12,14 @@ from flask import current_app, request
 
 from horde.http import request_json
 
+#: The key of app.extensions that holds the app's Runtime (horde/app.py create_app and bind_runtime set it).
+RUNTIME_EXTENSION = "horde"
+
 
 def runtime() -> Any:
     """The app's Runtime (horde/runtime.py). Typed Any: this layer sits below the runtime, and each caller hands
     it on to a service that names the parts it reads (horde/accounts/parts.py and the domains' others)."""
-    return current_app.extensions["horde"]
+    return current_app.extensions[RUNTIME_EXTENSION]
 
 
 def api_key() -> str | None:

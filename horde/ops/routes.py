@@ -5,10 +5,11 @@ from __future__ import annotations
 import hmac
 import json
 
-from flask import Blueprint, Flask, Response, current_app, request
+from flask import Blueprint, Flask, Response, request
 
 from horde import errors
 from horde.config import Settings
+from horde.http.request_context import runtime as current_runtime
 from horde.observability.metrics import metrics
 from horde.observability.observer import RequestObserver, note_route
 from horde.ops import cors
@@ -33,7 +34,7 @@ def _metrics_blueprint() -> Blueprint:
 
     @blueprint.get("/metrics")
     def scrape():
-        runtime = current_app.extensions["horde"]
+        runtime = current_runtime()
         refusal = _refusal(runtime.settings.metrics_token)
         if refusal is not None:
             return refusal

@@ -14,8 +14,8 @@ class BufferedClient(FlaskClient):
 
 
 def buffered_client(app):
-    app.test_client_class = BufferedClient
-    return app.test_client()
+    """A BufferedClient of the app, leaving the app's own client class alone (tests share their app)."""
+    return BufferedClient(app, app.response_class)
 
 
 @pytest.fixture
