@@ -145,7 +145,7 @@ def test_koboldai_lite_loads_connects_generates_and_aborts(horde):
     )
     assert final["kudos"] > 0
 
-    slow = requests.post(
+    slow = requests.post(  # a second of generation (rules_text.json): the abort comes well within it
         api(horde, "/generate/text/async"),
         json=lite_payload("take your time with this one", model),
         headers=headers,
@@ -260,7 +260,9 @@ def test_sillytavern_horde_calls(horde):
     assert (done["generations"][0]["worker_name"], done["generations"][0]["model"]) == (worker.worker_name, model)
     assert done["generations"][0]["text"].startswith("You wrote: User: Hello")
 
-    slow = generate("take your time, User: Again\nBot:")  # the user stops it: /api/horde/cancel-task
+    # The user stops it (/api/horde/cancel-task) while it runs: a second (rules_text.json), which the worker finishes
+    # (a text job's generation is not interrupted) before the test's teardown stops it.
+    slow = generate("take your time, User: Again\nBot:")
     cancelled = requests.delete(api(horde, f"/generate/text/status/{slow}"), headers=agent, timeout=TIMEOUT_S)
     assert cancelled.status_code == 200 and cancelled.json()["done"] is False
     user = requests.get(api(horde, "/find_user"), headers={"apikey": key, **agent}, timeout=TIMEOUT_S).json()

@@ -177,7 +177,9 @@ def test_closed_stream_cancels_the_running_generation_uncharged(horde, text_mode
             "POST",
             horde.url + "/v1/completions",
             headers={"Authorization": f"Bearer {key}"},
-            json={"model": text_model, "prompt": "take your time", "stream": True},
+            # 4 s of generation (rules_text.json): still running when the server cancels, a keepalive (1 s) after
+            # the client went and the drop grace (1 s) later
+            json={"model": text_model, "prompt": "outlast the drop grace", "stream": True},
         ) as answer,
     ):
         request_id = answer.headers["x-request-id"]

@@ -32,7 +32,8 @@ from tests.support.smuggling import (
 )
 
 pytestmark = pytest.mark.e2e
-SETTINGS = {"HORDE_HTTP_BODY_TIMEOUT_S": 2, "HORDE_HTTP_HEADER_TIMEOUT_S": 5}
+#: A second for a body: five times the trickle below (a byte every 0.2 s), so only the whole body's deadline ends it.
+SETTINGS = {"HORDE_HTTP_BODY_TIMEOUT_S": 1, "HORDE_HTTP_HEADER_TIMEOUT_S": 5}
 
 
 @pytest.fixture(scope="module", params=["serve", "gunicorn"])

@@ -1,6 +1,7 @@
 """Streaming with the real OpenAI SDK: event order, live progress, tool calls, errors, divergence, cancel."""
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
@@ -83,14 +84,16 @@ def test_sdk_text_and_reasoning_stream_without_usage(horde):
 
 def test_live_progress_gives_more_chunks_and_the_same_final_message(horde):
     model = unique_model()
-    horde.worker([model])
+    horde.worker([model], "--threads", "2")  # the streamed and the whole answer are generated side by side
     client = horde.openai()
     messages = [{"role": "user", "content": "slow please"}]
-    with client.chat.completions.stream(model=model, messages=messages) as stream:
-        events = [event.type for event in stream]
-        final = stream.get_final_completion()
+    with ThreadPoolExecutor(1) as pool:
+        answering = pool.submit(client.chat.completions.create, model=model, messages=messages)
+        with client.chat.completions.stream(model=model, messages=messages) as stream:
+            events = [event.type for event in stream]
+            final = stream.get_final_completion()
+        whole = answering.result(timeout=60)
     assert events.count("content.delta") > 1
-    whole = client.chat.completions.create(model=model, messages=messages)
     assert final.choices[0].message.content == whole.choices[0].message.content
     assert (
         final.choices[0].message.model_extra["reasoning_content"]

@@ -9,8 +9,9 @@ import requests
 from tests.support.harness import unique_model
 from tests.support.horde_sdk import run_sdk_module
 
-# The SDK's simple client checks every 4 s and, with n > 1, may wait out its timeout (see the test): one check
-# past the timeout, then the scenario reads the status until the request is done.
+# The SDK's simple client (checking as often as the scenario's worker pops: text_scenarios.SDK_CHECK_PAUSE_S) may,
+# with n > 1, wait out its timeout (see the test): one check past the timeout, then the scenario reads the status
+# until the request is done.
 SDK_N_TIMEOUT_S = 1
 
 

@@ -65,7 +65,8 @@ def test_missing_features_are_listed(client, worker_key, runtime):
 
 
 def test_queue_unavailable_in_fail_fast_and_wait_mode(client, worker_key, runtime):
-    runtime.settings = runtime.settings.replace(oai_wait_budget_s=1)
+    # The waiter checks the budget on its keepalive cadence (5 s by default): a quarter second here.
+    runtime.settings = runtime.settings.replace(oai_wait_budget_s=1, oai_keepalive_s=0.25)
     response = chat(client)
     assert response.status_code == 503
     error = response.json["error"]

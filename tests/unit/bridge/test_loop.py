@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from horde.bridge import client as bridge_client
 from horde.bridge.backends.scripted import ScriptedBackend
 from horde.bridge.client import HordeClient
 from horde.bridge.declarations import Declarations
@@ -147,8 +148,7 @@ def test_cancel_on_progress_answer_stops_without_submit(horde):
         ),
     )
     assert horde.wait_for(lambda: len(horde.progress) >= 1)
-    time.sleep(0.5)
-    running.stop()
+    running.stop()  # waits for the job: one that went on would post its other nine steps first
     assert len(horde.progress) == 1
     assert horde.submits == [] and horde.faults == []
 
@@ -165,7 +165,8 @@ def test_never_more_jobs_in_flight_than_threads(horde):
     assert elapsed < 5 * 0.4  # two at a time, not one after the other
 
 
-def test_submit_retries_transient_errors_but_not_refusals(horde):
+def test_submit_retries_transient_errors_but_not_refusals(horde, monkeypatch):
+    monkeypatch.setattr(bridge_client, "BACKOFF_FIRST_S", 0.05)  # the retries' pauses, 0.5 s and 1 s, a tenth of that
     retried = horde.add_job(user("a"))
     refused = horde.add_job(user("b"))
     horde.submit_errors[retried] = [(503, {"message": "busy", "rc": "ServiceUnavailable"})] * 2
@@ -173,8 +174,7 @@ def test_submit_retries_transient_errors_but_not_refusals(horde):
     running = RunningLoop(horde, scripted({"match": {}, "reply": {"content": "ok"}}))
     assert horde.wait_for(lambda: horde.settled(retried), timeout_s=15)
     assert horde.wait_for(lambda: sum(a["id"] == refused for a in horde.submit_attempts) == 1)
-    time.sleep(0.3)
-    running.stop()
+    running.stop()  # waits for the refused job's thread: a retry of its submit would come before it ends
     attempts = [a["id"] for a in horde.submit_attempts]
     assert attempts.count(retried) == 3 and attempts.count(refused) == 1
     assert [s["id"] for s in horde.submits] == [retried]
