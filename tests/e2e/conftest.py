@@ -1,5 +1,5 @@
-"""End-to-end fixtures: a harness (tests/support/harness.py) per module and database; its workers stop after
-each test."""
+"""End-to-end fixtures: a harness (tests/support/harness.py) per test process and database; its workers stop
+after each test."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_
 from tests.support.harness import Harness
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def e2e_database_url(request, tmp_path_factory):
-    if request.param == "sqlite":
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _database_url(backend: str, tmp_path_factory):
+    """A fresh database on `backend`, removed afterwards; skips PostgreSQL without HORDE_TEST_DATABASE_URL."""
+    if backend == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'horde.db'}"
         return
     admin_url = postgres_admin_url()
@@ -24,9 +27,22 @@ def e2e_database_url(request, tmp_path_factory):
     database.drop()
 
 
-@pytest.fixture(scope="module")
-def horde(e2e_database_url):
-    harness = Harness(e2e_database_url)
+@pytest.fixture(scope="module", params=BACKENDS)
+def e2e_database_url(request, tmp_path_factory):
+    """A database of the module's own, for the servers a test starts itself (several, other settings)."""
+    yield from _database_url(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def _horde_database_url(request, tmp_path_factory):
+    yield from _database_url(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def horde(_horde_database_url):
+    """One server per test process and database, shared by every module that asks: a server's start is most of a
+    short test's CPU. Its tests use models and users of their own (unique_model, harness.user)."""
+    harness = Harness(_horde_database_url)
     yield harness
     harness.close()
 

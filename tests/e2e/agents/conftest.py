@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.agents import require_agents
+from tests.support.harness import Harness
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -17,5 +18,7 @@ def _agents_enabled(request):
 
 
 @pytest.fixture(scope="module")
-def e2e_database_url(tmp_path_factory):
-    return f"sqlite:///{tmp_path_factory.mktemp('agents') / 'horde.db'}"
+def horde(tmp_path_factory):
+    harness = Harness(f"sqlite:///{tmp_path_factory.mktemp('agents') / 'horde.db'}")
+    yield harness
+    harness.close()
