@@ -10,7 +10,6 @@ import pytest
 from tests.support.databases import PostgresDatabase, postgres_admin_url, redis_url
 from tests.support.harness import Harness
 
-
 BACKENDS = ["sqlite", "postgresql"]
 
 
