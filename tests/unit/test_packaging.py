@@ -1,5 +1,5 @@
 """pyproject.toml and the requirements files name the same dependencies, so neither install drifts; the lock
-pins all they pull in, within their bounds; the project is imported as installed, never through sys.path edits."""
+pins all they pull in, within their bounds; the project is imported through the venv's path, never sys.path edits."""
 
 import tomllib
 from importlib import metadata
@@ -87,7 +87,8 @@ def test_the_packages_whose_internals_the_code_uses_have_an_upper_bound():
 
 
 def test_no_module_edits_sys_path():
-    """The project is installed (`pip install -e .`); bench scripts import their neighbours as scripts do."""
+    """The venv imports the project from the checkout (scripts/setup.sh's path file); bench scripts import their
+    neighbours as scripts do."""
     edits = [
         str(path.relative_to(ROOT))
         for folder in ("horde", "bench", "tests", "scripts")
