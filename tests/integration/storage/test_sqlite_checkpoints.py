@@ -17,6 +17,7 @@ from horde.storage.sqlite_checkpoint import run_checkpoints
 
 ROW_BYTES = 3000  # a row to a page
 CHECKPOINT_WAIT_S = 10.0
+TORN_READ_RETRY_S = 0.01
 
 
 @pytest.fixture
@@ -40,11 +41,19 @@ def database(database_file):
 
 
 def rows_in_the_file(path) -> int:
-    connection = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
-    try:
-        return connection.execute("SELECT count(*) FROM filler").fetchone()[0]
-    finally:
-        connection.close()
+    """The rows the file itself holds. A read that meets pages a running checkpoint is still copying finds the file
+    malformed (`immutable=1` takes no lock): it reads again once the checkpoint has gone on."""
+    deadline = time.monotonic() + CHECKPOINT_WAIT_S
+    while True:
+        connection = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        try:
+            return connection.execute("SELECT count(*) FROM filler").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            if "malformed" not in str(exc) or time.monotonic() > deadline:
+                raise
+        finally:
+            connection.close()
+        gevent.sleep(TORN_READ_RETRY_S)
 
 
 def fill(database: Database, rows: int, per_transaction: int = 100) -> None:
