@@ -37,9 +37,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.config["RESTX_MASK_SWAGGER"] = False
     app.config["ERROR_404_HELP"] = False  # flask-restx would append URL guesses to every 404 message
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's default provider has it
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes  # werkzeug's backstop for any body reader
-    app.extensions[RUNTIME_EXTENSION] = runtime
     app.extensions[SHAPE_EXTENSION] = app_shape(settings)
+    _attach(app, runtime, settings.max_body_bytes)
     oai_prefix = settings.oai_prefix.rstrip("/")  # shapes the routes below: read once, as they are
     app.register_blueprint(make_blueprint())
     for blueprint in make_oai_blueprints():  # OpenAI's API and Anthropic's Messages API
@@ -107,7 +106,12 @@ def bind_runtime(app: Flask, runtime: Runtime) -> None:
     built, wanted = app.extensions.get(SHAPE_EXTENSION), app_shape(runtime.settings)
     if built != wanted:
         raise ValueError(f"This app was built for {built!r}; the runtime's settings shape {wanted!r}: build another.")
-    app.config["MAX_CONTENT_LENGTH"] = runtime.settings.max_body_bytes
+    _attach(app, runtime, runtime.settings.max_body_bytes)
+
+
+def _attach(app: Flask, runtime: Runtime, max_body_bytes: int) -> None:
+    """The runtime every request reads, and werkzeug's backstop for any body reader."""
+    app.config["MAX_CONTENT_LENGTH"] = max_body_bytes
     app.extensions[RUNTIME_EXTENSION] = runtime
 
 

@@ -9,7 +9,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.harness import Harness, unique_model
+from tests.support.harness import SHARED_DATABASE_SETTINGS, Harness, unique_model
 from tests.support.processes import GunicornServer, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +36,7 @@ def production(tmp_path_factory):
     process reads the database every 0.2 s to hear the other (a reply submitted to one, awaited on the other)."""
     harness = Harness(
         f"sqlite:///{tmp_path_factory.mktemp('ops') / 'horde.db'}",
-        settings={"HORDE_LOG_FORMAT": "json", "HORDE_EVENTS_POLL_S": 0.2},
+        settings={"HORDE_LOG_FORMAT": "json", **SHARED_DATABASE_SETTINGS},
         servers=0,
     )
     server = GunicornServer(harness.env)

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatJob, ChatRequest
-from tests.support.harness import Harness, unique_model, write_rules
+from tests.support.harness import SHARED_DATABASE_SETTINGS, Harness, unique_model, write_rules
 from tests.support.processes import GunicornServer, Server, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -25,9 +25,6 @@ SHORT_REPLY = "A short reply."
 # The worker pops from another server than the one the client calls: without Redis, that server hears of the
 # request at its next pop, so the worker's long-polls are short ones.
 POP_WAIT = ("--wait", "0.5")
-#: Several processes share one database without Redis: each reads it this often to hear the others
-#: (a stream on one server follows the progress its worker posts to another).
-SHARED_DATABASE = {"HORDE_EVENTS_POLL_S": 0.2}
 
 
 @pytest.fixture
@@ -101,7 +98,7 @@ def interrupted_stream_then_retry(harness, first, second, rules):
 
 
 def test_serve_ends_late_streams_and_a_retry_elsewhere_attaches(e2e_database_url, rules):
-    harness = Harness(e2e_database_url, settings={"HORDE_DRAIN_S": 1, **SHARED_DATABASE}, servers=2)
+    harness = Harness(e2e_database_url, settings={"HORDE_DRAIN_S": 1, **SHARED_DATABASE_SETTINGS}, servers=2)
     try:
         interrupted_stream_then_retry(harness, harness.servers[0], harness.servers[1], rules)
     finally:
@@ -109,7 +106,7 @@ def test_serve_ends_late_streams_and_a_retry_elsewhere_attaches(e2e_database_url
 
 
 def test_gunicorn_ends_late_streams_and_a_retry_elsewhere_attaches(e2e_database_url, rules):
-    harness = Harness(e2e_database_url, settings={"HORDE_DRAIN_S": 1, **SHARED_DATABASE})
+    harness = Harness(e2e_database_url, settings={"HORDE_DRAIN_S": 1, **SHARED_DATABASE_SETTINGS})
     production = GunicornServer(harness.env)
     harness.servers.append(production)
     try:
@@ -121,7 +118,7 @@ def test_gunicorn_ends_late_streams_and_a_retry_elsewhere_attaches(e2e_database_
 @pytest.mark.parametrize("server_class", [Server, GunicornServer], ids=["serve", "gunicorn"])
 def test_a_stream_within_the_drain_ends_normally_and_no_new_connection_is_accepted(tmp_path, rules, server_class):
     """One backend is enough here: nothing of this path differs between them."""
-    harness = Harness(f"sqlite:///{tmp_path / 'horde.db'}", settings={"HORDE_DRAIN_S": 60, **SHARED_DATABASE})
+    harness = Harness(f"sqlite:///{tmp_path / 'horde.db'}", settings={"HORDE_DRAIN_S": 60, **SHARED_DATABASE_SETTINGS})
     draining = server_class(harness.env)
     harness.servers.append(draining)
     try:

@@ -31,6 +31,9 @@ E2E_SETTINGS = {
     "HORDE_SWEEP_INTERVAL_S": 0.5,
     "HORDE_IMAGE_FETCH_ALLOW": "127.0.0.1",
 }
+#: For servers of several processes on one database without Redis (two `horde serve`, a gunicorn of two): each
+#: reads the database this often to hear what the others changed, instead of the waiters' 10 s safety net.
+SHARED_DATABASE_SETTINGS = {"HORDE_EVENTS_POLL_S": 0.2}
 
 
 class Harness:
