@@ -1,4 +1,4 @@
-"""python -m horde serve | users create|kudos | worker | schema-sql"""
+"""python -m horde serve | users create|kudos|role | worker | schema-sql"""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     kudos.add_argument("name")
     kudos.add_argument("kudos", type=int)
     kudos.set_defaults(run=_users_kudos)
+    role = users.add_parser("role", help="set a user's role (the authorization table: docs/reference/accounts.md)")
+    role.add_argument("name", help="the user's name, or name#id where names repeat")
+    role.add_argument("role", choices=("admin", "moderator", "user"))
+    role.set_defaults(run=_users_role)
     commands.add_parser("worker", help="run the reference worker (see --help after it)")
     schema = commands.add_parser("schema-sql", help="print the PostgreSQL schema")
     schema.set_defaults(run=_schema_sql)
@@ -85,6 +89,19 @@ def _users_kudos(args) -> int:
         user = accounts.find_by_name(session, args.name)
         accounts.set_kudos(session, user, args.kudos)
         print(f"{user.username} now has {user.kudos} kudos.")
+    return 0
+
+
+def _users_role(args) -> int:
+    from horde.accounts import roles
+    from horde.accounts.auth import forget_identities
+
+    runtime = _runtime()
+    with runtime.db.transaction() as session:
+        user = roles.set_role(session, args.name, args.role)
+    forget_identities(runtime)
+    print(f"{user.username}#{user.id} is now {args.role}.")
+    runtime.close()
     return 0
 
 

@@ -286,17 +286,24 @@ class MethodNotAllowed(HordeError):
 
 
 class NotOwner(HordeError):
-    """A worker changed by a user who does not own it."""
+    """A worker changed by a user who neither owns it nor moderates."""
 
     status = 403
     rc = "NotOwner"
 
 
 class NotModerator(HordeError):
-    """An action only the AI Horde's moderators may take; this Horde has none."""
+    """An action only a moderator (or the target's owner, where the authorization table says so) may take."""
 
     status = 403
     rc = "NotModerator"
+
+
+class NotAdmin(HordeError):
+    """An action only an admin (or the target user themself, where the authorization table says so) may take."""
+
+    status = 403
+    rc = "NotAdmin"
 
 
 class WorkerNameAlreadyExists(HordeError):

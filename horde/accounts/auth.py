@@ -18,6 +18,20 @@ if TYPE_CHECKING:
     from horde.accounts.parts import AccountsParts
 
 
+#: The bus channel on which a process tells every other to forget the identities it cached.
+IDENTITIES_CHANNEL = "identities"
+
+
+def forget_identities(runtime: AccountsParts) -> None:
+    """After a change that must hold from the next request on, in every process (a key replaced, a user deleted,
+    a role changed, committed before this call): this process's cache is emptied at once, and the others' as soon
+    as they hear the bus, which is before the caller's answer leaves with Redis (published and acknowledged by
+    Redis first). Without Redis, processes sharing a database forget within the poll interval
+    (HORDE_EVENTS_POLL_S), the life of their entries then."""
+    runtime.identities.forget_all()
+    runtime.bus.publish_now(IDENTITIES_CHANNEL)
+
+
 def authenticate(runtime: AccountsParts, api_key: str | None) -> Identity:
     """The caller, from this process's identity cache when it saw the key in the last seconds."""
     cache_key = accounts.identity_cache_key(api_key)

@@ -2,9 +2,10 @@
 
 Every call authenticates, and most come from the same few keys (a worker pops,
 progresses and submits with its owner's key). The cache holds only what does not
-move with the money (id, name, trust, anonymity), never the balance, keyed by the
-key's hash. An entry lives IDENTITY_CACHE_S: a change of trust (a command-line
-change, in another process) reaches the routes within that time.
+move with the money (id, name, trust, role, anonymity), never the balance, keyed by
+the key's hash. An entry lives IDENTITY_CACHE_S. A change that must take effect at
+once (a key replaced, a user deleted, a role changed) empties the cache of every
+process: horde/accounts/auth.py forget_identities, through the event bus.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Identity:
     username: str
     trusted: bool
     anonymous: bool
+    #: A horde.authz.roles.Role; a shared key never acts with it (horde/authz/roles.py effective_role).
+    role: str = "user"
     #: The caller sent one of this user's shared keys (horde/accounts/shared_keys.py): its requests are the user's,
     #: within the key's limits, which admission reads afresh (a key's limits and life are never cached here).
     shared_key_id: str | None = None
@@ -40,6 +43,7 @@ class Identity:
             username=user.username,
             trusted=bool(user.trusted),
             anonymous=bool(user.anonymous),
+            role=user.role or "user",
             shared_key_id=shared_key_id,
         )
 
@@ -62,3 +66,8 @@ class IdentityCache:
             if len(self._entries) >= self.max_entries:  # bounded: forget everything rather than grow
                 self._entries.clear()
             self._entries[key_hash] = (time.monotonic() + self.ttl_s, identity)
+
+    def forget_all(self) -> None:
+        """Drop every entry: the next call of each key reads its user afresh."""
+        with self._lock:
+            self._entries.clear()

@@ -17,25 +17,27 @@ class User(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     username: Mapped[str] = mapped_column(String(100), unique=True)
     api_key_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)
-    #: Whole kudos; always the sum of this user's ledger entries.
-    kudos: Mapped[int] = mapped_column(Integer, default=0)
+    #: Whole kudos; always the sum of this user's ledger entries. 64-bit, as every stored amount of kudos.
+    kudos: Mapped[int] = mapped_column(BigInteger, default=0)
     trusted: Mapped[bool] = mapped_column(Boolean, default=False)
     anonymous: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    #: A horde.authz.roles.Role: what the user may do beyond their own things (the authorization table).
+    role: Mapped[str] = mapped_column(String(16), default="user", server_default=text("'user'"))
 
     # Running totals for the AI Horde's user details (kudos_details, records), added to by the same statement that
     # moves the balance and writes the ledger entry (horde/accounts/moves.py): a read costs one row, however long
     # the user's history. Each kudos_* column is the sum of this user's ledger entries of its kinds. A database
     # default too: rows written before these columns existed (sql/0011_*) and by other tools start at zero.
-    kudos_accumulated: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))  # charge and reward
+    kudos_accumulated: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))  # charge and reward
     kudos_gifted: Mapped[int] = mapped_column(
-        Integer, default=0, server_default=text("0")
+        BigInteger, default=0, server_default=text("0")
     )  # gifted (sent to other users, negative)
     kudos_received: Mapped[int] = mapped_column(
-        Integer, default=0, server_default=text("0")
+        BigInteger, default=0, server_default=text("0")
     )  # received (from other users)
     kudos_admin: Mapped[int] = mapped_column(
-        Integer, default=0, server_default=text("0")
+        BigInteger, default=0, server_default=text("0")
     )  # grant and adjustment (the operator's)
     #: Generations served to this user's requests (a chat request, or one of a text request's n) and their tokens.
     requested_generations: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
@@ -52,10 +54,12 @@ class KudosEntry(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
-    amount: Mapped[int] = mapped_column(Integer)
+    amount: Mapped[int] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(16))  # a horde.accounts.moves.Kind
     request_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    #: The other user of a gift (gifted, received), or of an award or adjustment made by a moderator.
+    counterpart_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class RateCount(Base):

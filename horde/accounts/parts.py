@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from horde.accounts.identity import IdentityCache
     from horde.config import Settings
+    from horde.events.bus import LocalEventBus
     from horde.storage.database import Database
 
 
 class AccountsParts(Protocol):
     settings: Settings
     db: Database
+    bus: LocalEventBus
     identities: IdentityCache

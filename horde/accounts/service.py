@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import (
     CTE,
+    BigInteger,
     Boolean,
     ColumnElement,
     DateTime,
@@ -20,6 +23,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -31,6 +35,36 @@ from horde.accounts.moves import Kind, Move
 from horde.storage import precompiled
 from horde.storage.database import is_postgresql, table_of
 from horde.timeutil import utcnow
+
+#: The range of every stored amount of kudos (a balance, a ledger entry, a shared key's limit): 64-bit integers.
+MAX_KUDOS = 2**63 - 1
+#: PostgreSQL's SQLSTATE for arithmetic past a column's range (numeric_value_out_of_range).
+_OUT_OF_RANGE_SQLSTATE = "22003"
+
+
+@contextlib.contextmanager
+def out_of_range_refused() -> Iterator[None]:
+    """A move that would take a balance or a total past the 64-bit range is the caller's 400, never a 500: on
+    PostgreSQL the database refuses the arithmetic (the transaction then rolls back as any refusal's does)."""
+    try:
+        yield
+    except DBAPIError as error:
+        if getattr(error.orig, "sqlstate", None) != _OUT_OF_RANGE_SQLSTATE:
+            raise
+        raise _past_range() from None
+
+
+def _past_range() -> errors.HordeError:
+    return errors.BadRequest(
+        f"That would take a balance of kudos past {MAX_KUDOS:,}, the most this Horde can hold.", param="amount"
+    )
+
+
+def _within_range(balance: Any) -> int:
+    """SQLite keeps an integer past the 64-bit range as a float instead of refusing it: refuse it here."""
+    if isinstance(balance, float) or not -MAX_KUDOS - 1 <= balance <= MAX_KUDOS:
+        raise _past_range()
+    return int(balance)
 
 
 def ensure_anonymous_user(session: Session) -> User:
@@ -82,13 +116,29 @@ def authenticate(session: Session, key: str | None) -> User:
 
 
 def find_by_name(session: Session, username: str) -> User:
-    user = session.scalar(select(User).where(User.username == username))
-    if user is None:
-        raise errors.UserNotFound(f"No user named '{username}'.")
-    return user
+    """The user named `username`, or `name#id` (the AI Horde's unique alias) where names repeat."""
+    named = session.scalars(select(User).where(User.username == username, User.anonymous.is_(False)).limit(2)).all()
+    if len(named) > 1:
+        raise errors.BadRequest(f"Several users are named '{username}'; name one as name#id.", param="username")
+    if named:
+        return named[0]
+    name, separator, number = username.rpartition("#")
+    if separator and number.isascii() and number.isdecimal() and len(number) <= 10:
+        user = session.get(User, int(number))
+        if user is not None and not user.anonymous and user.username == name:
+            return user
+    raise errors.UserNotFound(f"No user named '{username}'.")
 
 
-def move_kudos(session: Session, user: User, amount: int, *, kind: str, request_id: str | None = None) -> None:
+def move_kudos(
+    session: Session,
+    user: User,
+    amount: int,
+    *,
+    kind: str,
+    request_id: str | None = None,
+    counterpart_id: int | None = None,
+) -> None:
     """The only way a balance changes: one ledger entry and the same amount added in SQL, in one transaction.
 
     The addition happens in the database (`kudos = kudos + amount`), never from a value read earlier, so
@@ -97,16 +147,19 @@ def move_kudos(session: Session, user: User, amount: int, *, kind: str, request_
     """
     if amount == 0:
         return
-    session.add(KudosEntry(user_id=user.id, amount=amount, kind=kind, request_id=request_id))
+    session.add(
+        KudosEntry(user_id=user.id, amount=amount, kind=kind, request_id=request_id, counterpart_id=counterpart_id)
+    )
     added = moves.deltas(Move(user.id, amount, kind))
-    balance = session.execute(
-        update(User)
-        .where(User.id == user.id)
-        .values({column: getattr(User, column) + value for column, value in added.items()})
-        .returning(User.kudos),
-        execution_options={"synchronize_session": False},
-    ).scalar_one()
-    set_committed_value(user, "kudos", balance)
+    with out_of_range_refused():
+        balance = session.execute(
+            update(User)
+            .where(User.id == user.id)
+            .values({column: getattr(User, column) + value for column, value in added.items()})
+            .returning(User.kudos),
+            execution_options={"synchronize_session": False},
+        ).scalar_one()
+    set_committed_value(user, "kudos", _within_range(balance))
 
 
 _USERS, _LEDGER, _SHARED_KEYS = table_of(User), table_of(KudosEntry), table_of(SharedKey)
@@ -146,7 +199,7 @@ _MOVE_WITH_ITS_ENTRY = _ADD_TO_BALANCE.add_cte(
 _USE_SHARED_KEY = (
     update(_SHARED_KEYS)
     .where(_SHARED_KEYS.c.id == bindparam("shared_key", type_=String))
-    .values(utilized=_SHARED_KEYS.c.utilized + bindparam("key_charge", type_=Integer))
+    .values(utilized=_SHARED_KEYS.c.utilized + bindparam("key_charge", type_=BigInteger))
 )
 
 
@@ -204,11 +257,11 @@ def paired_transfer_ctes(condition: ColumnElement[bool], *, shared_key: bool = F
     entries = [
         select(
             bindparam(f"entry{n}_user", type_=Integer),
-            bindparam(f"entry{n}_amount", type_=Integer),
+            bindparam(f"entry{n}_amount", type_=BigInteger),
             bindparam(f"entry{n}_kind", type_=String),
             bindparam("request", type_=String),
             bindparam("at", type_=DateTime),
-        ).where(bindparam(f"entry{n}_amount", type_=Integer) != 0, condition)
+        ).where(bindparam(f"entry{n}_amount", type_=BigInteger) != 0, condition)
         for n in (1, 2)
     ]
     columns = ["user_id", "amount", "kind", "request_id", "created_at"]
@@ -254,7 +307,9 @@ def paired_transfer_params(
 
 
 #: A user's gift (POST /kudos/transfer) taken from the sender only while its balance holds it: a compare-and-set.
-_TAKE_WITHIN_BALANCE = _ADD_TO_BALANCE.where(_USERS.c.kudos >= bindparam("at_least", type_=Integer))
+_TAKE_WITHIN_BALANCE = _ADD_TO_BALANCE.where(_USERS.c.kudos >= bindparam("at_least", type_=BigInteger))
+#: ... and given to the recipient only while its balance stays in range (SQLite would turn it into a float).
+_GIVE_WITHIN_RANGE = _ADD_TO_BALANCE.where(_USERS.c.kudos <= bindparam("at_most", type_=BigInteger))
 
 
 def gift(session: Session, sender_id: int, recipient_id: int, amount: int) -> None:
@@ -267,15 +322,23 @@ def gift(session: Session, sender_id: int, recipient_id: int, amount: int) -> No
     sent, received = Move(sender_id, -amount, Kind.GIFTED), Move(recipient_id, amount, Kind.RECEIVED)
     for move in sorted((sent, received)):
         params = {"user": move.user_id} | _added_params("add_", moves.deltas(move))
-        if move is not sent:
-            precompiled.execute(connection, _ADD_TO_BALANCE, params)
-        elif precompiled.execute(connection, _TAKE_WITHIN_BALANCE, params | {"at_least": amount}).rowcount != 1:
-            raise errors.KudosTransferNotEnough("Not enough kudos.")
+        if move is sent:
+            statement, params, refusal = _TAKE_WITHIN_BALANCE, params | {"at_least": amount}, _not_enough
+        else:
+            statement, params, refusal = _GIVE_WITHIN_RANGE, params | {"at_most": MAX_KUDOS - amount}, _past_range
+        with out_of_range_refused():
+            if precompiled.execute(connection, statement, params).rowcount != 1:
+                raise refusal()
     entries = [
         {"user_id": move.user_id, "amount": move.amount, "kind": move.kind, "request_id": None, "created_at": now}
-        for move in (sent, received)
+        | {"counterpart_id": other}
+        for move, other in ((sent, recipient_id), (received, sender_id))
     ]
     precompiled.execute_many(connection, _RECORD, entries)
+
+
+def _not_enough() -> errors.HordeError:
+    return errors.KudosTransferNotEnough("Not enough kudos.")
 
 
 def locked_balance(session: Session, user_id: int, *, lock: bool) -> int:

@@ -27,6 +27,8 @@ from horde import errors
 from horde.accounts import names, rate_limit
 from horde.accounts.identity import Identity
 from horde.accounts.models import SharedKey, User
+from horde.authz.check import authorize
+from horde.authz.rules import Action
 from horde.storage import precompiled
 from horde.storage.database import is_postgresql, table_of
 from horde.timeutil import utcnow
@@ -148,9 +150,7 @@ def _expires_at(days: int) -> dt.datetime | None:
 def create(session: Session, owner: Identity, fields: dict) -> dict:
     """POST (or PUT) /sharedkeys: a new key of `owner`, at most MAX_KEYS (MAX_KEYS_TRUSTED) a user, counted under
     the owner's row lock so that concurrent creations count each other."""
-    _refuse_other_keys(owner)
-    if owner.anonymous:
-        raise errors.AnonForbidden("The anonymous user cannot have shared keys.")
+    authorize(owner, Action.CREATE_SHARED_KEY)
     query = select(User.id).where(User.id == owner.id)
     session.scalar(query.with_for_update() if is_postgresql(session) else query)
     most = MAX_KEYS_TRUSTED if owner.trusted else MAX_KEYS
@@ -195,20 +195,13 @@ def delete(session: Session, owner: Identity, key_id: str) -> None:
 
 
 def _owned(session: Session, owner: Identity, key_id: str) -> SharedKey:
-    _refuse_other_keys(owner)
+    """The key, locked, when the authorization table lets `owner` change it: its owner's own API key alone."""
     found = canonical_id(key_id)
     key = session.get(SharedKey, found, with_for_update=is_postgresql(session)) if found else None
     if key is None:
         raise _not_found(key_id)
-    if key.user_id != owner.id:
-        raise errors.Forbidden(f"Shared Key {key.id} belongs to another user, not to {owner.username}.")
+    authorize(owner, Action.CHANGE_SHARED_KEY, owner_id=key.user_id)
     return key
-
-
-def _refuse_other_keys(owner: Identity) -> None:
-    """Keys are managed with the owner's own API key, never with a shared key (the AI Horde's rule)."""
-    if owner.shared_key_id is not None:
-        raise errors.InvalidAPIKey("A shared key cannot manage shared keys; send the owner's API key.")
 
 
 def top_up(session: Session, key_id: str, amount: int) -> None:

@@ -15,6 +15,8 @@ from horde.accounts import names, shared_keys
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import SharedKey, User
+from horde.authz.check import authorize
+from horde.authz.rules import Action
 from horde.timeutil import utcnow
 
 
@@ -22,10 +24,7 @@ def send(session: Session, sender: Identity, recipient: str, amount: int) -> int
     """Send `amount` kudos from `sender` to `recipient` (`name#id`, or a shared key's id: its owner receives the
     kudos and the key's limit rises by them); the amount sent. The sender's balance never goes below zero: the
     move is a compare-and-set in SQL (horde/accounts/service.py, gift)."""
-    if sender.shared_key_id is not None:
-        raise errors.InvalidAPIKey("A shared key cannot send kudos; send the owner's API key.")
-    if sender.anonymous:
-        raise errors.KudosTransferFromAnon("You cannot transfer Kudos from Anonymous.")
+    authorize(sender, Action.TRANSFER_KUDOS)
     user, key_id = _recipient(session, recipient)
     if user.anonymous:
         raise errors.KudosTransferToAnon("Tried to burn kudos via sending to Anonymous. Aborting.")

@@ -9,6 +9,8 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.identity import Identity
+from horde.authz.check import authorize
+from horde.authz.rules import Action
 from horde.chat import admission, affinity, conversation, images, lifecycle, model_rows, queue, request_rows, stats
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
@@ -41,6 +43,7 @@ def create(
     `request_id`: the new request's id, when the caller listens to its channel before it exists.
     `inherited_conversation`: the stored key of the conversation the request continues, when the request names
     none itself (horde/chat/conversation.py)."""
+    authorize(user, Action.GENERATE)
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
@@ -120,6 +123,8 @@ def cancel(
     streamed_chars: int = 0,
     reason: errors.HordeError | None = None,
 ) -> ChatRequest:
+    if user is not None:
+        authorize(user, Action.MANAGE_OWN_REQUEST)
     with runtime.db.transaction() as session:
         request = session.get(ChatRequest, request_id) if user is None else load_owned(session, user, request_id)
         if request is None:

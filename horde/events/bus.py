@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from horde.cooperative import pass_turn
@@ -155,6 +155,14 @@ class LocalEventBus:
         #: Pollers blocked in wait(), per channel, oldest first (dict keys keep insertion order).
         self._waiting: dict[str, dict[Subscription, None]] = {}
         self._announced: dict[str, int] = {}
+        #: Callbacks run on every event of their channel in this process, for the life of the bus (on()).
+        self._callbacks: dict[str, list[Callable[[], None]]] = {}
+
+    def on(self, channel: str, callback: Callable[[], None]) -> None:
+        """Run `callback` on every event of `channel` that reaches this process, its own included: for what a
+        process keeps for all its requests (the identity cache), rather than for one waiter."""
+        with self._lock:
+            self._callbacks.setdefault(channel, []).append(callback)
 
     def subscribe(self, *channels: str, single: bool = False) -> Subscription:
         subscription = Subscription(self, channels, single)
@@ -232,6 +240,10 @@ class LocalEventBus:
         """`handover`: what the publisher has just committed, for the listeners in this process (never a poller)."""
         self._dispatch(channel, handover)
 
+    def publish_now(self, channel: str) -> None:
+        """Publish and return once every process that hears the bus has the event: here, at once."""
+        self._dispatch(channel)
+
     def wake_all(self) -> None:
         """Wake every local subscriber: a shutdown, a lost database or lost events; each looks at why it waits."""
         with self._lock:
@@ -240,6 +252,8 @@ class LocalEventBus:
             subscription.notify()
 
     def _dispatch(self, channel: str, handover: object | None = None) -> None:
+        for callback in self._callbacks.get(channel, ()):
+            callback()
         with self._lock:
             subscribers = self._subscribers.get(channel)
             if not subscribers:

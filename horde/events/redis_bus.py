@@ -111,6 +111,17 @@ class RedisEventBus(LocalEventBus):
         self._outbox.append((channel, heard_back, b""))
         self._outbox_filled.set()
 
+    def publish_now(self, channel: str) -> None:
+        """Dispatched here at once, then published to Redis before this returns (not through the sender's
+        outbox): when Redis acknowledges, the event is in every listening process's connection, ahead of any
+        request the caller's answer may lead to. Redis unreachable: the other processes hear nothing (their
+        listeners are cut off too, and their waiters poll); logged."""
+        self._dispatch(channel)
+        try:
+            self._redis.publish(self._prefix + channel, self._others_only_mark)
+        except (redis.RedisError, OSError) as exc:
+            log.warning("publishing %s to Redis failed (%s): other processes hear it late", channel, exc)
+
     def _wake_a_poller_here(self, channel: str) -> bool:
         """Wake this process's longest waiting poller of `channel`, if one waits: a second process's poller
         woken by the same announcement would only look at the queue for nothing."""

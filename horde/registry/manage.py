@@ -1,9 +1,10 @@
-"""A worker's owner manages it: PUT /workers/{id} (maintenance, info, name, team) and DELETE /workers/{id}.
+"""A worker's owner (or a moderator) manages it: PUT /workers/{id} (maintenance, info, name, team) and DELETE.
 
-The AI Horde's rules and return codes: maintenance and info are the owner's (NotOwner), a new name or team too
-(NotModerator, as the AI Horde answers them), `paused` only a moderator's (this Horde has none). Every change of
-one PUT is one compare-and-set UPDATE of a worker that is still there, so a PUT and a DELETE fired at once never
-both win; a new name is unique by the table's constraint, so two renames to one name never both win either.
+Who may change what is the authorization table's (horde/authz/rules.py): the owner's own key or a moderator, never
+a shared key nor the anonymous user, with the AI Horde's return codes (NotOwner for maintenance and info,
+NotModerator for a name, a team or a delete). Every change of one PUT is one compare-and-set UPDATE of a worker
+that is still there, so a PUT and a DELETE fired at once never both win; a new name is unique by the table's
+constraint, so two renames to one name never both win either.
 
 A deleted worker's row stays (the jobs it ran name it, and the statistics count them): it is renamed at random
 (its name is free for a new worker), offline to both pops' windows, and off duty (horde/workers/duty.py). Its
@@ -22,6 +23,8 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.identity import Identity
+from horde.authz.check import authorize
+from horde.authz.rules import Action
 from horde.chat import service as chat_service
 from horde.chat.models import JOB_PROCESSING as CHAT_PROCESSING
 from horde.chat.models import ChatJob
@@ -67,33 +70,29 @@ def modify(runtime: Runtime, caller: Identity, worker_id: str, body: object) -> 
 
 def _changes(caller: Identity, owner_id: int, name: str, wanted: dict) -> tuple[dict, dict]:
     """The columns to write and the answer, checked in the AI Horde's order; nothing is written when one fails."""
-    owner = caller.id == owner_id and not caller.anonymous
     values: dict = {}
     answer: dict = {}
     if "maintenance" in wanted:
-        if not owner:
-            raise errors.NotOwner("Only the worker's owner may put it into maintenance or take it out.")
+        authorize(caller, Action.SET_WORKER_MAINTENANCE, owner_id=owner_id)
         values["maintenance"] = answer["maintenance"] = wanted["maintenance"]
         values["maintenance_msg"] = (wanted.get("maintenance_msg") or None) if wanted["maintenance"] else None
     if "info" in wanted:
-        if not owner:
-            raise errors.NotOwner("Only the worker's owner may set its info.")
+        authorize(caller, Action.SET_WORKER_INFO, owner_id=owner_id)
         if len(wanted["info"]) > MAX_INFO_CHARS:
             raise errors.TooLongWorkerName(f"The worker info is too long. Please stay below {MAX_INFO_CHARS}.")
         values["info"] = wanted["info"] or None
         answer["info"] = wanted["info"]
     if "paused" in wanted:
-        raise errors.NotModerator("Only a moderator may pause a worker; this Horde has none.")
+        authorize(caller, Action.PAUSE_WORKER, owner_id=owner_id)
+        raise errors.BadRequest("This Horde does not pause workers; put the worker into maintenance.", param="paused")
     if "name" in wanted:
-        if not owner:
-            raise errors.NotModerator("Only the worker's owner may rename it.")
+        authorize(caller, Action.RENAME_WORKER, owner_id=owner_id)
         _check_name(wanted["name"])
         if wanted["name"] != name:
             values["name"] = wanted["name"]
         answer["name"] = wanted["name"]
     if "team" in wanted:
-        if not owner:
-            raise errors.NotModerator("Only the worker's owner may change its team.")
+        authorize(caller, Action.SET_WORKER_TEAM, owner_id=owner_id)
         if wanted["team"] != "":
             raise errors.TeamNotFound(f"Team with ID '{wanted['team']}' not found.")
         answer["team"] = "None"  # the AI Horde's answer for a worker left without a team
@@ -132,8 +131,7 @@ def delete(runtime: Runtime, caller: Identity, worker_id: str) -> dict:
     now = utcnow()
     with runtime.db.transaction() as session:
         worker = live_worker(session, worker_id)
-        if caller.anonymous or caller.id != worker.owner_id:
-            raise errors.NotModerator("Only the worker's owner may delete it.")
+        authorize(caller, Action.DELETE_WORKER, owner_id=worker.owner_id)
         name = worker.name
         tombstone = (
             update(_WORKERS)

@@ -75,8 +75,8 @@ def declared(pop: dict) -> tuple:
 
 
 def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
-    if owner.anonymous:
-        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
+    """The worker `pop` names, made or updated; `owner` passed the authorization table's RUN_WORKER row
+    (horde/workers/service.py worker_owner)."""
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
     if worker is None:  # chat's insert, so that simultaneous first pops of a new name all succeed
         worker = workers.insert_new(

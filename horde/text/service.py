@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.accounts.models import User
+from horde.authz.check import authorize
+from horde.authz.rules import Action
 from horde.events.bus import request_channel
 from horde.http.payload import load
 from horde.stats import rollup
@@ -38,6 +40,7 @@ def create(
     client_address: str | None = None,
 ) -> admission.Admitted:
     """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing."""
+    authorize(user, Action.GENERATE)
     loaded, warnings = admission.validate(body)
     if loaded.get("webhook"):
         webhook.check(loaded["webhook"], runtime.settings)

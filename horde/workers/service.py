@@ -15,6 +15,8 @@ from horde import errors
 from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
+from horde.authz.check import authorize
+from horde.authz.rules import Action
 from horde.storage.database import Base, insert_ignoring_duplicates, is_postgresql, table_of
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
@@ -119,10 +121,7 @@ def owners_trust(session: Session, workers: list[Worker]) -> dict[int, bool]:
 
 
 def worker_owner(runtime: AccountsParts, api_key: str | None) -> Identity:
-    """The owner of a worker's key: the anonymous user and shared keys run no workers."""
+    """The owner of a worker's key: the anonymous user and shared keys run no workers (the authorization table)."""
     owner = authenticate(runtime, api_key)
-    if owner.anonymous:
-        raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
-    if owner.shared_key_id is not None:  # a shared key only pays for requests (as on the AI Horde)
-        raise errors.InvalidAPIKey("A shared key cannot run workers; send the owner's API key.")
+    authorize(owner, Action.RUN_WORKER)
     return owner

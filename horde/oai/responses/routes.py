@@ -5,6 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from horde.accounts.auth import authenticate
+from horde.authz.check import authorize
+from horde.authz.rules import Action
 from horde.http import request_json
 from horde.http.request_context import runtime
 from horde.oai import auth, ignored
@@ -37,5 +39,6 @@ def get_response(response_id: str) -> Response:
 def delete_response(response_id: str) -> Response:
     hub = runtime()
     user = authenticate(hub, auth.bearer_key(request.headers))
+    authorize(user, Action.MANAGE_OWN_REQUEST)  # the statement deletes the caller's own alone
     store.remove(hub, user.id, response_id)
     return jsonify({"id": response_id, "object": "response", "deleted": True})

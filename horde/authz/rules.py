@@ -1,0 +1,145 @@
+"""The authorization table: for every action that changes state, who may take it, whether a shared key counts,
+and how a refusal reads. The one place that says so; check.py applies it, tests/integration/authz walks every
+state-changing route through it with an own key, another user's key, a shared key, no key, a moderator and an
+admin (docs/reference/accounts.md shows it as a table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+
+from horde import errors
+
+
+class Action(StrEnum):
+    """What a route does, as the table knows it."""
+
+    GENERATE = "generate"  # queue a chat or text request (the native APIs and /v1)
+    #: Cancel a request (DELETE .../status/{id}) or delete a stored response (DELETE /v1/responses/{id}): the route
+    #: finds it among the caller's own (chat requests, responses) or by its id alone (text: the AI Horde's rule).
+    MANAGE_OWN_REQUEST = "manage_own_request"
+    RUN_WORKER = "run_worker"  # a worker's pop, progress, submit and fault
+    SET_WORKER_MAINTENANCE = "set_worker_maintenance"
+    SET_WORKER_INFO = "set_worker_info"
+    RENAME_WORKER = "rename_worker"
+    SET_WORKER_TEAM = "set_worker_team"
+    PAUSE_WORKER = "pause_worker"
+    DELETE_WORKER = "delete_worker"
+    TRANSFER_KUDOS = "transfer_kudos"
+    CREATE_SHARED_KEY = "create_shared_key"
+    CHANGE_SHARED_KEY = "change_shared_key"  # PATCH or DELETE one
+    REGISTER = "register"
+    ROTATE_API_KEY = "rotate_api_key"
+    MODIFY_USER = "modify_user"  # PUT /users/{id}: the moderators' fields
+    MODIFY_USER_AS_ADMIN = "modify_user_as_admin"  # PUT /users/{id}: kudos, usage_multiplier, moderator
+    DELETE_USER = "delete_user"
+    TIME_OUT_ADDRESS = "time_out_address"  # /operations/ipaddr
+    BLOCK_WORKER_ADDRESS = "block_worker_address"  # /operations/block_worker_ipaddr/{worker_id}
+    SET_MODES = "set_modes"  # PUT /status/modes
+    AWARD_KUDOS = "award_kudos"  # POST /kudos/award
+    READ_AUDIT = "read_audit"  # GET /operations/audit: moderators only, though it changes nothing
+
+
+class Who(Enum):
+    """Who may take an action, besides the key-kind rule. Higher roles include lower ones (roles.ROLE_RANK)."""
+
+    ANYONE = "anyone"  # no key needed
+    USER = "user"  # any user's own key
+    OWNER = "owner"  # the target's owner (a worker's, a key's, the user themself)
+    OWNER_OR_MODERATOR = "owner or moderator"
+    OWNER_OR_ADMIN = "owner or admin"
+    MODERATOR = "moderator"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True)
+class Rule:
+    who: Who
+    #: Whether one of the owner's shared keys may take it (as the owner). A shared key lends kudos for requests:
+    #: it never manages what its owner has, and never carries its owner's role.
+    shared_key: bool = False
+    #: The refusal of a caller whose role or ownership falls short, and its message.
+    refusal: type[errors.HordeError] = errors.Forbidden
+    denied: str = "You may not do this."
+    #: The refusal of the anonymous user, where a user is needed.
+    anonymous_refusal: type[errors.HordeError] = errors.AnonForbidden
+    anonymous_denied: str = "The anonymous user cannot do this; send an API key."
+
+
+def _worker_owner_or_moderator(refusal: type[errors.HordeError], denied: str) -> Rule:
+    """A change of a worker: its owner's own key or a moderator's, with the AI Horde's code for the change (the
+    anonymous user, which owns no worker, is answered the same)."""
+    return Rule(
+        Who.OWNER_OR_MODERATOR, refusal=refusal, denied=denied, anonymous_refusal=refusal, anonymous_denied=denied
+    )
+
+
+TABLE: dict[Action, Rule] = {
+    Action.GENERATE: Rule(Who.ANYONE, shared_key=True),
+    Action.MANAGE_OWN_REQUEST: Rule(Who.ANYONE, shared_key=True),  # a shared key's requests are its owner's
+    Action.RUN_WORKER: Rule(
+        Who.USER,
+        anonymous_refusal=errors.AnonForbiddenWorker,
+        anonymous_denied="The anonymous user cannot run workers.",
+    ),
+    Action.SET_WORKER_MAINTENANCE: _worker_owner_or_moderator(
+        errors.NotOwner, "Only the worker's owner or a moderator may put it into maintenance or take it out."
+    ),
+    Action.SET_WORKER_INFO: _worker_owner_or_moderator(
+        errors.NotOwner, "Only the worker's owner or a moderator may set its info."
+    ),
+    Action.RENAME_WORKER: _worker_owner_or_moderator(
+        errors.NotModerator, "Only the worker's owner or a moderator may rename it."
+    ),
+    Action.SET_WORKER_TEAM: _worker_owner_or_moderator(
+        errors.NotModerator, "Only the worker's owner or a moderator may change its team."
+    ),
+    Action.PAUSE_WORKER: Rule(
+        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may pause a worker."
+    ),
+    Action.DELETE_WORKER: _worker_owner_or_moderator(
+        errors.NotModerator, "Only the worker's owner or a moderator may delete it."
+    ),
+    Action.TRANSFER_KUDOS: Rule(
+        Who.USER,
+        anonymous_refusal=errors.KudosTransferFromAnon,
+        anonymous_denied="You cannot transfer Kudos from Anonymous.",
+    ),
+    Action.CREATE_SHARED_KEY: Rule(Who.USER, anonymous_denied="The anonymous user cannot have shared keys."),
+    Action.CHANGE_SHARED_KEY: Rule(
+        Who.OWNER,
+        denied="This shared key belongs to another user.",
+        anonymous_denied="The anonymous user cannot have shared keys.",
+    ),
+    Action.REGISTER: Rule(Who.ANYONE, shared_key=True),
+    Action.ROTATE_API_KEY: Rule(
+        Who.OWNER,
+        refusal=errors.Forbidden,
+        denied="Only the user themself may replace their API key.",
+        anonymous_denied="The anonymous user has no key of its own.",
+    ),
+    Action.MODIFY_USER: Rule(Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may change a user."),
+    Action.MODIFY_USER_AS_ADMIN: Rule(
+        Who.ADMIN,
+        refusal=errors.NotAdmin,
+        denied="Only an admin may change a user's kudos, usage multiplier or moderator role.",
+    ),
+    Action.DELETE_USER: Rule(
+        Who.OWNER_OR_ADMIN,
+        refusal=errors.NotAdmin,
+        denied="Only the user themself or an admin may delete a user.",
+        anonymous_denied="The anonymous user cannot be deleted.",
+    ),
+    Action.TIME_OUT_ADDRESS: Rule(
+        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may time out an address."
+    ),
+    Action.BLOCK_WORKER_ADDRESS: Rule(
+        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may block a worker's address."
+    ),
+    Action.SET_MODES: Rule(Who.ADMIN, refusal=errors.NotAdmin, denied="Only an admin may change the Horde's modes."),
+    Action.AWARD_KUDOS: Rule(Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may award kudos."),
+    Action.READ_AUDIT: Rule(
+        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may read the audit trail."
+    ),
+}
