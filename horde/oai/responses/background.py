@@ -208,8 +208,7 @@ def _render_final(runtime: Runtime, user_id: int, kept: recipe.Recipe, request: 
     writer = BackgroundWriter(request, kept.body, kept.shape(runtime, user_id))
     writer.opening_events()
     writer.entries(follow.every_entry(runtime, request.id))
-    if not writer.ended:
-        writer.finish(request)
+    writer.finish(request)
     assert writer.final is not None, "a finished rendering has its last response"
     return writer.final
 
@@ -248,7 +247,7 @@ def _events(runtime: Runtime, user_id: int, first: ChatRequest, kept: recipe.Rec
         if request.attempts:
             chunks += writer.start()
         chunks += writer.entries(item.entries)
-        if item.last and not writer.ended:
+        if item.last:
             chunks += writer.finish(request)
         for number, chunk in writer.numbered(chunks):
             if number > after:

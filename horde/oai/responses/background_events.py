@@ -80,7 +80,10 @@ class BackgroundWriter(ResponsesWriter):
         return out
 
     def finish(self, request: ChatRequest) -> list[bytes]:
-        """The last events, from the request as it ended (its payload read)."""
+        """The last events, from the request as it ended (its payload read); none when the sequence ended already
+        (its kept progress ended it)."""
+        if self.ended:
+            return []
         out = self.start() if request.attempts else []
         self._ending, self.ended = request, True
         if request.state == CANCELLED and request.fault_rc is None:  # the client's cancel
