@@ -6,13 +6,12 @@ record without a request, which reads as not found and is purged with the others
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import CursorResult, delete, select
 
 from horde.background.models import BackgroundRequest, ProgressEntry
-from horde.storage.database import insert_ignoring_duplicates
+from horde.storage.database import insert_once_kept
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -21,17 +20,8 @@ if TYPE_CHECKING:
 
 def write(runtime: Runtime, user_id: int, public_id: str, request_id: str, recipe: dict) -> None:
     """Insert once: a retry of the same request (Idempotency-Key, an SDK retry) finds it there and adds nothing."""
-    now = utcnow()
-    row = {
-        "id": public_id,
-        "user_id": user_id,
-        "request_id": request_id,
-        "recipe": recipe,
-        "created_at": now,
-        "expires_at": now + dt.timedelta(seconds=runtime.settings.responses_retention_s),
-    }
-    with runtime.db.transaction() as session:
-        insert_ignoring_duplicates(session, BackgroundRequest, [row], "id")
+    row = {"id": public_id, "user_id": user_id, "request_id": request_id, "recipe": recipe}
+    insert_once_kept(runtime.db, BackgroundRequest, row, runtime.settings.responses_retention_s)
 
 
 def find(runtime: Runtime, user_id: int, public_id: str) -> BackgroundRequest | None:
