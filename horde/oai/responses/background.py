@@ -21,7 +21,7 @@ from horde.accounts.identity import Identity
 from horde.background import cancel as cancelling
 from horde.background import follow, records
 from horde.background.models import BackgroundRequest
-from horde.chat import service
+from horde.chat import request_rows, service
 from horde.chat.models import DONE, FINAL_STATES, ChatRequest, new_id
 from horde.http.client_address import client_address
 from horde.oai import auth, conversation, idempotency, ignored, stream
@@ -87,7 +87,15 @@ def answer_call(call: BackgroundCall, user: Identity, headers: Headers, environ:
     return result
 
 
-def _create(call, user, headers, key, digest, address, kept: dict) -> ChatRequest:
+def _create(
+    call: BackgroundCall,
+    user: Identity,
+    headers: Headers,
+    key: str | None,
+    digest: str,
+    address: str,
+    kept: dict,
+) -> ChatRequest:
     """The record first, then the request: a request never runs without its record."""
     runtime = call.runtime
     request_id = new_id()
@@ -137,7 +145,7 @@ def load_settled(
         record = records.find(runtime, user_id, response_id)
         if record is None:
             raise
-        request = service.read(runtime, record.request_id)
+        request = _as_polled(runtime, record.request_id)
         if request is None:
             raise
     body = _current(runtime, user_id, recipe.from_json(record.recipe), request)
@@ -152,7 +160,7 @@ def load_settled(
 
 def stream_events(runtime: Runtime, user: Identity, response_id: str, after: int) -> Response:
     """GET /v1/responses/{id}?stream=true&starting_after=N: the events after N, then the live rest."""
-    record, request = _background(runtime, user, response_id, "Cannot stream a synchronous response.")
+    record, request = _background(runtime, user, response_id, "Cannot stream a synchronous response.", whole=True)
     kept = recipe.from_json(record.recipe)
     return _stream_response(
         runtime, user.id, request, kept, after, ignored.headers(kept.ignored, request.context_adjustments)
@@ -179,16 +187,23 @@ def forget(runtime: Runtime, user: Identity, response_id: str) -> bool:
 
 
 def _background(
-    runtime: Runtime, user: Identity, response_id: str, synchronous: str
+    runtime: Runtime, user: Identity, response_id: str, synchronous: str, *, whole: bool = False
 ) -> tuple[BackgroundRequest, ChatRequest]:
-    """The user's background response and its request; a stored response created without `background` is
-    refused with `synchronous`, as OpenAI refuses it (400)."""
+    """The user's background response and its request (`whole`: with its payload, as polled otherwise); a stored
+    response created without `background` is refused with `synchronous`, as OpenAI refuses it (400)."""
     record = records.find(runtime, user.id, response_id)
-    request = service.read(runtime, record.request_id) if record is not None else None
+    read = service.read if whole else _as_polled
+    request = read(runtime, record.request_id) if record is not None else None
     if record is None or request is None:
         store.load(runtime, user.id, response_id, "response_id")  # 404 unless it is a stored synchronous response
         raise errors.ResponseNotBackground(synchronous, param="response_id")
     return record, request
+
+
+def _as_polled(runtime: Runtime, request_id: str) -> ChatRequest | None:
+    """The request's row without its payload (the prompt, possibly large) until it ended: a poll's read."""
+    with runtime.db.read() as session:
+        return request_rows.follow_request(session, request_id)
 
 
 def _current(runtime: Runtime, user_id: int, kept: recipe.Recipe, request: ChatRequest) -> dict:
