@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 from sqlalchemy import CursorResult, delete, select
 
 from horde.background.models import BackgroundRequest, ProgressEntry
-from horde.storage.database import insert_once_kept
+from horde.storage.retention import insert_once_kept
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:

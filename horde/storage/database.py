@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import functools
 import logging
 import sqlite3
@@ -41,7 +40,6 @@ from sqlalchemy.sql.elements import SQLCoreOperations
 from horde import errors
 from horde.storage.pg_cursor import DescribedOnceCursor
 from horde.storage.pg_hub_wait import HubWaitConnection, waits_on_the_hub
-from horde.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 #: The operating system's select even under gevent's patching: a zero-timeout look never yields.
@@ -216,14 +214,6 @@ def insert_ignoring_duplicates(session: Session, table: type[Base], rows: list[d
         return
     insert = postgresql_insert if is_postgresql(session) else sqlite_insert
     session.execute(insert(table).values(rows).on_conflict_do_nothing(index_elements=[key]))
-
-
-def insert_once_kept(db: Database, table: type[Base], row: dict, keep_s: float) -> None:
-    """Insert `row` unless its `id` is there (a replay adds nothing), created now and expiring `keep_s` later."""
-    now = utcnow()
-    kept = {**row, "created_at": now, "expires_at": now + dt.timedelta(seconds=keep_s)}
-    with db.transaction() as session:
-        insert_ignoring_duplicates(session, table, [kept], "id")
 
 
 class Database:

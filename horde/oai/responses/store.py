@@ -8,7 +8,7 @@ from sqlalchemy import CursorResult, delete, select
 
 from horde import errors
 from horde.oai.responses.models import StoredResponse
-from horde.storage.database import insert_once_kept
+from horde.storage.retention import insert_once_kept
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
