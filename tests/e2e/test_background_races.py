@@ -60,7 +60,9 @@ def test_cancels_a_submit_and_a_progress_at_once_end_the_request_once():
             request_id = created.headers["x-request-id"]
             created.close()  # a background stream's client may go: nothing is cancelled
             response_id = "resp_" + request_id.replace("-", "")
-            job = call(second, "POST", "/api/v2/generate/chat/pop", owner, worker).json()["id"]
+            popped = call(second, "POST", "/api/v2/generate/chat/pop", owner, dict(worker, wait=5)).json()
+            job = popped["id"]
+            assert job is not None, (round_number, popped)
             progress = {"id": job, "content": PARTIAL}
             assert call(first, "POST", "/api/v2/generate/chat/progress", owner, progress).json() == {"cancel": False}
             cancel = f"/v1/responses/{response_id}/cancel"

@@ -18,8 +18,7 @@ def _columns(path: Path) -> dict[str, set[tuple]]:
         tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         # Each column as (name, type, not null, default, primary key): an added column comes last, its place aside.
         return {
-            table: {row[1:] for row in connection.execute(f"PRAGMA table_info({table})").fetchall()}
-            for table in tables
+            table: {row[1:] for row in connection.execute(f"PRAGMA table_info({table})").fetchall()} for table in tables
         }
 
 
