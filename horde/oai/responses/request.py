@@ -75,7 +75,8 @@ DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
     "conversation": (None,),
     "prompt": (None,),
 }
-#: A background response is kept to be polled: OpenAI's wording (docs/reference/responses.md, Background).
+#: A background response is kept to be polled. OpenAI refuses the pair; its exact words were not found recorded, these
+#: are those of the OpenAI-compatible servers that copy the refusal (docs/reference/responses.md, Background).
 BACKGROUND_WITHOUT_STORE = "background can only be used when `store` is true"
 TEXT_FORMATS = ("text", "json_object", "json_schema")
 TRUNCATION_MODES = ("auto", "disabled")
