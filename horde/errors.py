@@ -108,6 +108,18 @@ class ResponseNotFound(HordeError):
     rc = "response_not_found"
 
 
+class ResponseNotBackground(HordeError):
+    """A cancel, or a GET with `stream=true`, of a stored response that was not created with `background: true`."""
+
+    rc = "response_not_background"
+
+
+class ResponseInProgress(HordeError):
+    """previous_response_id (or an item reference) names a background response that has not ended yet."""
+
+    rc = "response_in_progress"
+
+
 class UnsupportedEndpoint(HordeError):
     """A path under the front's prefix that the Horde does not serve (404), or a wrong method on one (405)."""
 

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, Table, inspect
 
 from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
+from horde.background.models import BackgroundRequest, ProgressEntry
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import ServerSecret, StoredResponse
@@ -33,6 +34,8 @@ MODELS = (
     IdempotencyKey,
     StoredResponse,
     ServerSecret,
+    BackgroundRequest,
+    ProgressEntry,
     TextRequest,
     TextRequestModel,
     TextJob,

@@ -12,6 +12,16 @@ CREATE TABLE known_text_models (
 );
 
 
+CREATE TABLE progress_entries (
+	request_id VARCHAR(36) NOT NULL, 
+	seq INTEGER NOT NULL, 
+	job_id VARCHAR(36) NOT NULL, 
+	content TEXT NOT NULL, 
+	reasoning TEXT NOT NULL, 
+	PRIMARY KEY (request_id, seq)
+);
+
+
 CREATE TABLE rate_counts (
 	user_id INTEGER NOT NULL, 
 	client_address VARCHAR(64) NOT NULL, 
@@ -78,6 +88,21 @@ CREATE TABLE users (
 
 CREATE UNIQUE INDEX ix_users_api_key_hash ON users (api_key_hash);
 
+CREATE TABLE background_requests (
+	id VARCHAR(64) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	request_id VARCHAR(36) NOT NULL, 
+	recipe JSON NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(user_id) REFERENCES users (id), 
+	UNIQUE (request_id)
+);
+
+CREATE INDEX ix_background_requests_expires_at ON background_requests (expires_at);
+CREATE INDEX ix_background_requests_user_id ON background_requests (user_id);
+
 CREATE TABLE chat_requests (
 	id VARCHAR(36) NOT NULL, 
 	user_id INTEGER NOT NULL, 
@@ -115,6 +140,7 @@ CREATE TABLE chat_requests (
 	progress_content TEXT, 
 	progress_reasoning TEXT, 
 	progress_seq INTEGER NOT NULL, 
+	progress_log INTEGER DEFAULT 0 NOT NULL, 
 	fault_rc VARCHAR(50), 
 	fault_message TEXT, 
 	conversation_key VARCHAR(32), 

@@ -19,7 +19,7 @@ from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.chat import affinity, context, conversation, pricing, queue, request_rows, requirements
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
-from horde.chat.models import WAITING, ChatRequest, new_id
+from horde.chat.models import PROGRESS_NOT_KEPT, WAITING, ChatRequest, new_id
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
 from horde.chat.tokens import count_images
 from horde.config import Settings
@@ -74,6 +74,7 @@ def admit(
     request_id: str | None = None,
     roster_generation: int | None = None,
     conversation_key: str | None = None,
+    progress_log: int = PROGRESS_NOT_KEPT,
 ) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
@@ -94,6 +95,7 @@ def admit(
         "body_hash": body_hash,
         "holders": holders,
         "conversation_key": conversation_key,
+        "progress_log": progress_log,
     }
     turn = _RateTurn(session, settings, user, client_address if user.anonymous else None)
     queue_on = functools.partial(_queue_on, session, settings, native, model_param, row, turn, snapshots=snapshots)

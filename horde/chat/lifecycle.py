@@ -36,6 +36,8 @@ from horde.chat.models import (
     JOB_REFUSED,
     JOB_SUBMITTED,
     PROCESSING,
+    PROGRESS_KEPT_SHOWN,
+    PROGRESS_NOT_KEPT,
     WAITING,
     ChatJob,
     ChatRequest,
@@ -47,9 +49,13 @@ from horde.timeutil import utcnow
 from horde.workers.models import Worker
 
 _REQUESTS, _JOBS, _WORKERS = table_of(ChatRequest), table_of(ChatJob), table_of(Worker)
+#: With the request's progress_log: whether a progress must be kept (horde/background) costs no round trip more.
 _OWNED_JOB = (
-    select(_JOBS.c.id, _JOBS.c.request_id, _JOBS.c.model, _JOBS.c.worker_id, _WORKERS.c.owner_id)
+    select(
+        _JOBS.c.id, _JOBS.c.request_id, _JOBS.c.model, _JOBS.c.worker_id, _WORKERS.c.owner_id, _REQUESTS.c.progress_log
+    )
     .join_from(_JOBS, _WORKERS, _JOBS.c.worker_id == _WORKERS.c.id)
+    .join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id)
     .where(_JOBS.c.id == bindparam("job"))
 )
 _REQUEST_COLUMNS = (
@@ -67,6 +73,7 @@ _REQUEST_COLUMNS = (
     _REQUESTS.c.current_job_id,
     _REQUESTS.c.kudos_estimate,
     _REQUESTS.c.shared_key_id,
+    _REQUESTS.c.progress_log,
 )
 _READ_REQUEST = select(*_REQUEST_COLUMNS).where(_REQUESTS.c.id == bindparam("request"))
 #: A worker's call in one round trip: its job, the job's worker's owner, and the request under its row lock.
@@ -209,6 +216,13 @@ class OwnedJob:
     model: str
     worker_id: str
     owner_id: int
+    #: The request's: PROGRESS_NOT_KEPT, or its progress posts are kept (horde/background).
+    progress_log: int = PROGRESS_NOT_KEPT
+
+
+#: Keeps a progress post of a request whose progress is kept, before the post's text is stored: (session, job,
+#: content, reasoning) -> False when it ended the request instead (the post is then refused as for an ended job).
+KeepProgress = Callable[[Session, OwnedJob, str, str], bool]
 
 
 def owned_job(session: Session, owner: User | Identity, job_id: str) -> OwnedJob:
@@ -241,20 +255,20 @@ def lock_request(session: Session, request_id: str) -> ChatRequest:
     )
 
 
-def progress(session: Session, owner: User | Identity, body: dict) -> tuple[bool, str]:
+def progress(
+    session: Session, owner: User | Identity, body: dict, keep: KeepProgress | None = None
+) -> tuple[bool, str]:
     """Store the text so far in one conditional statement; (stop, request id), stop when the job is no longer
-    its request's running job."""
+    its request's running job. A request whose progress is kept has `keep` run first, in the same transaction."""
     job = owned_job(session, owner, body["id"])
+    content, reasoning = body.get("content") or "", body.get("reasoning_content") or ""
+    if keep is not None and job.progress_log != PROGRESS_NOT_KEPT and not keep(session, job, content, reasoning):
+        return True, job.request_id
     stored = (
         session.connection()
         .execute(
             _STORE_PROGRESS_WITHOUT_FLUSH if is_postgresql(session) else _STORE_PROGRESS,
-            {
-                "request": job.request_id,
-                "job": job.id,
-                "content": body.get("content") or "",
-                "reasoning": body.get("reasoning_content") or "",
-            },
+            {"request": job.request_id, "job": job.id, "content": content, "reasoning": reasoning},
         )
         .rowcount
     )
@@ -472,8 +486,9 @@ def _restart_or_fault(
     session: Session, settings: Settings, request: Any, job_id: str, rc: str, message: str
 ) -> str | None:
     """Put the request back in the queue, or fault it after its last attempt; its new state, or None when the
-    job was no longer the request's running one."""
-    final = request.attempts >= settings.max_attempts
+    job was no longer the request's running one. A request whose kept progress showed text (a background-streamed
+    response's) is faulted at once: what a client read cannot be taken back to start over."""
+    final = request.attempts >= settings.max_attempts or request.progress_log == PROGRESS_KEPT_SHOWN
     statement, state = (_FAULT, FAULTED) if final else (_RESTART, WAITING)
     params = {"request": request.id, "job": job_id, "rc": rc, "message": message, "at": utcnow()}
     return state if precompiled.execute(session.connection(), statement, params).rowcount == 1 else None

@@ -45,6 +45,10 @@ FINAL_STATES = (DONE, FAULTED, CANCELLED)
 JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED = JobState.PROCESSING, JobState.SUBMITTED, JobState.ABORTED
 JOB_FAULTED, JOB_REFUSED, JOB_CANCELLED = JobState.FAULTED, JobState.REFUSED, JobState.CANCELLED
 
+#: Whether a request's progress posts are kept in order (horde/background, a background-streamed response replays
+#: them), and whether some text was kept: a request whose kept text a client may have read is never started over.
+PROGRESS_NOT_KEPT, PROGRESS_KEPT, PROGRESS_KEPT_SHOWN = 0, 1, 2
+
 #: Priority classes: users with kudos are served before everyone else (docs/reference/chat_requests.md).
 PRIORITY_CLASS_KUDOS, PRIORITY_CLASS_OTHERS = 0, 1
 
@@ -143,6 +147,8 @@ class ChatRequest(Base):
     progress_content: Mapped[str | None] = mapped_column(Text, nullable=True)
     progress_reasoning: Mapped[str | None] = mapped_column(Text, nullable=True)
     progress_seq: Mapped[int] = mapped_column(Integer, default=0)
+    #: PROGRESS_NOT_KEPT, PROGRESS_KEPT or PROGRESS_KEPT_SHOWN.
+    progress_log: Mapped[int] = mapped_column(Integer, default=PROGRESS_NOT_KEPT, server_default=text("0"))
     fault_rc: Mapped[str | None] = mapped_column(String(50), nullable=True)
     fault_message: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: The conversation the request continues, hashed with its user's id (horde/chat/conversation.py).

@@ -12,7 +12,7 @@ from horde.accounts.identity import Identity
 from horde.authz.check import authorize
 from horde.authz.rules import Action
 from horde.chat import admission, affinity, conversation, images, lifecycle, model_rows, queue, request_rows, stats
-from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
+from horde.chat.models import DONE, PROCESSING, PROGRESS_KEPT, PROGRESS_NOT_KEPT, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events.bus import announce_jobs, request_channel
 from horde.stats import rollup
@@ -37,12 +37,14 @@ def create(
     client_address: str | None = None,
     request_id: str | None = None,
     inherited_conversation: str | None = None,
+    keep_progress: bool = False,
 ) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job.
 
     `request_id`: the new request's id, when the caller listens to its channel before it exists.
     `inherited_conversation`: the stored key of the conversation the request continues, when the request names
-    none itself (horde/chat/conversation.py)."""
+    none itself (horde/chat/conversation.py). `keep_progress`: every progress post is kept in order
+    (horde/background), for a stream that any process replays."""
     authorize(user, Action.GENERATE)
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
@@ -66,6 +68,7 @@ def create(
             request_id=request_id,
             roster_generation=runtime.checkins.generation,
             conversation_key=conversation_key,
+            progress_log=PROGRESS_KEPT if keep_progress else PROGRESS_NOT_KEPT,
         )
     runtime.snapshots.queue_changed()
     announce(runtime, request)

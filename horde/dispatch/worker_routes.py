@@ -6,10 +6,11 @@ pop counts the worker's chat and text jobs against its threads. The text ones li
 
 from flask_restx import Namespace, Resource
 
+from horde.background import progress_log
 from horde.chat import lifecycle
 from horde.dispatch import pop as pop_service
 from horde.dispatch import worker_calls
-from horde.events.bus import progress_channel
+from horde.events.bus import progress_channel, request_channel
 from horde.http.payload import load
 from horde.http.request_context import api_key, json_body, raw_body, runtime
 from horde.http.swagger import body_model
@@ -59,9 +60,12 @@ class Progress(Resource):
         body = load(PROGRESS_SCHEMA, json_body())
         hub = runtime()
         owner = pop_service.worker_owner(hub, api_key())
+        keeper = progress_log.Keeper(hub.settings)  # runs only for a request whose progress is kept
         with hub.db.transaction() as session:
-            stop, request_id = lifecycle.progress(session, owner, body)
-        if not stop:
+            stop, request_id = lifecycle.progress(session, owner, body, keep=keeper)
+        if keeper.ended:
+            hub.bus.publish(request_channel(request_id))
+        elif not stop:
             hub.bus.publish(progress_channel(request_id))
         return {"cancel": stop}
 

@@ -29,6 +29,7 @@ def sweeper(runtime: Runtime) -> None:
     keys and stored responses.
     """
     from horde.accounts import rate_limit
+    from horde.background import records as background_records
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
     from horde.text import service as text_service
@@ -47,6 +48,7 @@ def sweeper(runtime: Runtime) -> None:
                     rate_limit.forget_past_seconds(session)
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)
+                background_records.purge_expired(runtime)
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:

@@ -164,7 +164,7 @@ def test_refusals_name_the_field(horde):
         ({"model": model, "input": "Hi", "tools": [{"type": "custom", "name": "apply_patch"}]}, "tools[0].type"),
         ({"model": model, "input": "Hi", "tools": [{"type": "web_search"}], "tool_choice": "required"}, "tool_choice"),
         ({"model": model, "input": "Hi", "include": ["file_search_call.results"]}, "include[0]"),
-        ({"model": model, "input": "Hi", "background": True}, "background"),
+        ({"model": model, "input": "Hi", "background": True, "store": False}, "background"),
         ({"model": model, "input": [{"type": "web_search_call", "id": "x"}]}, "input[0].type"),
         ({"model": model, "input": "Hi", "max_output_tokens": 1}, "max_output_tokens"),
         ({"model": model}, "input"),

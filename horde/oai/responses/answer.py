@@ -115,6 +115,7 @@ def echo(body: dict) -> dict:
     """The request's own settings, as OpenAI echoes them on the response."""
     text = body.get("text") or {}
     return {
+        "background": bool(body.get("background")),
         "instructions": body.get("instructions"),
         "max_output_tokens": body.get("max_output_tokens"),
         "metadata": body.get("metadata") or {},
@@ -188,7 +189,38 @@ def response_object(request: ChatRequest, body: dict, shape: Shape) -> dict:
     return result
 
 
+def partial_output(request: ChatRequest, shape: Shape) -> list[dict]:
+    """What the worker had posted when its request ended early (a cancel): its reasoning (when shown) and its
+    text, in progress. This is the text a cancel charges for."""
+    items = []
+    if shape.include_reasoning and request.progress_reasoning:
+        items.append(reasoning_item(request.id, request.progress_reasoning, status="in_progress"))
+    if request.progress_content:
+        items.append(message_item(request.id, request.progress_content, status="in_progress"))
+    return items
+
+
+def cancelled_object(request: ChatRequest, body: dict, shape: Shape) -> dict:
+    result = skeleton(request, body, "cancelled")
+    result["output"] = partial_output(request, shape)
+    result["x_horde"] = completion.x_horde(request, shape.ignored)
+    return result
+
+
 def failed_object(request: ChatRequest, body: dict, message: str) -> dict:
     result = skeleton(request, body, "failed")
     result["error"] = {"code": "server_error", "message": message}
     return result
+
+
+def assistant_message(request: ChatRequest) -> dict:
+    """The reply as a chat assistant message, for the next turn's history."""
+    reply = request.reply or {}
+    message: dict = {"role": "assistant", "content": reply.get("content") or None}
+    if reply.get("tool_calls"):
+        message["tool_calls"] = [
+            {"id": call["id"], "type": "function", "function": dict(call["function"])} for call in reply["tool_calls"]
+        ]
+    elif message["content"] is None:
+        message["content"] = ""
+    return message

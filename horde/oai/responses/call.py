@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from flask import Response
+from werkzeug.datastructures import Headers
+
 from horde import errors
 from horde.accounts.identity import Identity
 from horde.chat import admission
 from horde.chat.models import ChatRequest
 from horde.oai import conversation, sealing, stream
 from horde.oai.chat import ChatCall
-from horde.oai.responses import answer, store
+from horde.oai.responses import answer, background, store
 from horde.oai.responses import request as mapping
 from horde.oai.responses.events import ResponsesWriter
 from horde.oai.responses.input_items import Opener, Resolver
@@ -50,7 +53,7 @@ class ResponsesCall(ChatCall):
         inherited = None
         if body.get("previous_response_id") is not None:
             previous = require_string(body["previous_response_id"], "previous_response_id")
-            stored = store.load(runtime, user.id, previous, "previous_response_id")
+            stored = background.load_settled(runtime, user.id, previous, "previous_response_id")
             history, inherited = stored.conversation, conversation.of_request(runtime, stored.request_id)
         mapped = mapping.chat_body(body, history, _opener(runtime, user), _resolver(runtime, user))
         try:
@@ -70,11 +73,19 @@ class ResponsesCall(ChatCall):
         call.inherited_conversation = inherited
         return call
 
+    def answer(self, user: Identity, headers: Headers, environ: dict) -> Response:
+        """With `background: true` no connection holds the request: horde/oai/responses/background.py."""
+        if self.body.get("background") is True:
+            return background.answer_call(self, user, headers, environ)
+        return super().answer(user, headers, environ)
+
     def answer_body(self, request: ChatRequest) -> dict:
         """The response object; with `store` (the default) it is kept, with the conversation it ends."""
         body = answer.response_object(request, self.body, self.shape)
         if self.body.get("store") is not False:
-            store.save(self.runtime, self.user.id, request.id, body, self.conversation + [_assistant(request)])
+            store.save(
+                self.runtime, self.user.id, request.id, body, self.conversation + [answer.assistant_message(request)]
+            )
         return body
 
     def stream_state(self, request: ChatRequest) -> ResponsesWriter:
@@ -114,23 +125,10 @@ def _resolver(runtime: Runtime, user: Identity) -> Resolver:
 
     def resolve(item_id: str, param: str) -> dict:
         hex_id = item_id.split("_")[1] if item_id.count("_") >= 1 else ""
-        stored = store.load(runtime, user.id, answer.response_id(hex_id), param)
+        stored = background.load_settled(runtime, user.id, answer.response_id(hex_id), param)
         found = next((item for item in stored.body.get("output", ()) if item.get("id") == item_id), None)
         if found is None:
             raise errors.ResponseNotFound(f"Item with id '{item_id}' not found.", param=param)
         return found
 
     return resolve
-
-
-def _assistant(request: ChatRequest) -> dict:
-    """The reply as a chat assistant message, for the next turn's history."""
-    reply = request.reply or {}
-    message: dict = {"role": "assistant", "content": reply.get("content") or None}
-    if reply.get("tool_calls"):
-        message["tool_calls"] = [
-            {"id": call["id"], "type": "function", "function": dict(call["function"])} for call in reply["tool_calls"]
-        ]
-    elif message["content"] is None:
-        message["content"] = ""
-    return message

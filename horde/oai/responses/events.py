@@ -65,7 +65,10 @@ class ResponsesWriter:
         added = stream.advance(self, event)
         if added is None:
             return None
-        reasoning, content = added
+        return [], self.relay(*added)
+
+    def relay(self, reasoning: str, content: str) -> list[bytes]:
+        """The events of text added to what was sent (`self.reasoning`, `self.content` already hold it)."""
         out: list[bytes] = []  # in order, and paced: the structure events are few beside the deltas
         if reasoning and self.include_reasoning and self.message_index is None:
             out += self._open_reasoning()
@@ -73,7 +76,7 @@ class ResponsesWriter:
         if content:
             out += self._close_reasoning() + self._open_message()
             out += [self._text_delta(piece) for piece in stream.paced(content)]
-        return [], out
+        return out
 
     def finish(self, request: ChatRequest) -> list[bytes]:
         texts = stream.final_texts(self, request, self.include_reasoning)

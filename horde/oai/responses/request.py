@@ -61,11 +61,12 @@ REQUEST_FIELDS = frozenset(
         "horde",
         # The conversation's key (horde/oai/conversation.py): its turns go to the worker that holds its cache.
         "session_id",
+        # Answered at once, then polled, streamed from any event and cancelled (horde/oai/responses/background.py).
+        "background",
     }
 )
 #: Fields accepted only at the value that changes nothing, as the chat front's DEFAULT_NO_OP_PARAMETERS.
 DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
-    "background": (False, None),
     "service_tier": ("auto", "default", None),
     "top_logprobs": (0, None),
     "stream_options": (None,),
@@ -74,6 +75,9 @@ DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
     "conversation": (None,),
     "prompt": (None,),
 }
+#: A background response is kept to be polled. OpenAI refuses the pair; its exact words were not found recorded, these
+#: are those of the OpenAI-compatible servers that copy the refusal (docs/reference/responses.md, Background).
+BACKGROUND_WITHOUT_STORE = "background can only be used when `store` is true"
 TEXT_FORMATS = ("text", "json_object", "json_schema")
 TRUNCATION_MODES = ("auto", "disabled")
 REASONING_SUMMARIES = ("auto", "concise", "detailed")
@@ -158,9 +162,11 @@ def chat_body(
     sealed = _include(body.get("include", []))
     if "truncation" in body:
         chat["horde"] = _truncation(body["truncation"], chat.get("horde"))
-    for key in ("store", "stream"):
+    for key in ("store", "stream", "background"):
         if key in body:
             require_bool(body[key], key)
+    if body.get("background") and body.get("store") is False:
+        raise ScreeningError(BACKGROUND_WITHOUT_STORE, code=CONFLICT, param="background")
     if "metadata" in body:
         check_metadata(body["metadata"])
     return Mapped(chat, turn, ignored, namespaces, sealed)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import CursorResult, delete, select
 
 from horde import errors
 from horde.oai.responses.models import StoredResponse
-from horde.storage.database import insert_ignoring_duplicates
+from horde.storage.retention import insert_once_kept
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -18,18 +17,8 @@ if TYPE_CHECKING:
 
 def save(runtime: Runtime, user_id: int, request_id: str, body: dict, conversation: list[dict]) -> None:
     """Insert once: a replay of the same request (Idempotency-Key, an SDK retry) finds it there and adds nothing."""
-    now = utcnow()
-    row = {
-        "id": body["id"],
-        "user_id": user_id,
-        "request_id": request_id,
-        "body": body,
-        "conversation": conversation,
-        "created_at": now,
-        "expires_at": now + dt.timedelta(seconds=runtime.settings.responses_retention_s),
-    }
-    with runtime.db.transaction() as session:
-        insert_ignoring_duplicates(session, StoredResponse, [row], "id")
+    row = {"id": body["id"], "user_id": user_id, "request_id": request_id, "body": body, "conversation": conversation}
+    insert_once_kept(runtime.db, StoredResponse, row, runtime.settings.responses_retention_s)
 
 
 def load(runtime: Runtime, user_id: int, response_id: str, param: str) -> StoredResponse:

@@ -191,6 +191,12 @@ SCENARIOS = (
     ),
     Scenario(
         "POST",
+        "/v1/responses/<response_id>/cancel",
+        Action.MANAGE_OWN_REQUEST,
+        lambda w, key: w.client.post(f"/v1/responses/resp_{uuid.uuid4().hex}/cancel", headers=_bearer(key)),
+    ),
+    Scenario(
+        "POST",
         "/api/v2/generate/chat/pop",
         Action.RUN_WORKER,
         lambda w, key: w.client.post(
