@@ -37,7 +37,7 @@ class Runtime:
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
-        db = Database(settings.database_url)
+        db = Database(settings.database_url, settings.database_pooler)
         bus = make_event_bus(settings)
         db.on_unreachable = bus.wake_all  # waiters read at once and end with service_unavailable
         return cls(settings=settings, db=db, bus=bus)
