@@ -1,3 +1,11 @@
+CREATE TABLE applied_migrations (
+	name VARCHAR(200) NOT NULL, 
+	checksum VARCHAR(64) NOT NULL, 
+	applied_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+
 CREATE TABLE known_models (
 	name VARCHAR(200) NOT NULL, 
 	first_declared_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
