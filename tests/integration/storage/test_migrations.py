@@ -18,10 +18,11 @@ from horde.models import create_schema, upgrade_schema
 from horde.storage.database import Database
 from tests.support.ledger import assert_balances_match_ledger
 from tests.support.migrations import BlankDatabases
-from tests.support.processes import Server, base_env
+from tests.support.processes import Gunicorn, Server, base_env
 from tests.support.races import fire_together
 
 REFUSAL_EXIT = 2
+HORDE_WORKER_CLASS = "horde.gunicorn_worker.HordeWorker"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -99,12 +100,16 @@ def test_a_server_refuses_a_database_that_lacks_one_step(blank):
     last = steps()[-1]
     with database.db.engine.begin() as connection:
         connection.exec_driver_sql(f"DELETE FROM applied_migrations WHERE name = '{last.name}'")
-    refused = database.horde("users", "create", "someone")
-    assert refused.returncode == REFUSAL_EXIT
-    assert refused.stderr.strip() == (
+    line = (
         f"The database lacks 1 migration(s) this code needs ({last.name}): run `python -m horde db upgrade`, "
         "then start the server again."
     )
+    refused = database.horde("users", "create", "someone")
+    assert (refused.returncode, refused.stderr.strip()) == (REFUSAL_EXIT, line)
+    with pytest.raises(RuntimeError) as gunicorn_refused:  # the production command: its processes do not boot
+        Gunicorn(base_env(database.url), processes=2, worker_class=HORDE_WORKER_CLASS)
+    output = str(gunicorn_refused.value)
+    assert line in output and "Worker failed to boot" in output and "Traceback" not in output
     status = database.horde("db", "status")
     assert status.returncode == 1 and f"pending  {last.name}" in status.stdout
     assert database.horde("db", "upgrade").returncode == 0
