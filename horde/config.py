@@ -83,8 +83,8 @@ class Settings:
     redis_url: str | None = None
     redis_prefix: str = "horde"
     #: Without Redis, how often waiters and long-polling pops read the database to hear of what other processes
-    #: sharing it changed; None: never (one process hears its own events, which is all it needs).
-    events_poll_s: float | None = None
+    #: sharing it changed, while any does (horde/presence/hearing.py); a process alone hears its own events.
+    events_poll_s: float = 1.0
     oai_prefix: str = "/v1"
     oai_no_worker_grace_s: float = 20.0
     oai_keepalive_s: float = 5.0
@@ -152,7 +152,7 @@ VARIABLES: dict[str, Variable] = {
     "database_pooler": Variable("HORDE_DATABASE_POOLER", optional=True, choices=DATABASE_POOLERS),
     "redis_url": Variable("HORDE_REDIS_URL", optional=True),
     "redis_prefix": Variable("HORDE_REDIS_PREFIX"),
-    "events_poll_s": Variable("HORDE_EVENTS_POLL_S", float, above=0, optional=True),
+    "events_poll_s": _seconds("HORDE_EVENTS_POLL_S"),
     "oai_prefix": Variable("HORDE_OAI_PREFIX"),
     "oai_no_worker_grace_s": Variable("HORDE_OAI_NO_WORKER_GRACE_S", float, minimum=0),
     "oai_keepalive_s": _seconds("HORDE_OAI_KEEPALIVE_S"),

@@ -19,6 +19,7 @@ from horde.migrations.steps import Step
 from horde.migrations.steps import steps as migration_steps
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import ServerSecret, StoredResponse
+from horde.presence.models import ServerProcess
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
 from horde.storage.database import Base, table_of
 from horde.text import known_models
@@ -45,6 +46,7 @@ MODELS = (
     ServedTotal,
     ServedMinute,
     AppliedMigration,
+    ServerProcess,
 )
 
 

@@ -57,4 +57,4 @@ def make_event_bus(settings: Settings) -> LocalEventBus:
         from horde.events.redis_bus import RedisEventBus
 
         return RedisEventBus(settings.redis_url, settings.redis_prefix, handover_codec=FINISH_WIRE)
-    return LocalEventBus(settings.events_poll_s)
+    return LocalEventBus()  # polls only while other processes share the database (horde/presence/hearing.py)

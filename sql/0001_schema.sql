@@ -55,6 +55,16 @@ CREATE TABLE served_totals (
 );
 
 
+CREATE TABLE server_processes (
+	id VARCHAR(32) NOT NULL, 
+	host VARCHAR(255) NOT NULL, 
+	pid INTEGER NOT NULL, 
+	started_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	seen_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (id)
+);
+
+
 CREATE TABLE server_secrets (
 	name VARCHAR(64) NOT NULL, 
 	value VARCHAR(128) NOT NULL, 
