@@ -38,7 +38,6 @@ _RENEW = update(_PROCESSES).where(_PROCESSES.c.id == bindparam("me")).values(see
 _ARRIVE = insert(_PROCESSES)
 _DROP_GONE = delete(_PROCESSES).where(_PROCESSES.c.seen_at < bindparam("gone_before"))
 _OTHERS = select(func.count()).select_from(_PROCESSES).where(_PROCESSES.c.id != bindparam("me"))
-_LEAVE = delete(_PROCESSES).where(_PROCESSES.c.id == bindparam("me"))
 
 
 class Hearing:
@@ -93,11 +92,6 @@ class Hearing:
                 pass  # the database logs the outage once
             except Exception:
                 log.exception("saying this process is there failed; the next beat tries again")
-
-    def leave(self) -> None:
-        """Drop this process's row (a stop): the others stop polling for it at their next beat."""
-        with self.db.transaction() as session:
-            session.connection().execute(_LEAVE, {"me": self.id})
 
 
 def start_hearing(db: Database, bus: LocalEventBus, poll_s: float) -> Hearing | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, update
 
 from horde.events.bus import LocalEventBus
 from horde.presence import hearing
@@ -42,11 +42,17 @@ def test_a_process_alone_waits_for_events_only_and_polls_while_another_shares_th
     assert waiting.wait(WAIT_S) is True  # woken when polling started, to read the database once
     assert waiting.wait(WAIT_S) is True  # and every POLL_S after: a change made by the other process is read
 
-    second.leave()
+    _stop_seeing(runtime.db, second)  # stopped, killed: no beat renews its row
     assert first.beat() is True and first.others == 0
     assert first_bus.poll_interval_s() is None
-    first.leave()
-    assert _processes(runtime.db) == 0
+    assert _processes(runtime.db) == 1
+
+
+def _stop_seeing(db: Database, gone: Hearing) -> None:
+    """`gone` was last seen longer ago than the TTL."""
+    long_ago = utcnow() - dt.timedelta(seconds=PRESENCE_TTL_S + 1)
+    with db.transaction() as session:
+        session.execute(update(ServerProcess).where(ServerProcess.id == gone.id).values(seen_at=long_ago))
 
 
 def test_a_process_not_seen_for_the_ttl_is_gone(runtime):
