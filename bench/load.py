@@ -36,8 +36,10 @@ jobs and kudos entries (bench/_history.py), so that a read that walks the Horde'
 
 With --pgbouncer the servers reach PostgreSQL through Debian's pgbouncer in transaction mode, running the
 configuration docs/how-to/production.md gives (tests/support/pgbouncer.py), with HORDE_DATABASE_POOLER set as
---pooler-setting says (`unset` runs today's code as it runs without the setting: what the pooler breaks). The
-bench's own reads and checks go to PostgreSQL directly. With --sqlite-processes N (N > 1) the SQLite server is
+--pooler-setting says (`unset` runs the code as it runs without the setting: what the pooler breaks; pgbouncer
+then ignores the startup options it would refuse). --pooler-setting transaction without --pgbouncer measures what
+the setting costs straight to PostgreSQL. The bench's own reads and checks go to PostgreSQL directly.
+With --sqlite-processes N (N > 1) the SQLite server is
 `gunicorn -k horde.gunicorn_worker.HordeWorker -w N` on the one SQLite file, without Redis: processes that share a
 database and hear each other only through it.
 
@@ -347,8 +349,8 @@ class Setup:
                     ignored = {} if args.pooler_setting == "transaction" else {"ignore_startup_parameters": "options"}
                     self.pgbouncer = PgBouncer(args.admin_url, extra=ignored)
                     server_url = self.pgbouncer.url_for(self.database.url)
-                    if args.pooler_setting != "unset":
-                        settings["HORDE_DATABASE_POOLER"] = args.pooler_setting
+                if args.pooler_setting != "unset":
+                    settings["HORDE_DATABASE_POOLER"] = args.pooler_setting
                 self.server = Gunicorn(base_env(server_url, **settings), args.processes, worker_class=args.worker_class)
             elif args.sqlite_processes > 1:
                 self.server = Gunicorn(
@@ -364,7 +366,9 @@ class Setup:
         if self.backend == "postgresql":
             described = f"gunicorn -k {WORKER_CLASS_NAMES[args.worker_class]} -w {args.processes}, PostgreSQL + Redis"
             if args.pgbouncer:
-                described += f" through pgbouncer (transaction mode), HORDE_DATABASE_POOLER {args.pooler_setting}"
+                described += " through pgbouncer (transaction mode)"
+            if args.pgbouncer or args.pooler_setting != "unset":
+                described += f", HORDE_DATABASE_POOLER {args.pooler_setting}"
             return described
         if args.sqlite_processes > 1:
             return f"gunicorn -k {WORKER_CLASS_NAMES[args.worker_class]} -w {args.sqlite_processes}, SQLite, no Redis"
@@ -617,8 +621,8 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--pooler-setting",
         choices=("transaction", "session", "unset"),
-        default="transaction",
-        help="with --pgbouncer, the servers' HORDE_DATABASE_POOLER (default transaction; unset: as without it)",
+        help="the PostgreSQL servers' HORDE_DATABASE_POOLER (default: transaction with --pgbouncer, else unset; "
+        "unset: as without it)",
     )
     parser.add_argument(
         "--sqlite-processes",
@@ -641,6 +645,8 @@ def main(argv=None) -> int:
         parser.error("--rate must be 0 (closed loop) or more")
     if args.history < 0:
         parser.error("--history must be 0 or more")
+    if args.pooler_setting is None:
+        args.pooler_setting = "transaction" if args.pgbouncer else "unset"
     if args.pgbouncer and PGBOUNCER is None:
         parser.error("--pgbouncer: pgbouncer is not installed (Debian: apt-get install pgbouncer)")
     if args.sqlite_processes < 1:
