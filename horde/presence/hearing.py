@@ -10,6 +10,7 @@ cost nothing more. A process that starts sees those already there at once; they 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -101,7 +102,8 @@ def start_hearing(db: Database, bus: LocalEventBus, poll_s: float) -> Hearing | 
         log.info("events: through Redis: every process hears the others' events at once")
         return None
     hearing = Hearing(db, bus, poll_s)
-    hearing.beat()
+    with contextlib.suppress(ServiceUnavailable):  # a database busy at this moment: the next beat counts again
+        hearing.beat()
     hearing.say()
     gevent.spawn(hearing.run)
     return hearing

@@ -94,14 +94,20 @@ class BlankDatabase:
         return self
 
     def horde(self, *args: str) -> subprocess.CompletedProcess:
-        """`python -m horde ARGS` on this database, as an operator runs it."""
-        return subprocess.run(
+        """`python -m horde ARGS` on this database, as an operator runs it, to its end."""
+        command = self.start_horde(*args)
+        stdout, stderr = command.communicate(timeout=120)
+        return subprocess.CompletedProcess(command.args, command.returncode, stdout, stderr)
+
+    def start_horde(self, *args: str) -> subprocess.Popen:
+        """`python -m horde ARGS` on this database, started (its output piped, as text)."""
+        return subprocess.Popen(
             [sys.executable, "-m", "horde", *args],
             cwd=ROOT,
             env=base_env(self.url),
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=120,
         )
 
     def status(self) -> runner.Status:

@@ -23,6 +23,7 @@ from tests.support.races import fire_together
 
 REFUSAL_EXIT = 2
 HORDE_WORKER_CLASS = "horde.gunicorn_worker.HordeWorker"
+RACE_ROUNDS = 3
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -117,7 +118,8 @@ def test_a_server_refuses_a_database_that_lacks_one_step(blank):
     assert database.horde("users", "create", "someone").returncode == 0
 
 
-def test_two_upgrades_at_once_run_each_step_once(blank):
+@pytest.mark.parametrize("round_", range(RACE_ROUNDS))
+def test_two_upgrades_at_once_run_each_step_once(blank, round_):
     database = blank().made_by_the_first_schema()
     twice = [Database(database.url) for _ in range(2)]
     try:
@@ -130,6 +132,18 @@ def test_two_upgrades_at_once_run_each_step_once(blank):
     assert sorted(ran[0] + ran[1]) == sorted(step.name for step in steps())  # each step by one of them
     assert database.schema() == blank().made_by_a_start().schema()
     assert_balances_match_ledger(database.db)
+
+
+def test_two_upgrade_commands_started_together_both_end_well(blank):
+    """Two operators' `python -m horde db upgrade`, real processes started at once: one runs each step, the other
+    waits its turn and finds it recorded; both exit 0 and the database is current."""
+    database = blank().made_by_the_first_schema()
+    commands = [database.start_horde("db", "upgrade") for _ in range(2)]
+    outputs = [command.communicate(timeout=120) for command in commands]
+    assert [command.returncode for command in commands] == [0, 0], outputs
+    ran = [line.split()[1] for stdout, _ in outputs for line in stdout.splitlines() if line.startswith("applied")]
+    assert sorted(ran) == sorted(step.name for step in steps())
+    assert database.horde("db", "status").returncode == 0
 
 
 def test_a_file_changed_after_it_was_applied_is_reported_and_not_run_again(blank, tmp_path):
