@@ -185,7 +185,6 @@ class Database:
         """`pooler`: HORDE_DATABASE_POOLER, what sits between PostgreSQL and the Horde (horde/storage/pg_engines.py);
         "transaction": a pooler in transaction mode, where nothing may outlive a transaction."""
         self.url = url
-        self.pooler = pooler
         self.is_sqlite = url.startswith("sqlite")
         #: The SQLite database's file, or None (PostgreSQL, or a database in memory).
         self.sqlite_file = _sqlite_file(url) if self.is_sqlite else None
