@@ -1,8 +1,9 @@
-"""PostgreSQL's plans (decisions 0020 and 0025), and behind a pooler in transaction mode (decision 0031). The walking pool's sessions keep one plan per prepared statement:
+"""PostgreSQL's plans (decisions 0020 and 0025). The walking pool's sessions keep one plan per prepared statement:
 with the tables' statistics, PostgreSQL's default planned a pop's claim again on every run; its statements carry
 their states as literals, so that one plan is the plan for those states. The other pools plan as PostgreSQL does
 by default, for the values given: a bound state (`state = $1`) needs a plan for its value on a Horde that keeps
-its history. A URL's own session options are kept beside the Horde's."""
+its history. A URL's own session options are kept beside the Horde's. Behind a pooler in transaction mode
+(decision 0031) nothing is prepared, and the walking pool's settings last each of its transactions alone."""
 
 from __future__ import annotations
 
