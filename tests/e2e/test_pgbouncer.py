@@ -104,7 +104,7 @@ def test_the_production_command_behind_pgbouncer_loses_nothing_when_a_process_is
         keys = [accounts.create_user(session, f"client-{uuid.uuid4().hex[:8]}", kudos=10_000)[1] for _ in range(3)]
         owner_key = accounts.create_user(session, f"owner-{uuid.uuid4().hex[:8]}", trusted=True)[1]
     rules = ("--backend", "scripted", "--rules", str(RULES_PATH), "--wait", "2", "--threads", "4")
-    workers = [Worker(server, owner_key, f"bouncer-{uuid.uuid4().hex[:8]}", [model], *rules, env=env) for _ in "ab"]
+    workers: list[Worker] = []
     outcomes: list[bool] = []
     errors: list[Exception] = []
     clients = [
@@ -114,6 +114,8 @@ def test_the_production_command_behind_pgbouncer_loses_nothing_when_a_process_is
         for index in range(CLIENTS)
     ]
     try:
+        for _ in range(2):
+            workers.append(Worker(server, owner_key, f"bouncer-{uuid.uuid4().hex[:8]}", [model], *rules, env=env))
         for thread in clients:
             thread.start()
         wait_until(lambda: len(outcomes) >= CLIENTS * REQUESTS_PER_CLIENT // 4, timeout_s=120, what="a quarter done")
