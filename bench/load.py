@@ -31,6 +31,17 @@ jobs and kudos entries (bench/_history.py), so that a read that walks the Horde'
     .venv/bin/python bench/load.py --backend postgresql -d 4 --stream-share 0.5 --check
     .venv/bin/python bench/load.py --backend postgresql --rate 100 -c 256    # p50 at 100 requests/s offered
     .venv/bin/python bench/load.py --backend postgresql --history 300000     # on an old Horde's tables
+    .venv/bin/python bench/load.py --backend postgresql --pgbouncer          # through pgbouncer, transaction mode
+    .venv/bin/python bench/load.py --backend sqlite --sqlite-processes 2     # gunicorn -w 2 on SQLite, no Redis
+
+With --pgbouncer the servers reach PostgreSQL through Debian's pgbouncer in transaction mode, running the
+configuration docs/how-to/production.md gives (tests/support/pgbouncer.py), with HORDE_DATABASE_POOLER set as
+--pooler-setting says (`unset` runs the code as it runs without the setting: what the pooler breaks; pgbouncer
+then ignores the startup options it would refuse). --pooler-setting transaction without --pgbouncer measures what
+the setting costs straight to PostgreSQL. The bench's own reads and checks go to PostgreSQL directly.
+With --sqlite-processes N (N > 1) the SQLite server is
+`gunicorn -k horde.gunicorn_worker.HordeWorker -w N` on the one SQLite file, without Redis: processes that share a
+database and hear each other only through it.
 
 The venv imports this checkout (scripts/setup.sh installs it with `pip install -e .`). To run the
 bench of another checkout side by side with the same venv, run it from that checkout with
@@ -63,6 +74,7 @@ from horde.app import init_schema
 from horde.chat.models import FINAL_STATES, ChatRequest
 from horde.config import Settings
 from horde.runtime import Runtime
+from tests.support.pgbouncer import PGBOUNCER, PgBouncer
 from tests.support.processes import Gunicorn, Server, base_env
 
 MODEL = "bench/load-model"
@@ -304,6 +316,7 @@ class Setup:
         self.backend = backend
         self.server = None
         self.runtime = None
+        self.pgbouncer = None
         if backend == "postgresql":
             self.database = S.PostgresBenchDatabase(args.admin_url, prefix="horde_bench_load")
         else:
@@ -329,8 +342,19 @@ class Setup:
             settings = dict(SERVER_SETTINGS)
             if backend == "postgresql":
                 settings.update(HORDE_REDIS_URL=args.redis_url, HORDE_REDIS_PREFIX=f"horde_bench_{tag}")
+                server_url = self.database.url
+                if args.pgbouncer:
+                    # Without the setting the walking pool's sessions send startup options, which pgbouncer refuses
+                    # unless told to ignore them (what an operator does to connect at all: then it drops them).
+                    ignored = {} if args.pooler_setting == "transaction" else {"ignore_startup_parameters": "options"}
+                    self.pgbouncer = PgBouncer(args.admin_url, extra=ignored)
+                    server_url = self.pgbouncer.url_for(self.database.url)
+                if args.pooler_setting != "unset":
+                    settings["HORDE_DATABASE_POOLER"] = args.pooler_setting
+                self.server = Gunicorn(base_env(server_url, **settings), args.processes, worker_class=args.worker_class)
+            elif args.sqlite_processes > 1:
                 self.server = Gunicorn(
-                    base_env(self.database.url, **settings), args.processes, worker_class=args.worker_class
+                    base_env(self.database.url, **settings), args.sqlite_processes, worker_class=args.worker_class
                 )
             else:
                 self.server = Server(base_env(self.database.url, **settings))
@@ -340,7 +364,14 @@ class Setup:
 
     def describe(self, args) -> str:
         if self.backend == "postgresql":
-            return f"gunicorn -k {WORKER_CLASS_NAMES[args.worker_class]} -w {args.processes}, PostgreSQL + Redis"
+            described = f"gunicorn -k {WORKER_CLASS_NAMES[args.worker_class]} -w {args.processes}, PostgreSQL + Redis"
+            if args.pgbouncer:
+                described += " through pgbouncer (transaction mode)"
+            if args.pgbouncer or args.pooler_setting != "unset":
+                described += f", HORDE_DATABASE_POOLER {args.pooler_setting}"
+            return described
+        if args.sqlite_processes > 1:
+            return f"gunicorn -k {WORKER_CLASS_NAMES[args.worker_class]} -w {args.sqlite_processes}, SQLite, no Redis"
         return "python -m horde serve, SQLite"
 
     def close(self, keep_log: bool = False) -> None:
@@ -352,6 +383,8 @@ class Setup:
                 S.stop_and_remove_log(self.server)
         if self.runtime is not None:
             self.runtime.close()
+        if self.pgbouncer is not None:
+            self.pgbouncer.stop()
         self.database.drop()
 
 
@@ -580,6 +613,25 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--pgbouncer",
+        action="store_true",
+        help="PostgreSQL: the servers connect through Debian's pgbouncer in transaction mode (the configuration of "
+        "docs/how-to/production.md)",
+    )
+    parser.add_argument(
+        "--pooler-setting",
+        choices=("transaction", "session", "unset"),
+        help="the PostgreSQL servers' HORDE_DATABASE_POOLER (default: transaction with --pgbouncer, else unset; "
+        "unset: as without it)",
+    )
+    parser.add_argument(
+        "--sqlite-processes",
+        type=int,
+        default=1,
+        help="SQLite: above 1, gunicorn with that many processes on the one file, without Redis (default 1: "
+        "python -m horde serve)",
+    )
+    parser.add_argument(
         "--history",
         type=int,
         default=0,
@@ -593,6 +645,12 @@ def main(argv=None) -> int:
         parser.error("--rate must be 0 (closed loop) or more")
     if args.history < 0:
         parser.error("--history must be 0 or more")
+    if args.pooler_setting is None:
+        args.pooler_setting = "transaction" if args.pgbouncer else "unset"
+    if args.pgbouncer and PGBOUNCER is None:
+        parser.error("--pgbouncer: pgbouncer is not installed (Debian: apt-get install pgbouncer)")
+    if args.sqlite_processes < 1:
+        parser.error("--sqlite-processes must be 1 or more")
 
     backends = ["postgresql", "sqlite"] if args.backend == "both" else [args.backend]
     if "postgresql" in backends:

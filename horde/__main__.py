@@ -1,4 +1,4 @@
-"""python -m horde serve | users create|kudos|role | worker | schema-sql"""
+"""python -m horde serve | users create|kudos|role | worker | schema-sql | db upgrade|status"""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ def main(argv: list[str] | None = None) -> int:
 
         monkey.patch_all()
     args = _parser().parse_args(argv)
-    return args.run(args)
+    from horde.migrations.runner import SchemaBehind
+
+    try:
+        return args.run(args)
+    except SchemaBehind as refused:  # the database lacks a migration: one line that names the command
+        print(refused, file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("worker", help="run the reference worker (see --help after it)")
     schema = commands.add_parser("schema-sql", help="print the PostgreSQL schema")
     schema.set_defaults(run=_schema_sql)
+    db = commands.add_parser("db", help="the database's migrations (the numbered files of sql/)")
+    steps = db.add_subparsers(required=True)
+    upgrade = steps.add_parser("upgrade", help="apply the migrations the database lacks (an empty one: the schema)")
+    upgrade.set_defaults(run=_db_upgrade)
+    status = steps.add_parser("status", help="list applied and pending migrations; exit 1 while any is pending")
+    status.set_defaults(run=_db_status)
     return parser
 
 
@@ -103,6 +115,41 @@ def _users_role(args) -> int:
     print(f"{user.username}#{user.id} is now {args.role}.")
     runtime.close()
     return 0
+
+
+def _db_upgrade(_args) -> int:
+    from horde.migrations.runner import describe_upgrade
+    from horde.models import upgrade_schema
+
+    db = _database()
+    try:
+        print("\n".join(describe_upgrade(upgrade_schema(db.engine))))
+    finally:
+        db.dispose()
+    return 0
+
+
+def _db_status(_args) -> int:
+    from horde.migrations.runner import describe, read_status
+    from horde.migrations.steps import steps
+
+    db = _database()
+    try:
+        with db.read_engine.connect() as connection:  # a read: no write lock on SQLite
+            status = read_status(connection, steps())
+    finally:
+        db.dispose()
+    print("\n".join(describe(status)))
+    return 1 if status.pending else 0
+
+
+def _database():
+    """The database alone: the db commands need none of a server's parts."""
+    from horde.config import Settings
+    from horde.storage.database import Database
+
+    settings = Settings.from_env()
+    return Database(settings.database_url, settings.database_pooler)
 
 
 def _schema_sql(_args) -> int:

@@ -66,6 +66,9 @@ def _count(name: str, minimum: int = 1) -> Variable:
 
 
 LOG_FORMATS = ("text", "json")
+#: HORDE_DATABASE_POOLER's values (horde/storage/pg_engines.py says what the first changes).
+POOLER_TRANSACTION = "transaction"
+DATABASE_POOLERS = (POOLER_TRANSACTION, "session")
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,15 @@ class Settings:
     """Every tunable of the server; `from_env` is the only reader of the environment."""
 
     database_url: str = f"sqlite:///{DEFAULT_SQLITE_PATH}"
+    #: What sits between the Horde and PostgreSQL: "transaction", a pooler in transaction mode (PgBouncer's
+    #: `pool_mode = transaction`), where nothing may outlive a transaction; None or "session": a server connection
+    #: stays the Horde's for its session (a direct connection, or a pooler in session mode).
+    database_pooler: str | None = None
     redis_url: str | None = None
     redis_prefix: str = "horde"
     #: Without Redis, how often waiters and long-polling pops read the database to hear of what other processes
-    #: sharing it changed; None: never (one process hears its own events, which is all it needs).
-    events_poll_s: float | None = None
+    #: sharing it changed, while any does (horde/presence/hearing.py); a process alone hears its own events.
+    events_poll_s: float = 1.0
     oai_prefix: str = "/v1"
     oai_no_worker_grace_s: float = 20.0
     oai_keepalive_s: float = 5.0
@@ -142,9 +149,10 @@ class Settings:
 #: Each setting's variable; tests/unit/test_config.py keeps it complete.
 VARIABLES: dict[str, Variable] = {
     "database_url": Variable("HORDE_DATABASE_URL"),
+    "database_pooler": Variable("HORDE_DATABASE_POOLER", optional=True, choices=DATABASE_POOLERS),
     "redis_url": Variable("HORDE_REDIS_URL", optional=True),
     "redis_prefix": Variable("HORDE_REDIS_PREFIX"),
-    "events_poll_s": Variable("HORDE_EVENTS_POLL_S", float, above=0, optional=True),
+    "events_poll_s": _seconds("HORDE_EVENTS_POLL_S"),
     "oai_prefix": Variable("HORDE_OAI_PREFIX"),
     "oai_no_worker_grace_s": Variable("HORDE_OAI_NO_WORKER_GRACE_S", float, minimum=0),
     "oai_keepalive_s": _seconds("HORDE_OAI_KEEPALIVE_S"),

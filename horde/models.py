@@ -6,7 +6,7 @@ them (the domains' models import it, not the other way round).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection, Engine, Table, inspect
 
@@ -14,10 +14,15 @@ from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
 from horde.background.models import BackgroundRequest, ProgressEntry
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
+from horde.migrations import runner
+from horde.migrations.models import AppliedMigration
+from horde.migrations.steps import Step
+from horde.migrations.steps import steps as migration_steps
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import ServerSecret, StoredResponse
+from horde.presence.models import ServerProcess
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
-from horde.storage.database import Base
+from horde.storage.database import Base, table_of
 from horde.text import known_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
@@ -43,12 +48,9 @@ MODELS = (
     ServedMark,
     ServedTotal,
     ServedMinute,
+    AppliedMigration,
+    ServerProcess,
 )
-
-
-#: pg_advisory_xact_lock's key (one bigint: a keyspace apart from the rate turns' pairs) of the schema's
-#: creation: processes that start together create it one after the other. "HSCHEMA" in ASCII.
-SCHEMA_LOCK_KEY = 0x48_5343_4845_4D41
 
 
 #: Tables whose first rows come from other tables when a start creates them on a database that already has a past
@@ -58,22 +60,74 @@ FILLED_ON_CREATION: dict[str, Callable[[Connection], None]] = {
 }
 
 
-def create_schema(engine: Engine) -> None:
-    """Create every table and index that does not exist yet (filling those of FILLED_ON_CREATION), and on
-    PostgreSQL the functions (replaced), in one transaction that processes starting at once take in turn (the
-    advisory lock; SQLite's first statement takes its write lock)."""
+def create_schema(engine: Engine, steps: Sequence[Step] | None = None) -> None:
+    """What every start does, in one transaction that processes starting at once take in turn (horde/migrations/):
+    refuse a database that lacks a step of sql/ (SchemaBehind, whose message names the command); create every table
+    and index that does not exist yet (filling those of FILLED_ON_CREATION), and on PostgreSQL the functions
+    (replaced). An empty database gets the schema of the models, which is the current one: every step is recorded
+    as applied."""
+    steps = migration_steps() if steps is None else steps
     with engine.begin() as connection:
-        if engine.dialect.name == "postgresql":
-            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
-        existing = set(inspect(connection).get_table_names())
-        Base.metadata.create_all(connection)
-        if Worker.__tablename__ in existing:
-            for name, fill in FILLED_ON_CREATION.items():
-                if name not in existing:
-                    fill(connection)
+        runner.take_turn(connection)
+        status = runner.read_status(connection, steps)
+        refused = runner.refusal(status)
+        if refused is not None:
+            raise refused
+        _create_missing_tables(connection)
+        if status.empty:
+            runner.record(connection, status.pending)
         if engine.dialect.name == "postgresql":
             for function in functions_sql():
                 connection.exec_driver_sql(function)
+
+
+def upgrade_schema(engine: Engine, steps: Sequence[Step] | None = None) -> runner.Upgrade:
+    """`python -m horde db upgrade`: run the steps the database lacks, in order, each in a transaction of its own
+    with its record (a step another upgrade recorded meanwhile is not run again), then what a start does. On
+    SQLite the missing tables are created first, from the models, so that a step's columns find their table; the
+    tables of FILLED_ON_CREATION among them are filled after the steps, whose columns they read. An empty database
+    gets the schema as a start makes it."""
+    steps = migration_steps() if steps is None else steps
+    unfilled: list[str] = []
+    with engine.begin() as connection:
+        runner.take_turn(connection)
+        before = runner.read_status(connection, steps)
+        if not before.empty:
+            if engine.dialect.name == "sqlite":
+                unfilled = _create_missing_tables(connection, fill=False)
+            else:
+                table_of(AppliedMigration).create(connection, checkfirst=True)
+    applied = []
+    for step in [] if before.empty else before.pending:
+        with engine.begin() as connection:
+            runner.take_turn(connection)
+            if runner.is_recorded(connection, step):
+                continue
+            runner.run_step(connection, step)
+            runner.record(connection, [step])
+        applied.append(step)
+    if unfilled:
+        with engine.begin() as connection:
+            runner.take_turn(connection)
+            for name in unfilled:
+                FILLED_ON_CREATION[name](connection)
+    create_schema(engine, steps)
+    return runner.Upgrade(before, applied)
+
+
+def _create_missing_tables(connection: Connection, *, fill: bool = True) -> list[str]:
+    """Create the tables and indexes the database lacks. On a database that has a past (its workers table), the
+    tables of FILLED_ON_CREATION it created are filled (`fill`), or returned to be filled later."""
+    existing = set(inspect(connection).get_table_names())
+    Base.metadata.create_all(connection)
+    if Worker.__tablename__ not in existing:
+        return []
+    created = [name for name in FILLED_ON_CREATION if name not in existing]
+    if not fill:
+        return created
+    for name in created:
+        FILLED_ON_CREATION[name](connection)
+    return []
 
 
 def functions_sql() -> list[str]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.accounts.auth import IDENTITIES_CHANNEL
-from horde.accounts.identity import IDENTITY_CACHE_S, IdentityCache
+from horde.accounts.identity import IdentityCache
 from horde.chat.affinity import Wakeups
 from horde.chat.claimed_jobs import ClaimedJobs
 from horde.chat.finish import FINISH_WIRE
@@ -38,24 +38,16 @@ class Runtime:
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
-        db = Database(settings.database_url)
+        db = Database(settings.database_url, settings.database_pooler)
         bus = make_event_bus(settings)
         db.on_unreachable = bus.wake_all  # waiters read at once and end with service_unavailable
-        runtime = cls(settings=settings, db=db, bus=bus, identities=IdentityCache(identity_cache_s(settings)))
+        runtime = cls(settings=settings, db=db, bus=bus, identities=IdentityCache(polling_s=bus.poll_interval_s))
         bus.on(IDENTITIES_CHANNEL, runtime.identities.forget_all)  # another process replaced a key or a role
         return runtime
 
     def close(self) -> None:
         self.bus.close()
         self.db.dispose()
-
-
-def identity_cache_s(settings: Settings) -> float:
-    """How long a process trusts what it read of a key: IDENTITY_CACHE_S, or, where processes share a database
-    without Redis, the interval at which they hear each other (they cannot hear a key replaced elsewhere)."""
-    if settings.redis_url is None and settings.events_poll_s is not None:
-        return min(IDENTITY_CACHE_S, settings.events_poll_s)
-    return IDENTITY_CACHE_S
 
 
 def make_event_bus(settings: Settings) -> LocalEventBus:
@@ -68,4 +60,4 @@ def make_event_bus(settings: Settings) -> LocalEventBus:
         from horde.events.redis_bus import RedisEventBus
 
         return RedisEventBus(settings.redis_url, settings.redis_prefix, handover_codec=FINISH_WIRE)
-    return LocalEventBus(settings.events_poll_s)
+    return LocalEventBus()  # polls only while other processes share the database (horde/presence/hearing.py)

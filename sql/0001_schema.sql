@@ -1,3 +1,11 @@
+CREATE TABLE applied_migrations (
+	name VARCHAR(200) NOT NULL, 
+	checksum VARCHAR(64) NOT NULL, 
+	applied_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+
 CREATE TABLE known_models (
 	name VARCHAR(200) NOT NULL, 
 	first_declared_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
@@ -54,6 +62,16 @@ CREATE TABLE served_totals (
 	requests BIGINT NOT NULL, 
 	tokens BIGINT NOT NULL, 
 	PRIMARY KEY (series, model)
+);
+
+
+CREATE TABLE server_processes (
+	id VARCHAR(32) NOT NULL, 
+	host VARCHAR(255) NOT NULL, 
+	pid INTEGER NOT NULL, 
+	started_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	seen_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (id)
 );
 
 

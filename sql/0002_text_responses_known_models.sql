@@ -5,8 +5,8 @@
 -- 0001_schema.sql leaves its schema as it was (the queue index is rebuilt). One transaction: all
 -- or nothing.
 -- New NOT NULL columns get their value for existing rows from a temporary default, dropped at once
--- (the application always writes them). tests/integration/storage/test_sql_upgrade.py compares the result
--- with a database created from 0001_schema.sql.
+-- (the application always writes them). tests/integration/storage/test_migrations.py compares the result
+-- with a database a start created from the models.
 
 BEGIN;
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -49,9 +50,18 @@ class Identity:
 
 
 class IdentityCache:
-    def __init__(self, ttl_s: float = IDENTITY_CACHE_S, max_entries: int = IDENTITY_CACHE_MAX_ENTRIES):
+    def __init__(
+        self,
+        ttl_s: float = IDENTITY_CACHE_S,
+        max_entries: int = IDENTITY_CACHE_MAX_ENTRIES,
+        polling_s: Callable[[], float | None] = lambda: None,
+    ):
+        """`polling_s`: how often this process reads the database for what other processes changed, while it
+        cannot hear them (None while it hears them, or is alone): an entry then lives no longer than that, since a
+        key replaced in another process would not reach this cache otherwise."""
         self.ttl_s = ttl_s
         self.max_entries = max_entries
+        self._polling_s = polling_s
         self._entries: dict[str, tuple[float, Identity]] = {}
         self._lock = threading.Lock()
 
@@ -65,7 +75,9 @@ class IdentityCache:
         with self._lock:
             if len(self._entries) >= self.max_entries:  # bounded: forget everything rather than grow
                 self._entries.clear()
-            self._entries[key_hash] = (time.monotonic() + self.ttl_s, identity)
+            polling_s = self._polling_s()
+            ttl_s = self.ttl_s if polling_s is None else min(self.ttl_s, polling_s)
+            self._entries[key_hash] = (time.monotonic() + ttl_s, identity)
 
     def forget_all(self) -> None:
         """Drop every entry: the next call of each key reads its user afresh."""

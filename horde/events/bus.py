@@ -7,7 +7,8 @@ read it back; over Redis it travels with the event when a HandoverCodec encodes 
 In-process by default; over Redis pub/sub when HORDE_REDIS_URL is set, so a
 waiter in one server process hears a submit handled by another
 (horde/events/redis_bus.py). While Redis cannot be reached, waiters read the
-database every POLL_WITHOUT_EVENTS_S instead.
+database every POLL_WITHOUT_EVENTS_S instead; without Redis, while other processes
+share the database, every HORDE_EVENTS_POLL_S (horde/presence/hearing.py).
 
 A subscriber subscribes *before* it reads the state, then waits: a publish that
 lands between the read and the wait is not lost.
@@ -147,8 +148,9 @@ class Subscription:
 
 class LocalEventBus:
     def __init__(self, poll_s: float | None = None):
-        """`poll_s`: how often waiters read the database instead of an event, when other processes share the
-        database without Redis (HORDE_EVENTS_POLL_S); None: events alone wake them."""
+        """`poll_s`: how often waiters read the database instead of an event, while other processes share the
+        database without Redis (HORDE_EVENTS_POLL_S, set by horde/presence/hearing.py); None: events alone wake
+        them."""
         self._poll_s = poll_s
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[Subscription]] = {}
@@ -272,6 +274,19 @@ class LocalEventBus:
     def poll_interval_s(self) -> float | None:
         """None while events reach this process; else how often waiters read the database instead."""
         return self._poll_s
+
+    def poll_while_shared(self, poll_s: float | None) -> None:
+        """Other processes share the database without Redis (`poll_s`: how often to read it), or no longer (None).
+        When polling starts, every waiter wakes to read once and then waits at most `poll_s`."""
+        started = poll_s is not None and self._poll_s is None
+        self._poll_s = poll_s
+        if started:
+            self.wake_all()
+
+    def hears_other_processes(self) -> bool:
+        """Whether the other processes' events reach this one (through Redis): no need to read the database for
+        them. In-process events reach this process only."""
+        return False
 
     def status(self) -> str:
         """What the readiness probe says of Redis: here none is configured (in-process events only)."""

@@ -87,6 +87,9 @@ class RedisEventBus(LocalEventBus):
     def poll_interval_s(self) -> float | None:
         return None if self._subscribed is True else POLL_WITHOUT_EVENTS_S
 
+    def hears_other_processes(self) -> bool:
+        return True
+
     def status(self) -> str:
         return "ok" if self._subscribed is True else "unreachable"
 

@@ -1,4 +1,5 @@
-"""A serving process's background work: the sweeper of every domain and, on SQLite, the log's checkpoints.
+"""A serving process's background work: the sweeper of every domain, its presence on the database (how it hears the
+other processes), and, on SQLite, the log's checkpoints.
 
 It sits with the operator's parts, above the domains it sweeps, so that the serving layer (horde/serving/)
 imports none of them: `python -m horde serve` hands `start_housekeeping` to `serve`, and horde/wsgi.py calls it.
@@ -13,6 +14,7 @@ import gevent
 
 from horde.chat import service
 from horde.errors import ServiceUnavailable
+from horde.presence.hearing import start_hearing
 from horde.storage.sqlite_checkpoint import start_checkpoints
 
 if TYPE_CHECKING:
@@ -56,6 +58,8 @@ def sweeper(runtime: Runtime) -> None:
 
 
 def start_housekeeping(runtime: Runtime) -> None:
-    """A serving process's background work: the sweeper and, on SQLite, the log's checkpoints."""
+    """A serving process's background work: the sweeper, its presence on the database while it shares it without
+    Redis (the line that says how it hears the other processes), and, on SQLite, the log's checkpoints."""
     gevent.spawn(sweeper, runtime)
+    start_hearing(runtime.db, runtime.bus, runtime.settings.events_poll_s)
     start_checkpoints(runtime.db.sqlite_file)

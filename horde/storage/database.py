@@ -10,12 +10,10 @@ import contextlib
 import functools
 import logging
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from gevent.monkey import get_original
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -32,59 +30,25 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.sql.elements import SQLCoreOperations
 
 from horde import errors
-from horde.storage.pg_cursor import DescribedOnceCursor
-from horde.storage.pg_hub_wait import HubWaitConnection, waits_on_the_hub
+from horde.config import POOLER_TRANSACTION
+from horde.storage.pg_engines import postgresql_pools
 
 log = logging.getLogger(__name__)
-#: The operating system's select even under gevent's patching: a zero-timeout look never yields.
-_select_without_waiting = get_original("select", "select")
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: A commit checkpoints the write-ahead log itself only past this many pages (SQLite's default is 1,000, 4 MiB of
 #: 4 KiB pages): a server checkpoints in a thread of its own (horde/storage/sqlite_checkpoint.py), long before.
 SQLITE_AUTOCHECKPOINT_PAGES = 10_000
-#: Per process and per engine; transactions are short, so a few connections serve many greenlets. Every one
-#: stays open once made, so there is no overflow: SQLAlchemy closes an overflow connection when it is
-#: returned, and under bench/load.py those were opened and closed again all the time (a connection costs
-#: both processes far more than a statement: in our profile about 7 % of the server's CPU). A greenlet that
-#: finds every connection busy waits for one.
-POSTGRES_POOL_SIZE = 16
-POSTGRES_POOL_OVERFLOW = 0
-#: The autocommit engine's pool: its sessions hold a connection for one statement at a time.
-POSTGRES_AUTOCOMMIT_POOL_SIZE = 16
-POSTGRES_AUTOCOMMIT_POOL_OVERFLOW = 0
-#: The index-walking autocommit engine's pool (a worker's claim: two statements a pop). The three pools make 40
-#: connections a process, as the two did before claims left the transactional pool.
-POSTGRES_WALKING_POOL_SIZE = 8
-#: The walking pool's sessions keep one plan per prepared statement (decisions 0020 and 0025): its statements (a
-#: pop's look and claim) carry their states as literals (horde/storage/precompiled.py), so their plan for any worker is
-#: the plan for the states they read, and PostgreSQL's default would plan them again on every run for the worker's
-#: limits. The other pools plan as PostgreSQL does by default: a statement that binds a state (`state = $1`) needs
-#: a plan for its value, since on a Horde that keeps its history most rows are finished ones.
-POSTGRES_ONE_PLAN_OPTION = "-c plan_cache_mode=force_generic_plan"
-#: A commit where no kudos move need not wait until its WAL is on the disk (decision 0023): a database crash may
-#: lose the last fraction of a second of such commits, never one that moves kudos, since a commit that waits
-#: writes every commit before it to the disk too.
-POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION = "-c synchronous_commit=off"
-#: PostgreSQL: a condition that holds and makes its statement's transaction commit as
-#: POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION does, for a statement whose transaction moves no kudos (no round trip of
-#: its own; the setting ends with the transaction).
+#: PostgreSQL: a condition that holds and makes its statement's transaction commit without waiting for the disk,
+#: as the walking pool's sessions do (horde/storage/pg_engines.py WALKING_SETTINGS), for a statement whose
+#: transaction moves no kudos (no round trip of its own; the setting ends with the transaction).
 COMMITS_WITHOUT_FLUSH: ColumnElement[bool] = func.set_config("synchronous_commit", "off", true()) == "off"
-#: The walking pool's sessions also plan with sorts off: an ORDER BY ... LIMIT walks its index in order and stops at
-#: the first row that passes the filters, where the planner, unable to estimate the filters, would sort the whole
-#: table. The pool runs only a pop's look and claim, which move no kudos: their commits do not wait for the disk.
-POSTGRES_WALKING_OPTIONS = f"{POSTGRES_ONE_PLAN_OPTION} -c enable_sort=off {POSTGRES_COMMIT_WITHOUT_FLUSH_OPTION}"
-#: A pooled PostgreSQL connection idle this long is pinged before use (see _ping_idle_connections).
-PING_IF_IDLE_S = 1.0
-_CHECKED_IN_AT = "horde_checked_in_at"
-#: How long opening a connection may take before the database counts as unreachable.
-POSTGRES_CONNECT_TIMEOUT_S = 3
 #: SQLSTATEs of a lost or refused connection: class 08, and the server shutting down or starting up.
 CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
 #: SQLite failures that pass with time: a lock held past the busy timeout, a file that cannot be opened or read now.
@@ -217,7 +181,9 @@ def insert_ignoring_duplicates(session: Session, table: type[Base], rows: list[d
 
 
 class Database:
-    def __init__(self, url: str):
+    def __init__(self, url: str, pooler: str | None = None):
+        """`pooler`: HORDE_DATABASE_POOLER, what sits between PostgreSQL and the Horde (horde/storage/pg_engines.py);
+        "transaction": a pooler in transaction mode, where nothing may outlive a transaction."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         #: The SQLite database's file, or None (PostgreSQL, or a database in memory).
@@ -233,20 +199,11 @@ class Database:
             self.autocommit_engine = self.engine
             self.walking_engine = self.engine
         else:
-            self.engine = _postgresql_engine(url, POSTGRES_POOL_SIZE, POSTGRES_POOL_OVERFLOW)
-            # Each statement commits by itself: no BEGIN, COMMIT or ROLLBACK round trips. Reads lose
-            # nothing: at READ COMMITTED every statement takes its own snapshot anyway.
-            self.autocommit_engine = _postgresql_engine(
-                url, POSTGRES_AUTOCOMMIT_POOL_SIZE, POSTGRES_AUTOCOMMIT_POOL_OVERFLOW, isolation_level="AUTOCOMMIT"
-            )
+            self.engine, self.autocommit_engine, self.walking_engine = postgresql_pools(url, pooler)
             self.read_engine = self.autocommit_engine
-            self.walking_engine = _postgresql_engine(
-                url,
-                POSTGRES_WALKING_POOL_SIZE,
-                0,
-                isolation_level="AUTOCOMMIT",
-                server_options=POSTGRES_WALKING_OPTIONS,
-            )
+        #: The walking pool's statements run in a transaction that sets what they need (behind a transaction
+        #: pooler); else each runs alone in autocommit, in a session that starts with it.
+        self._walks_in_transactions = self.is_postgresql and pooler == POOLER_TRANSACTION
         #: Called once when the database becomes unreachable (the runtime wakes every waiter to notice).
         self.on_unreachable: Callable[[], None] | None = None
         self.reachable = True
@@ -257,14 +214,17 @@ class Database:
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Session]:
+    def transaction(self) -> contextlib.AbstractContextManager[Session]:
         """Yield a session; commit when the block ends, roll back when it raises.
 
         A lost or refused connection raises errors.ServiceUnavailable.
         """
         alone = None if self.is_sqlite else self.autocommit_engine
-        session = CoreFirstSession(self.engine, begin=True, alone_engine=alone)
+        return self._transaction(self.engine, alone)
+
+    @contextlib.contextmanager
+    def _transaction(self, engine: Engine, alone: Engine | None) -> Iterator[Session]:
+        session = CoreFirstSession(engine, begin=True, alone_engine=alone)
         committing = False
         try:
             yield cast(Session, session)
@@ -289,10 +249,14 @@ class Database:
         On PostgreSQL each statement commits as it runs, saving the BEGIN and COMMIT round trips; a
         lost connection raises errors.ServiceUnavailable whose write may have happened. On SQLite it is
         a write transaction. With `walk_indexes` (PostgreSQL) the statements are planned with sorts off
-        (POSTGRES_WALKING_OPTIONS), on a pool of their own.
+        (horde/storage/pg_engines.py WALKING_SETTINGS), on a pool of their own; behind a pooler in transaction
+        mode they run in one transaction that starts with those settings.
         """
         if self.is_sqlite:
             with self.transaction() as session:
+                yield session
+        elif walk_indexes and self._walks_in_transactions:
+            with self._transaction(self.walking_engine, None) as session:
                 yield session
         else:
             engine = self.walking_engine if walk_indexes else self.autocommit_engine
@@ -393,71 +357,9 @@ def is_postgresql(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
-def _ping_idle_connections(engine: Engine) -> None:
-    """Drop pooled connections that died in an outage, so the pool reconnects by itself.
-
-    Like pool_pre_ping, but only for a connection idle for PING_IF_IDLE_S or more: under load connections
-    come back within milliseconds, and a ping on every checkout would be one more round trip per
-    transaction. A connection that dies while in use fails its statement; the pool then replaces every
-    connection older than the failure.
-    """
-
-    @event.listens_for(engine, "checkin")
-    def _note_checkin(_dbapi_connection: Any, record: Any) -> None:
-        record.info[_CHECKED_IN_AT] = time.monotonic()
-
-    @event.listens_for(engine, "checkout")
-    def _ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        checked_in_at = record.info.get(_CHECKED_IN_AT)
-        recent = checked_in_at is not None and time.monotonic() - checked_in_at < PING_IF_IDLE_S
-        if recent and not _has_unread_input(dbapi_connection):
-            return
-        try:
-            alive = engine.dialect.do_ping(dbapi_connection)
-        except Exception as exc:
-            raise DisconnectionError("a pooled connection died while idle") from exc
-        if not alive:
-            raise DisconnectionError("a pooled connection died while idle")
-
-
-def _has_unread_input(dbapi_connection: Any) -> bool:
-    """Whether an idle connection's socket has something to read: the server's goodbye, or the end of a
-    connection cut on the way. A healthy idle connection has nothing. One system call, no round trip."""
-    try:
-        readable, _, _ = _select_without_waiting([dbapi_connection.fileno()], [], [], 0)
-    except (OSError, ValueError):  # the connection is closed already
-        return True
-    return bool(readable)
-
-
-def _postgresql_engine(url: str, pool_size: int, overflow: int, *, server_options: str = "", **options: Any) -> Engine:
-    """`server_options`: settings every session of the pool starts with (libpq's `options`, "-c name=value"),
-    after the URL's own `options`, which they would otherwise replace."""
-    given = make_url(url).query.get("options")
-    connect_args: dict[str, Any] = {
-        "connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
-        "cursor_factory": DescribedOnceCursor,
-    }
-    session_options = " ".join(option for option in (given, server_options) if isinstance(option, str) and option)
-    if session_options:
-        connect_args["options"] = session_options
-    engine = create_engine(url, pool_size=pool_size, max_overflow=overflow, connect_args=connect_args, **options)
-    _ping_idle_connections(engine)
-    event.listen(engine, "do_connect", _connect_waiting_on_the_hub)
-    return engine
-
-
 def _sqlite_file(url: str) -> str | None:
     name = make_url(url).database
     return name if name and name != ":memory:" and not name.startswith("file:") else None
-
-
-def _connect_waiting_on_the_hub(_dialect: Any, _record: Any, cargs: tuple, cparams: dict) -> Any:
-    """Under gevent, a connection whose statements wait on the hub (horde/storage/pg_hub_wait.py); else
-    psycopg's own."""
-    if not waits_on_the_hub():
-        return None  # SQLAlchemy connects as it would
-    return HubWaitConnection.connect(*cargs, **cparams)
 
 
 def _sqlite_pragmas(dbapi_connection, _record):

@@ -13,6 +13,7 @@ import uuid
 from sqlalchemy import create_engine, make_url, text
 
 from horde import models
+from horde.migrations.models import AppliedMigration
 
 POSTGRES_ENV = "HORDE_TEST_DATABASE_URL"
 REDIS_ENV = "HORDE_TEST_REDIS_URL"
@@ -45,7 +46,9 @@ class PostgresDatabase:
     def truncate(self) -> None:
         engine = create_engine(_driver_url(self.url))
         try:
-            tables = ", ".join(f'"{table.name}"' for table in models.tables())
+            # The record of the migrations stays: the schema is still the one it records.
+            kept = {AppliedMigration.__tablename__}
+            tables = ", ".join(f'"{table.name}"' for table in models.tables() if table.name not in kept)
             with engine.begin() as connection:
                 existing = connection.execute(text("SELECT count(*) FROM pg_tables WHERE tablename = 'users'")).scalar()
                 if existing:

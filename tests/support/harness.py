@@ -31,8 +31,9 @@ E2E_SETTINGS = {
     "HORDE_SWEEP_INTERVAL_S": 0.5,
     "HORDE_IMAGE_FETCH_ALLOW": "127.0.0.1",
 }
-#: For servers of several processes on one database without Redis (two `horde serve`, a gunicorn of two): each
-#: reads the database this often to hear what the others changed, instead of the waiters' 10 s safety net.
+#: For servers of several processes on one database without Redis (two `horde serve`, a gunicorn of two): while
+#: they share it, each reads the database this often to hear what the others changed (the default, 1 s, would
+#: make the tests that wait for it slower).
 SHARED_DATABASE_SETTINGS = {"HORDE_EVENTS_POLL_S": 0.2}
 
 

@@ -29,6 +29,8 @@ def test_unset_and_empty_variables_keep_the_defaults():
         ("HORDE_IMAGE_FETCH_ALLOW", "127.0.0.1, example.com,", "image_fetch_allow", ("127.0.0.1", "example.com")),
         ("HORDE_REDIS_URL", "redis://127.0.0.1:6379/0", "redis_url", "redis://127.0.0.1:6379/0"),
         ("HORDE_EVENTS_POLL_S", "0.5", "events_poll_s", 0.5),
+        ("HORDE_DATABASE_POOLER", "transaction", "database_pooler", "transaction"),
+        ("HORDE_DATABASE_POOLER", "session", "database_pooler", "session"),
     ],
 )
 def test_each_variable_sets_its_setting(variable, raw, field, value):
@@ -48,6 +50,7 @@ def test_each_variable_sets_its_setting(variable, raw, field, value):
         ("HORDE_MAX_MESSAGES", "2.5", "expected an integer"),
         ("HORDE_SWEEP_INTERVAL_S", "soon", "expected a number"),
         ("HORDE_EVENTS_POLL_S", "0", "must be greater than 0"),
+        ("HORDE_DATABASE_POOLER", "statement", "must be one of transaction, session"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_variable(variable, raw, says):

@@ -16,7 +16,7 @@ import gevent
 import psycopg
 import pytest
 
-from horde.storage import database, pg_hub_wait
+from horde.storage import database, pg_engines, pg_hub_wait
 from horde.storage.pg_hub_wait import HubWaitConnection
 
 
@@ -76,7 +76,7 @@ def test_the_engines_connect_waiting_on_the_hub_under_gevents_patching(runtime, 
     with runtime.db.read() as session:  # this test process is not patched: psycopg's own connection
         assert not isinstance(session.connection().connection.dbapi_connection, HubWaitConnection)
     monkeypatch.setattr(pg_hub_wait, "waits_on_the_hub", lambda: True)
-    monkeypatch.setattr(database, "waits_on_the_hub", lambda: True)
+    monkeypatch.setattr(pg_engines, "waits_on_the_hub", lambda: True)
     patched = database.Database(runtime.db.url)
     try:
         for sessions in (patched.transaction, patched.read, patched.autocommit):

@@ -1,5 +1,5 @@
 -- sql/0001_schema.sql as first written (the PostgreSQL schema before the text API): the database
--- that sql/0002_text_responses_known_models.sql upgrades. Kept for tests/integration/storage/test_sql_upgrade.py.
+-- that sql/0002_text_responses_known_models.sql upgrades. Kept for tests/integration/storage/test_migrations.py.
 
 CREATE TABLE users (
 	id SERIAL NOT NULL, 
