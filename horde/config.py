@@ -126,6 +126,8 @@ class Settings:
     max_header_bytes: int = 65_536
     #: Open connections of one `python -m horde serve` process (under gunicorn, --worker-connections).
     max_connections: int = 10_000
+    #: What a flex request's requester pays of the price (service_tier "flex", batch lines); its worker earns the price.
+    batch_price_factor: float = 0.5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -181,4 +183,5 @@ VARIABLES: dict[str, Variable] = {
     "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),
     "affinity_wait_ms": _count("HORDE_AFFINITY_WAIT_MS", minimum=0),
     "news_path": Variable("HORDE_NEWS", optional=True),
+    "batch_price_factor": Variable("HORDE_BATCH_PRICE_FACTOR", float, above=0),
 }

@@ -119,6 +119,7 @@ CREATE TABLE chat_requests (
 	conversation_key VARCHAR(32), 
 	reserved_worker_id VARCHAR(36), 
 	reserved_until TIMESTAMP WITHOUT TIME ZONE, 
+	service_tier VARCHAR(8) DEFAULT 'default' NOT NULL, 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
@@ -231,6 +232,7 @@ CREATE TABLE text_requests (
 	body_hash VARCHAR(64), 
 	holders INTEGER NOT NULL, 
 	delivered BOOLEAN NOT NULL, 
+	service_tier VARCHAR(8) DEFAULT 'default' NOT NULL, 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );

@@ -9,7 +9,18 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.identity import Identity
-from horde.chat import admission, affinity, conversation, images, lifecycle, model_rows, queue, request_rows, stats
+from horde.chat import (
+    admission,
+    affinity,
+    conversation,
+    images,
+    lifecycle,
+    model_rows,
+    queue,
+    request_rows,
+    stats,
+    tiers,
+)
 from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events.bus import announce_jobs, request_channel
@@ -35,12 +46,13 @@ def create(
     client_address: str | None = None,
     request_id: str | None = None,
     inherited_conversation: str | None = None,
+    tier: tiers.Tier = tiers.INTERACTIVE,
 ) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job.
 
     `request_id`: the new request's id, when the caller listens to its channel before it exists.
     `inherited_conversation`: the stored key of the conversation the request continues, when the request names
-    none itself (horde/chat/conversation.py)."""
+    none itself (horde/chat/conversation.py). `tier`: interactive, flex, or a batch line's (horde/chat/tiers.py)."""
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)
@@ -63,6 +75,7 @@ def create(
             request_id=request_id,
             roster_generation=runtime.checkins.generation,
             conversation_key=conversation_key,
+            tier=tier,
         )
     runtime.snapshots.queue_changed()
     announce(runtime, request)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from horde import errors
 from horde.accounts.models import User
+from horde.chat import tiers
 from horde.events.bus import request_channel
 from horde.http.payload import load
 from horde.stats import rollup
@@ -36,8 +37,10 @@ def create(
     holders: int = 0,
     front: fail_fast.FrontOptions | None = None,
     client_address: str | None = None,
+    tier: tiers.Tier = tiers.INTERACTIVE,
 ) -> admission.Admitted:
-    """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing."""
+    """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing. `tier`: interactive,
+    or a batch line's (horde/chat/tiers.py)."""
     loaded, warnings = admission.validate(body)
     if loaded.get("webhook"):
         webhook.check(loaded["webhook"], runtime.settings)
@@ -72,6 +75,7 @@ def create(
             queued=queued,
             body_hash=body_hash,
             holders=holders,
+            tier=tier,
         )
         if front is None and admitted.request is not None:  # the native API's warning; the front refused gaps
             admitted.message = _no_worker_message(session, settings, admitted.request, online, loaded)
