@@ -12,7 +12,9 @@ from sqlalchemy import Connection, Engine, Table, inspect
 
 from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
+from horde.batches.models import Batch, BatchLine
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
+from horde.files.models import FileChunk, StoredFile
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import ServerSecret, StoredResponse
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
@@ -40,6 +42,10 @@ MODELS = (
     ServedMark,
     ServedTotal,
     ServedMinute,
+    StoredFile,
+    FileChunk,
+    Batch,
+    BatchLine,
 )
 
 

@@ -149,6 +149,21 @@ def cancel(
     return request
 
 
+def withdraw(runtime: ChatParts, request_id: str, reason: errors.HordeError) -> bool | None:
+    """Cancel the request if it still waits for a worker (a batch's wind-down), recording `reason`: True when
+    withdrawn, False when a worker runs it or it ended, None when there is no such request. Under the request's row
+    lock, so that a claim either took it first (it goes on, charged as any) or finds it cancelled."""
+    with runtime.db.transaction() as session:
+        if session.get(ChatRequest, request_id) is None:
+            return None
+        request = lifecycle.lock_request(session, request_id)
+        if request.state != WAITING:
+            return False
+        lifecycle.cancel(session, runtime.settings, request, rc=reason.rc, message=reason.message)
+    runtime.bus.publish(request_channel(request_id))
+    return True
+
+
 def sweep(runtime: ChatParts) -> int:
     """Expire stale jobs, drop the model rows of ended requests and roll the requests served up by minute
     (horde/stats); the serve loop calls it every HORDE_SWEEP_INTERVAL_S."""

@@ -26,9 +26,11 @@ def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops.
 
     Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
-    keys and stored responses.
+    keys and stored responses, and files and batches past their retention.
     """
     from horde.accounts import rate_limit
+    from horde.batches import retention as batch_retention
+    from horde.files import service as files
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
     from horde.text import service as text_service
@@ -47,6 +49,8 @@ def sweeper(runtime: Runtime) -> None:
                     rate_limit.forget_past_seconds(session)
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)
+                files.purge_expired(runtime)
+                batch_retention.purge_ended(runtime)
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:
@@ -54,6 +58,10 @@ def sweeper(runtime: Runtime) -> None:
 
 
 def start_housekeeping(runtime: Runtime) -> None:
-    """A serving process's background work: the sweeper and, on SQLite, the log's checkpoints."""
+    """A serving process's background work: the sweeper, the batch driver and, on SQLite, the log's checkpoints."""
+    from horde.batches.driver import Driver
+    from horde.oai.batch_lines import OpenAILines
+
     gevent.spawn(sweeper, runtime)
+    gevent.spawn(Driver(runtime, OpenAILines(runtime)).run_forever)
     start_checkpoints(runtime.db.sqlite_file)

@@ -99,6 +99,7 @@ def admit(
     body_hash: str | None = None,
     holders: int = 0,
     tier: tiers.Tier = tiers.INTERACTIVE,
+    request_id: str | None = None,
 ) -> Admitted:
     """`online`: the online text workers serving the request's models (horde/text/roster.py); `queued`: the
     generations waiting for them. `body_hash` and `holders`: the OpenAI front's idempotency bookkeeping, written
@@ -106,7 +107,8 @@ def admit(
 
     The request is written with Core INSERTs and comes back as a transient TextRequest, never added to a
     session (no unit of work to flush), as chat's admission does. The caller's balance is read only when the
-    request is over the free allowance; otherwise the INSERT alone reads it. `tier`: as chat's (horde/chat/tiers.py)."""
+    request is over the free allowance; otherwise the INSERT alone reads it. `tier`: as chat's
+    (horde/chat/tiers.py); `request_id`: the new request's id, when the caller chose it (a batch line's)."""
     params = dict(loaded["params"])
     n = params.get("n", 1)
     params["n"] = n
@@ -134,7 +136,7 @@ def admit(
     address = client_address if user.anonymous else None
     only, blocked = _worker_lists(loaded)
     values = dict(
-        id=new_id(),
+        id=request_id or new_id(),
         user_id=user.id,
         shared_key_id=shared_key_id,
         state=WAITING,

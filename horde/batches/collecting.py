@@ -1,0 +1,132 @@
+"""A batch's lines coming back: the lines in flight whose requests ended, each written once as its output line.
+
+A line ends by a compare-and-set from `queued`, in the same transaction as the batch's counts, so that two drivers
+(or one that lost its lease meanwhile) never write a line twice nor count it twice. The request itself was charged
+once by its submit (horde/chat/lifecycle.py); the output line only reports it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+
+from horde.accounts.identity import Identity
+from horde.batches.models import DONE, FAILED_LINE, QUEUED, Batch, BatchLine, output_line_id
+from horde.batches.parts import BatchParts
+from horde.batches.runner import LineRunner, LineWork, Outcome
+from horde.storage import precompiled
+from horde.storage.database import table_of
+from horde.timeutil import utcnow
+
+_LINES, _BATCHES = table_of(BatchLine), table_of(Batch)
+_IN_FLIGHT = (
+    select(
+        _LINES.c.line,
+        _LINES.c.custom_id,
+        _LINES.c.request_id,
+        _LINES.c.body,
+        _LINES.c.admitted,
+        _LINES.c.retry_at,
+        _LINES.c.withdrawn,
+    )
+    .where(_LINES.c.batch_id == bindparam("batch_id"), _LINES.c.state == QUEUED)
+    .order_by(_LINES.c.line)
+)
+_END_LINE = (
+    update(_LINES)
+    .where(_LINES.c.batch_id == bindparam("of_batch"), _LINES.c.line == bindparam("line_no"), _LINES.c.state == QUEUED)
+    .values(
+        state=bindparam("new_state"),
+        output=bindparam("output_v"),
+        ok=bindparam("ok_v"),
+        body=None,
+        finished_at=bindparam("at"),
+    )
+)
+
+
+def in_flight(runtime: BatchParts, batch_id: str) -> list[Any]:
+    """The batch's lines fed and not yet ended (at most HORDE_BATCH_MAX_IN_FLIGHT), in order."""
+    with runtime.db.read() as session:
+        return list(precompiled.execute(session.connection(), _IN_FLIGHT, {"batch_id": batch_id}).all())
+
+
+def work(batch: Batch, row: Any, user: Identity) -> LineWork:
+    return LineWork(batch.id, batch.endpoint, row.line, row.custom_id, row.request_id, row.body or {}, user)
+
+
+def collect(runtime: BatchParts, runner: LineRunner, batch: Batch, user: Identity, rows: list[Any]) -> int:
+    """Write the lines whose requests ended; how many."""
+    admitted = [row for row in rows if row.admitted]
+    if not admitted:
+        return 0
+    ended = runner.ended(batch.endpoint, [row.request_id for row in admitted])
+    outcomes = [
+        (row, runner.outcome(work(batch, row, user), batch.ending)) for row in admitted if row.request_id in ended
+    ]
+    return record(runtime, batch.id, outcomes)
+
+
+def output_line(custom_id: str, request_id: str, outcome: Outcome) -> str:
+    """OpenAI's line of an output or error file, without its newline."""
+    line = {
+        "id": output_line_id(request_id),
+        "custom_id": custom_id,
+        "response": outcome.response,
+        "error": outcome.error,
+    }
+    return json.dumps(line, separators=(",", ":"), ensure_ascii=False)
+
+
+def record(runtime: BatchParts, batch_id: str, outcomes: Iterable[tuple[Any, Outcome]]) -> int:
+    """End each line with its outcome (a compare-and-set from queued) and add what ended to the batch's counts, in
+    one transaction; how many lines this call ended."""
+    outcomes = list(outcomes)
+    if not outcomes:
+        return 0
+    at, ended = utcnow(), 0
+    totals = dict.fromkeys(
+        (
+            "completed",
+            "failed",
+            "output_bytes",
+            "error_bytes",
+            "input_tokens",
+            "cached_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+            "kudos_charged",
+        ),
+        0,
+    )
+    with runtime.db.transaction() as session:
+        connection = session.connection()
+        for row, outcome in outcomes:
+            text = output_line(row.custom_id, row.request_id, outcome)
+            params = {
+                "of_batch": batch_id,
+                "line_no": row.line,
+                "new_state": DONE if outcome.ok else FAILED_LINE,
+                "output_v": text,
+                "ok_v": outcome.ok,
+                "at": at,
+            }
+            if precompiled.execute(connection, _END_LINE, params).rowcount != 1:
+                continue  # another driver wrote it first
+            ended += 1
+            size = len(text.encode()) + 1
+            totals["completed" if outcome.ok else "failed"] += 1
+            totals["output_bytes" if outcome.ok else "error_bytes"] += size
+            totals["input_tokens"] += outcome.usage.input_tokens
+            totals["cached_tokens"] += outcome.usage.cached_tokens
+            totals["output_tokens"] += outcome.usage.output_tokens
+            totals["reasoning_tokens"] += outcome.usage.reasoning_tokens
+            totals["kudos_charged"] += outcome.kudos
+        if ended:
+            added = {name: _BATCHES.c[name] + value for name, value in totals.items() if value}
+            added["in_flight"] = _BATCHES.c.in_flight - ended
+            connection.execute(update(_BATCHES).where(_BATCHES.c.id == batch_id).values(added))
+    return ended

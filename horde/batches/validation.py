@@ -1,0 +1,113 @@
+"""A batch's input file checked line by line before any line runs: the batch fails with the errors found (each with
+its line number), or runs with its count of requests.
+
+The file is read in pieces (horde/files/lines.py) and each line parsed within the bounds of a request body
+(horde/http/request_json.py); duplicate custom_ids are found by a 16-byte digest of each, so that what the check holds
+grows with the count of requests (at most HORDE_BATCH_MAX_REQUESTS), never with the file's size. Whether each
+request is one its endpoint serves is not checked here: a line the Horde refuses becomes an error line when it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import gevent
+from gevent import monkey
+
+from horde import errors
+from horde.batches.models import Batch
+from horde.batches.parts import BatchParts
+from horde.files import service as files
+from horde.files.lines import Line, lines
+from horde.http import request_json
+
+#: Errors listed at most; the check stops at the last.
+MAX_VALIDATION_ERRORS = 100
+CUSTOM_ID_MAX_CHARS = 512
+LINE_KEYS = ("custom_id", "method", "url", "body")
+METHOD = "POST"
+#: Lines checked between two turns given to the process's other greenlets.
+LINES_BETWEEN_PAUSES = 256
+
+
+@dataclass
+class Checked:
+    total: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+def validate(runtime: BatchParts, batch: Batch) -> Checked:
+    checked = Checked()
+    try:
+        file = files.get(runtime, batch.user_id, batch.input_file_id, param="input_file_id")
+    except errors.FileNotFound as gone:
+        checked.errors.append(_item(errors.BatchInputError(gone.message, param="input_file_id"), None))
+        return checked
+    seen: set[bytes] = set()
+    limit = runtime.settings.batch_max_requests
+    pieces = files.content(runtime, file)
+    for line in lines(pieces, start=0, number=1, max_line_bytes=runtime.settings.max_body_bytes):
+        if line.number % LINES_BETWEEN_PAUSES == 0 and monkey.is_module_patched("socket"):
+            gevent.sleep(0)
+        if line.blank:
+            continue
+        checked.total += 1
+        if checked.total > limit:
+            refusal = errors.BatchTooLarge(f"The file holds more than {limit} requests, the limit of a batch.")
+            checked.errors.append(_item(refusal, line.number))
+            break
+        try:
+            check_line(line, batch.endpoint, seen)
+        except errors.BatchInputError as refusal:
+            checked.errors.append(_item(refusal, line.number))
+            if len(checked.errors) >= MAX_VALIDATION_ERRORS:
+                break
+    if checked.total == 0 and not checked.errors:
+        checked.errors.append(_item(errors.EmptyBatchFile("The file holds no requests."), None))
+    return checked
+
+
+def parsed(line: Line) -> dict[str, Any]:
+    """A line as a request line: a JSON object within a request body's bounds."""
+    if line.data is None:
+        raise errors.BatchLineTooLarge("The line is longer than the limit of a request body (HORDE_MAX_BODY_BYTES).")
+    try:
+        value = request_json.parse(line.data)
+    except errors.BadRequest as refusal:
+        raise errors.InvalidJsonLine(refusal.message, param=refusal.param) from None
+    if not isinstance(value, dict):
+        raise errors.InvalidJsonLine("A line of a batch's file is a JSON object.")
+    return value
+
+
+def check_line(line: Line, endpoint: str, seen: set[bytes]) -> dict[str, Any]:
+    """The line's request, or the first reason it is refused; a custom_id seen before is a duplicate."""
+    value = parsed(line)
+    for key in value:
+        if key not in LINE_KEYS:
+            raise errors.InvalidBatchLine(f"Unknown key '{key}': a line holds {', '.join(LINE_KEYS)}.", param=key)
+    custom_id = value.get("custom_id")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= CUSTOM_ID_MAX_CHARS:
+        raise errors.InvalidBatchLine(
+            f"'custom_id' is a string of 1 to {CUSTOM_ID_MAX_CHARS} characters.", param="custom_id"
+        )
+    if value.get("method") != METHOD:
+        raise errors.InvalidBatchLine(f"'method' is '{METHOD}'.", param="method")
+    if value.get("url") != endpoint:
+        raise errors.MismatchedEndpoint(
+            f"The line's url {value.get('url')!r} is not the batch's endpoint '{endpoint}'.", param="url"
+        )
+    if not isinstance(value.get("body"), dict):
+        raise errors.InvalidBatchLine("'body' is the request's JSON object.", param="body")
+    digest = hashlib.blake2b(custom_id.encode(), digest_size=16).digest()
+    if digest in seen:
+        raise errors.DuplicateCustomId(f"The custom_id {custom_id!r} is on an earlier line.", param="custom_id")
+    seen.add(digest)
+    return value
+
+
+def _item(refusal: errors.HordeError, line: int | None) -> dict[str, Any]:
+    """An item of the batch's `errors.data`."""
+    return {"code": refusal.rc, "message": refusal.message, "param": refusal.param, "line": line}
