@@ -83,7 +83,8 @@ class Driver:
         """One bounded step of `batch` (its lease held); how much changed."""
         runtime, runner = self.runtime, self.runner
         if batch.status == VALIDATING:
-            return int(ending.validated(runtime, batch, validation.validate(runtime, batch)))
+            checked = validation.validate(runtime, batch, keep_lease=lambda: self._lease(batch.id))
+            return int(ending.validated(runtime, batch, checked))
         if batch.status == IN_PROGRESS and batch.ending is None and utcnow() >= batch.expires_at:
             return int(ending.expire(runtime, batch))
         user = self._identity(batch)

@@ -10,6 +10,7 @@ request is one its endpoint serves is not checked here: a line the Horde refuses
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,9 @@ class Checked:
     errors: list[dict[str, Any]] = field(default_factory=list)
 
 
-def validate(runtime: BatchParts, batch: Batch) -> Checked:
+def validate(runtime: BatchParts, batch: Batch, keep_lease: Callable[[], object] | None = None) -> Checked:
+    """The file's count of requests, or the errors it holds. `keep_lease` is called as the check goes, so that the
+    driver of a large file keeps its lease until it is done."""
     checked = Checked()
     try:
         file = files.get(runtime, batch.user_id, batch.input_file_id, param="input_file_id")
@@ -49,8 +52,11 @@ def validate(runtime: BatchParts, batch: Batch) -> Checked:
     limit = runtime.settings.batch_max_requests
     pieces = files.content(runtime, file)
     for line in lines(pieces, start=0, number=1, max_line_bytes=runtime.settings.max_body_bytes):
-        if line.number % LINES_BETWEEN_PAUSES == 0 and monkey.is_module_patched("socket"):
-            gevent.sleep(0)
+        if line.number % LINES_BETWEEN_PAUSES == 0:
+            if monkey.is_module_patched("socket"):
+                gevent.sleep(0)
+            if keep_lease is not None:
+                keep_lease()
         if line.blank:
             continue
         checked.total += 1
