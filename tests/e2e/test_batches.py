@@ -10,7 +10,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.support.harness import unique_model
+from tests.support.harness import unique_model, write_rules
 from tests.support.openapi import validate
 from tests.support.processes import wait_until
 
@@ -116,3 +116,73 @@ def horde_balance(client: openai.OpenAI) -> float:
 
     base = str(client.base_url).removesuffix("/v1/")
     return requests.get(f"{base}/api/v2/find_user", headers={"apikey": client.api_key}, timeout=10).json()["kudos"]
+
+
+def test_a_cancel_through_the_sdk_ends_the_batch_cancelled(horde, tmp_path):
+    """A worker that takes its time: the cancel withdraws the lines still waiting, the running ones end in the
+    output, the lines never run end in the error file with batch_cancelled."""
+    model = unique_model("batch-cancel")
+    rules = write_rules(tmp_path, [{"match": {}, "reply": {"content": "slowly", "delay_s": 1}}])
+    horde.worker([model], "--threads", "1", rules=rules)
+    client = horde.openai(horde.user(kudos=1000))
+    uploaded = upload(client, jsonl([chat_line(f"c{n}", model, f"line {n}") for n in range(20)]))
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    wait_until(lambda: client.batches.retrieve(batch.id).status == "in_progress", what="the batch to start")
+    cancelling = client.batches.cancel(batch.id)
+    assert cancelling.status == "cancelling"
+    done = finished(client, batch.id)
+    validate(done.model_dump(exclude_unset=True), "Batch")
+    assert done.status == "cancelled" and done.cancelled_at is not None
+    counts = done.request_counts
+    assert counts.total == 20 and counts.completed + counts.failed == 20 and counts.failed >= 15
+    errors = lines_of(client, done.error_file_id)
+    assert {line["error"]["code"] for line in errors} == {"batch_cancelled"}
+    ran = lines_of(client, done.output_file_id)
+    assert {line["custom_id"] for line in ran} | {line["custom_id"] for line in errors} == {f"c{n}" for n in range(20)}
+    assert all(line["response"]["body"]["choices"][0]["message"]["content"] == "slowly" for line in ran)
+
+
+def test_flex_waits_behind_interactive_requests_through_the_sdk(horde):
+    """One worker thread, busy: a flex request queued first, then an interactive one; the interactive one is served
+    first. Each answer names the tier that served it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import func, select
+
+    from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
+
+    model = unique_model("flex")
+    horde.worker([model], "--threads", "1")
+    key = horde.user(kudos=1000)
+    client = horde.openai(key)
+
+    def ask(content: str, **extra):
+        messages = [{"role": "user", "content": content}]
+        return client.chat.completions.create(model=model, messages=messages, max_tokens=64, **extra)
+
+    def count(state: str) -> int:
+        with horde.runtime.db.read() as session:
+            query = select(func.count()).where(
+                ChatRequest.state == state,
+                ChatRequest.id.in_(select(ChatRequestModel.request_id).where(ChatRequestModel.model == model)),
+            )
+            return session.scalar(query) or 0
+
+    with ThreadPoolExecutor(3) as pool:
+        busy = pool.submit(ask, "slow down")  # the "slow" rule: 1.2 s of progress
+        wait_until(lambda: count("processing") == 1, what="the worker to be busy")
+        flex = pool.submit(ask, "the flex one", service_tier="flex")
+        wait_until(lambda: count("waiting") == 1, what="the flex request to wait")
+        interactive = pool.submit(ask, "the interactive one")
+        wait_until(lambda: count("waiting") == 2, what="both to wait")
+        answers = busy.result(), flex.result(), interactive.result()
+    _, flex_answer, interactive_answer = answers
+    assert (flex_answer.service_tier, interactive_answer.service_tier) == ("flex", "default")
+    ids = {flex_answer.model_extra["x_horde"]["request_id"]: "flex"}
+    ids[interactive_answer.model_extra["x_horde"]["request_id"]] = "int"
+    with horde.runtime.db.read() as session:
+        jobs = session.execute(
+            select(ChatJob.request_id).where(ChatJob.request_id.in_(ids)).order_by(ChatJob.started_at)
+        )
+        order = [ids[request_id] for (request_id,) in jobs]
+    assert order == ["int", "flex"]
