@@ -75,7 +75,6 @@ CREATE TABLE IF NOT EXISTS batch_lines (
 	custom_id VARCHAR(512) NOT NULL, 
 	request_id VARCHAR(36) NOT NULL, 
 	state VARCHAR(12) NOT NULL, 
-	admitted BOOLEAN NOT NULL, 
 	retry_at TIMESTAMP WITHOUT TIME ZONE, 
 	withdrawn BOOLEAN NOT NULL, 
 	body JSON, 

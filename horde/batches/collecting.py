@@ -28,7 +28,6 @@ _IN_FLIGHT = (
         _LINES.c.custom_id,
         _LINES.c.request_id,
         _LINES.c.body,
-        _LINES.c.admitted,
         _LINES.c.retry_at,
         _LINES.c.withdrawn,
     )
@@ -58,14 +57,12 @@ def work(batch: Batch, row: Any, user: Identity) -> LineWork:
     return LineWork(batch.id, batch.endpoint, row.line, row.custom_id, row.request_id, row.body or {}, user)
 
 
-def collect(runtime: BatchParts, runner: LineRunner, batch: Batch, user: Identity, rows: list[Any]) -> int:
-    """Write the lines whose requests ended; how many."""
-    admitted = [row for row in rows if row.admitted]
-    if not admitted:
-        return 0
-    ended = runner.ended(batch.endpoint, [row.request_id for row in admitted])
+def collect(
+    runtime: BatchParts, runner: LineRunner, batch: Batch, user: Identity, rows: list[Any], queued: dict[str, bool]
+) -> int:
+    """Write the lines whose requests ended (`queued`: runner.progress of the rows' requests); how many."""
     outcomes = [
-        (row, runner.outcome(work(batch, row, user), batch.ending)) for row in admitted if row.request_id in ended
+        (row, runner.outcome(work(batch, row, user), batch.ending)) for row in rows if queued.get(row.request_id)
     ]
     return record(runtime, batch.id, outcomes)
 

@@ -41,7 +41,7 @@ LEASE_S = 15.0
 RENEW_WITHIN_S = LEASE_S / 2
 #: Between two turns of the batches a process drives (their requests end meanwhile); and, with none, between two
 #: looks for batches to take.
-TURN_INTERVAL_S = 0.2
+TURN_INTERVAL_S = 0.1
 #: The most batches one process drives at once: the others are left to other processes, or to its next looks.
 MAX_BATCHES_PER_PROCESS = 16
 
@@ -89,12 +89,15 @@ class Driver:
             return int(ending.expire(runtime, batch))
         user = self._identity(batch)
         rows = collecting.in_flight(runtime, batch.id)
-        changed = collecting.collect(runtime, runner, batch, user, rows)
+        queued = runner.progress(batch.endpoint, [row.request_id for row in rows]) if rows else {}
+        changed = collecting.collect(runtime, runner, batch, user, rows, queued)
         if batch.ending is not None:
             changed += ending.wind_down(runtime, runner, self._fresh(batch.id), user, rows)
         else:
-            changed += feeding.feed(runtime, self._fresh(batch.id))
-            changed += feeding.admit(runtime, runner, batch, user, collecting.in_flight(runtime, batch.id))
+            fed = feeding.feed(runtime, self._fresh(batch.id))
+            if fed:
+                rows = collecting.in_flight(runtime, batch.id)
+            changed += fed + feeding.admit(runtime, runner, batch, user, rows, queued)
         if ending.finish(runtime, self._fresh(batch.id)):
             changed += 1
         return changed

@@ -40,7 +40,7 @@ _LINES, _BATCHES = table_of(BatchLine), table_of(Batch)
 _MARK_WITHDRAWN = (
     update(_LINES)
     .where(_LINES.c.batch_id == bindparam("of_batch"), _LINES.c.line == bindparam("line_no"), _LINES.c.state == QUEUED)
-    .values(withdrawn=True, admitted=bindparam("admitted_v"))
+    .values(withdrawn=True)
 )
 #: What each ending (the status it ends in) leaves on its lines not run.
 _ENDINGS: dict[str, tuple[type[errors.HordeError], str]] = {
@@ -89,11 +89,11 @@ def wind_down(runtime: BatchParts, runner: LineRunner, batch: Batch, user: Ident
         if row.withdrawn:
             continue
         withdrawn = runner.withdraw(batch.endpoint, row.request_id, ending)
-        if withdrawn is None and not row.admitted:
+        if withdrawn is None:
             never_queued.append((row, Outcome(ok=False, error={"code": error.rc, "message": error.message})))
             continue
         with runtime.db.transaction() as session:
-            params = {"of_batch": batch.id, "line_no": row.line, "admitted_v": True}
+            params = {"of_batch": batch.id, "line_no": row.line}
             precompiled.execute(session.connection(), _MARK_WITHDRAWN, params)
         changed += 1
     changed += collecting.record(runtime, batch.id, never_queued)

@@ -21,7 +21,7 @@ from horde.accounts.identity import Identity
 from horde.batches import collecting
 from horde.batches.models import FAILED_LINE, QUEUED, Batch, BatchLine, line_request_id
 from horde.batches.parts import BatchParts
-from horde.batches.runner import Admitted, LineRunner, Outcome, Retry
+from horde.batches.runner import LineRunner, Outcome, Retry
 from horde.files import service as files
 from horde.files.lines import Line, lines
 from horde.storage import precompiled
@@ -30,11 +30,6 @@ from horde.timeutil import utcnow
 
 _LINES, _BATCHES = table_of(BatchLine), table_of(Batch)
 _NEW_LINES = insert(_LINES)
-_MARK_ADMITTED = (
-    update(_LINES)
-    .where(_LINES.c.batch_id == bindparam("of_batch"), _LINES.c.line == bindparam("line_no"), _LINES.c.state == QUEUED)
-    .values(admitted=True, retry_at=None)
-)
 _RETRY_AT = (
     update(_LINES)
     .where(_LINES.c.batch_id == bindparam("of_batch"), _LINES.c.line == bindparam("line_no"), _LINES.c.state == QUEUED)
@@ -57,7 +52,6 @@ def feed(runtime: BatchParts, batch: Batch) -> int:
             "custom_id": request["custom_id"],
             "request_id": line_request_id(batch.id, line.number),
             "state": QUEUED,
-            "admitted": False,
             "withdrawn": False,
             "retry_at": None,
             "body": request["body"],
@@ -90,7 +84,6 @@ def end_unfed(runtime: BatchParts, batch: Batch, refusal: errors.HordeError) -> 
                 "custom_id": request["custom_id"],
                 "request_id": request_id,
                 "state": FAILED_LINE,
-                "admitted": False,
                 "withdrawn": True,
                 "retry_at": None,
                 "body": None,
@@ -103,25 +96,27 @@ def end_unfed(runtime: BatchParts, batch: Batch, refusal: errors.HordeError) -> 
     return _advance(runtime, batch, end, rows, added)
 
 
-def admit(runtime: BatchParts, runner: LineRunner, batch: Batch, user: Identity, rows: list[Any]) -> int:
-    """Queue the fed lines not queued yet (and not held back by a retry); refusals end as error lines. How many
-    lines changed."""
+def admit(
+    runtime: BatchParts, runner: LineRunner, batch: Batch, user: Identity, rows: list[Any], queued: dict[str, bool]
+) -> int:
+    """Queue the fed lines whose requests do not exist yet (`queued`: runner.progress of the rows' requests), but
+    those held back by a retry; refusals end as error lines. How many lines changed."""
     now = utcnow()
     changed, refused = 0, []
     for row in rows:
-        if row.admitted or (row.retry_at is not None and row.retry_at > now):
+        if row.request_id in queued or (row.retry_at is not None and row.retry_at > now):
             continue
         result = runner.admit(collecting.work(batch, row, user))
         if isinstance(result, Outcome):
             refused.append((row, result))
-            continue
-        with runtime.db.transaction() as session:
-            params: dict[str, Any] = {"of_batch": batch.id, "line_no": row.line}
-            if isinstance(result, Retry):
-                params["retry_at_v"] = utcnow() + dt.timedelta(seconds=result.after_s)
+        elif isinstance(result, Retry):
+            params = {
+                "of_batch": batch.id,
+                "line_no": row.line,
+                "retry_at_v": now + dt.timedelta(seconds=result.after_s),
+            }
+            with runtime.db.transaction() as session:
                 precompiled.execute(session.connection(), _RETRY_AT, params)
-            elif isinstance(result, Admitted):
-                precompiled.execute(session.connection(), _MARK_ADMITTED, params)
         changed += 1
     return changed + collecting.record(runtime, batch.id, refused)
 

@@ -2,8 +2,9 @@
 
 A batch row is OpenAI's Batch object and its driver's state: the cursor into its input file (the next line and its
 byte offset), its lines in flight, and the lease of the server process driving it. A line row exists once the line
-is fed: it names the request made of it (an id derived from the batch and the line, so that feeding it again finds
-that request rather than making a second), keeps its body while it runs, and its output line once it ended. Lines
+is fed: it names the request made of it (an id derived from the batch and the line, so that queuing it again finds
+that request rather than making a second: whether the request exists is whether the line was queued), keeps its body
+while it runs, and its output line once it ended. Lines
 not yet fed are rows of none: a 50,000-line batch holds HORDE_BATCH_MAX_IN_FLIGHT lines of work at once.
 """
 
@@ -149,8 +150,6 @@ class BatchLine(Base):
     #: The request made of the line (line_request_id).
     request_id: Mapped[str] = mapped_column(String(36))
     state: Mapped[str] = mapped_column(String(12), default=QUEUED)
-    #: Whether its request was admitted (or found admitted already): until then each turn tries.
-    admitted: Mapped[bool] = mapped_column(Boolean, default=False)
     #: A refusal that may pass (no worker online for its model, the database away): not tried again before this.
     retry_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     #: The batch ending (cancelled, expired) withdrew its request, or tried to: once.

@@ -63,11 +63,12 @@ class LineRunner(Protocol):
     def admit(self, work: LineWork) -> Admitted | Retry | Outcome:
         """Screen the line's body as its endpoint screens a request and queue it as a batch line (flex, no free
         allowance, its id `work.request_id`); a refusal is the line's Outcome (its error line). A request of that id
-        queued already (an earlier try whose answer was lost) is Admitted, never a second one."""
+        queued meanwhile (by another driver) is Admitted, never a second one."""
         ...
 
-    def ended(self, endpoint: str, request_ids: list[str]) -> set[str]:
-        """Those of the requests that have ended (done, faulted, cancelled)."""
+    def progress(self, endpoint: str, request_ids: list[str]) -> dict[str, bool]:
+        """Of the requests that exist, whether each has ended (done, faulted, cancelled); one read for them all. A
+        line whose request does not exist was not queued yet."""
         ...
 
     def outcome(self, work: LineWork, ending: str | None) -> Outcome:

@@ -55,9 +55,6 @@ class OpenAILines:
 
     def admit(self, work: LineWork) -> Admitted | Retry | Outcome:
         runtime = self.runtime
-        table = TextRequest if work.endpoint == COMPLETIONS else ChatRequest
-        if _exists(runtime, table, work.request_id):
-            return Admitted()
         try:
             _ADMISSIONS[work.endpoint](runtime, work)
         except RETRIED_REFUSALS as refusal:
@@ -70,11 +67,11 @@ class OpenAILines:
             return Admitted()
         return Admitted()
 
-    def ended(self, endpoint: str, request_ids: list[str]) -> set[str]:
+    def progress(self, endpoint: str, request_ids: list[str]) -> dict[str, bool]:
         table: Any = TextRequest if endpoint == COMPLETIONS else ChatRequest
         with self.runtime.db.read() as session:
-            found = session.scalars(select(table.id).where(table.id.in_(request_ids), table.state.in_(FINAL_STATES)))
-            return set(found)
+            found = session.execute(select(table.id, table.state).where(table.id.in_(request_ids)))
+            return {request_id: state in FINAL_STATES for request_id, state in found}
 
     def outcome(self, work: LineWork, ending: str | None) -> Outcome:
         if work.endpoint == COMPLETIONS:
@@ -94,11 +91,6 @@ def refused(request_id: str, refusal: errors.HordeError) -> Outcome:
     if isinstance(refusal, ScreeningError):
         body["error"].pop("metadata", None)  # the front renders a screening refusal without it
     return Outcome(ok=False, response={"status_code": refusal.status, "request_id": request_id, "body": body})
-
-
-def _exists(runtime: Runtime, table: Any, request_id: str) -> bool:
-    with runtime.db.read() as session:
-        return session.scalar(select(table.id).where(table.id == request_id)) is not None
 
 
 def _refuse_stream(stream: bool) -> None:
