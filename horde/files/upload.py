@@ -20,11 +20,12 @@ from horde.files.models import StoredFile
 from horde.files.parts import FilesParts
 from horde.files.store import Writer
 
-#: The text fields of an upload (purpose, expires_after's two) are short.
-FORM_FIELD_MAX_BYTES = 64 * 1024
+#: The text fields of an upload (purpose, expires_after's two) are short; the bound is also that of werkzeug's decoder
+#: buffer (a read of 64 KiB and what is left of the one before), which it must pass.
+FORM_FIELD_MAX_BYTES = 1024 * 1024
 FORM_MAX_PARTS = 8
 #: What a multipart body may carry beside its file: the part headers and boundaries, the text fields.
-MULTIPART_OVERHEAD_BYTES = FORM_MAX_PARTS * (FORM_FIELD_MAX_BYTES + 1024)
+MULTIPART_OVERHEAD_BYTES = FORM_MAX_PARTS * 64 * 1024
 MULTIPART = "multipart/form-data"
 
 

@@ -179,3 +179,10 @@ def assert_nothing_kept(runtime) -> None:
         assert session.scalar(select(func.count()).select_from(FileChunk)) == 0
     files_dir = runtime.settings.files_dir
     assert files_dir is None or not list(Path(files_dir).iterdir())
+
+
+def test_an_upload_of_many_reads_passes_the_form_parser_bounds(client, key):
+    """Thousands of short lines over many reads of the parser: its buffer stays within its bound."""
+    data = b"".join(b'{"custom_id": "l%06d", "n": %d}\n' % (n, n) for n in range(20_000))
+    file_id = uploaded_id(client, key, data)
+    assert content(client, key, file_id).get_data() == data
