@@ -76,7 +76,12 @@ class Driver:
             if batch is None:
                 continue
             driven += 1
-            self.turn(batch)
+            try:
+                self.turn(batch)
+            except errors.ServiceUnavailable:
+                raise
+            except Exception:  # one batch's fault does not hold the others back; its next turn tries again
+                log.exception("a turn of the batch %s failed", batch_id)
         return driven
 
     def turn(self, batch: Batch) -> int:

@@ -140,7 +140,7 @@ def _next_lines(runtime: BatchParts, batch: Batch, count: int) -> tuple[list[tup
 
 
 def _lines_from_cursor(runtime: BatchParts, batch: Batch) -> Iterator[Line]:
-    file = files.get(runtime, batch.user_id, batch.input_file_id, param="input_file_id")
+    file = files.get(runtime, batch.user_id, batch.input_file_id, param="input_file_id", expired_too=True)
     pieces = files.content(runtime, file, batch.next_offset)
     return lines(
         pieces, start=batch.next_offset, number=batch.next_line, max_line_bytes=runtime.settings.max_body_bytes

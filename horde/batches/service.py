@@ -11,6 +11,7 @@ from sqlalchemy import and_, bindparam, func, or_, select, update
 
 from horde import errors
 from horde.accounts.identity import Identity
+from horde.accounts.models import User
 from horde.batches.models import (
     ACTIVE,
     CANCELLED,
@@ -99,8 +100,6 @@ def _active_count(session: Any, user_id: int, *, lock: bool) -> int:
     """The user's batches not yet ended; with `lock` (PostgreSQL), counted under the user's row lock, so that two
     creations of one user count one after the other."""
     if lock and session.get_bind().dialect.name == "postgresql":
-        from horde.accounts.models import User
-
         session.execute(select(User.id).where(User.id == user_id).with_for_update())
     count = select(func.count()).where(Batch.user_id == user_id, Batch.status.in_(ACTIVE))
     return int(session.scalar(count) or 0)

@@ -44,7 +44,7 @@ def validate(runtime: BatchParts, batch: Batch, keep_lease: Callable[[], object]
     driver of a large file keeps its lease until it is done."""
     checked = Checked()
     try:
-        file = files.get(runtime, batch.user_id, batch.input_file_id, param="input_file_id")
+        file = files.get(runtime, batch.user_id, batch.input_file_id, param="input_file_id", expired_too=True)
     except errors.FileNotFound as gone:
         checked.errors.append(_item(errors.BatchInputError(gone.message, param="input_file_id"), None))
         return checked

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
@@ -117,10 +117,14 @@ def check_room(settings: Any, used: int, size: int) -> None:
         )
 
 
-def get(runtime: FilesParts, user_id: int, file_id: str, param: str = "file_id") -> StoredFile:
+def get(
+    runtime: FilesParts, user_id: int, file_id: str, param: str = "file_id", *, expired_too: bool = False
+) -> StoredFile:
+    """The user's whole file; `expired_too`: one past its expiry that is still kept (a running batch's input)."""
     with runtime.db.read() as session:
         file = session.get(StoredFile, file_id)
-    if file is None or file.user_id != user_id or file.status != PROCESSED or file.expires_at <= utcnow():
+    expired = file is not None and file.expires_at <= utcnow() and not expired_too
+    if file is None or file.user_id != user_id or file.status != PROCESSED or expired:
         raise errors.FileNotFound(f"No such File object: {file_id}", param=param)
     return file
 
@@ -190,8 +194,9 @@ def record_output(
     return file
 
 
-def purge_expired(runtime: FilesParts) -> int:
-    """Drop up to PURGE_BATCH files past their expiry, and uploads abandoned mid-way; how many."""
+def purge_expired(runtime: FilesParts, in_use: Callable[[str], bool] = lambda file_id: False) -> int:
+    """Drop up to PURGE_BATCH files past their expiry, and uploads abandoned mid-way; how many. A file `in_use`
+    (the input of a batch not yet ended) is kept until it is not."""
     now = utcnow()
     abandoned = now - dt.timedelta(seconds=UPLOAD_ABANDONED_S)
     with runtime.db.read() as session:
@@ -209,9 +214,10 @@ def purge_expired(runtime: FilesParts) -> int:
             .scalars()
             .all()
         )
-    for file_id in due:
+    dropped = [file_id for file_id in due if not in_use(file_id)]
+    for file_id in dropped:
         forget(runtime, file_id)
-    return len(due)
+    return len(dropped)
 
 
 def file_object(file: StoredFile) -> dict[str, Any]:

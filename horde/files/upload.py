@@ -40,7 +40,7 @@ class Upload:
 
     fields: dict[str, str]
     file: StoredFile | None
-    sink: _Sink | None = field(default=None, repr=False)
+    sink: Sink | None = field(default=None, repr=False)
 
 
 def receive(
@@ -51,14 +51,14 @@ def receive(
     a file too large for its limit or for the user's store, a text field or a part count above its bound."""
     if mimetype != MULTIPART:
         raise errors.BadRequest(f"An upload is a {MULTIPART} body with the fields 'file' and 'purpose'.", param="file")
-    sinks: list[_Sink] = []
+    sinks: list[Sink] = []
     used = service.used_bytes(runtime, user_id)
     service.check_room(runtime.settings, used, 0)
 
     def stream_factory(*, filename: str | None = None, **_: Any) -> IO[bytes]:
         if sinks:
             raise errors.BadRequest("An upload carries one file, in the field 'file'.", param="file")
-        sink = _Sink(runtime, user_id, filename or "upload.jsonl", used)
+        sink = Sink(runtime, user_id, filename or "upload.jsonl", used)
         sinks.append(sink)
         return sink  # type: ignore[return-value]  # what the parser calls of a container: write and seek
 
@@ -89,7 +89,7 @@ def receive(
     return Upload(dict(form.items()), received.file if received else None, received)
 
 
-class _Sink:
+class Sink:
     """The container of the file part: counts, checks and writes each piece as it comes."""
 
     def __init__(self, runtime: FilesParts, user_id: int, filename: str, used: int):

@@ -30,6 +30,7 @@ def sweeper(runtime: Runtime) -> None:
     """
     from horde.accounts import rate_limit
     from horde.batches import retention as batch_retention
+    from horde.batches import service as batches
     from horde.files import service as files
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
@@ -49,7 +50,7 @@ def sweeper(runtime: Runtime) -> None:
                     rate_limit.forget_past_seconds(session)
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)
-                files.purge_expired(runtime)
+                files.purge_expired(runtime, in_use=lambda file_id: batches.reads(runtime, file_id))
                 batch_retention.purge_ended(runtime)
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again

@@ -201,3 +201,47 @@ def test_a_completions_batch_answers_text_completions(runtime, client, key, make
     validate(body, "CreateCompletionResponse")
     assert body["choices"][0]["text"] == "there was a Horde."
     assert batch["usage"]["output_tokens"] == body["usage"]["completion_tokens"] > 0
+
+
+def test_expired_files_and_ended_batches_are_purged_but_a_running_batchs_input(runtime, client, key, make_user):
+    """Past the retention, files go (with their chunks) unless a batch not yet ended reads one, and ended batches go
+    with their lines."""
+    import datetime as dt
+
+    from sqlalchemy import func, select, update
+
+    from horde.batches import retention
+    from horde.batches import service as batches
+    from horde.batches.models import Batch, BatchLine
+    from horde.files import service as files
+    from horde.files.models import FileChunk, StoredFile
+    from horde.timeutil import utcnow
+
+    _, owner = make_user("owner")
+    pop(client, owner)
+    idle = uploaded_id(client, key, jsonl([chat_line("a")]))
+    ended_id = batch_of(client, key, [chat_line("b", "hello")])
+    running_id = batch_of(client, key, [chat_line("c", "hello")])
+    drive = driver(runtime)
+    for _ in range(3):
+        drive.pass_once()
+        job = pop(client, owner)
+        if job["id"] is not None:
+            submit(client, owner, job["id"])
+    client.post(f"/v1/batches/{running_id}/cancel", headers=bearer(key))  # ended too: cancelled
+    running_id = batch_of(client, key, [chat_line("d", "hello")])  # not ended: reads its input
+    drive.pass_once()  # the cancel's wind-down; the last one validated
+    past = utcnow() - dt.timedelta(seconds=runtime.settings.files_retention_s + 1)
+    with runtime.db.transaction() as session:
+        session.execute(update(StoredFile).values(expires_at=utcnow() - dt.timedelta(seconds=1)))
+        session.execute(update(Batch).where(Batch.id != running_id).values(completed_at=past, cancelled_at=past))
+    dropped = files.purge_expired(runtime, in_use=lambda file_id: batches.reads(runtime, file_id))
+    running_input = retrieve(client, key, running_id)["input_file_id"]
+    with runtime.db.read() as session:
+        kept = set(session.scalars(select(StoredFile.id)))
+        chunks = set(session.scalars(select(FileChunk.file_id)))
+    assert kept == {running_input} == chunks and dropped >= 3 and idle not in kept
+    assert retention.purge_ended(runtime) == 2
+    with runtime.db.read() as session:
+        assert set(session.scalars(select(Batch.id))) == {running_id}
+        assert session.scalar(select(func.count()).select_from(BatchLine).where(BatchLine.batch_id == ended_id)) == 0
