@@ -71,19 +71,6 @@ def create(
         status=VALIDATING,
         created_at=now,
         expires_at=now + dt.timedelta(seconds=COMPLETION_WINDOWS[window]),
-        total=0,
-        completed=0,
-        failed=0,
-        output_bytes=0,
-        error_bytes=0,
-        input_tokens=0,
-        cached_tokens=0,
-        output_tokens=0,
-        reasoning_tokens=0,
-        kudos_charged=0,
-        next_line=1,
-        next_offset=0,
-        in_flight=0,
     )
     with runtime.db.transaction() as session:
         limit = runtime.settings.batch_max_active

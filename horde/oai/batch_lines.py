@@ -151,12 +151,10 @@ _ADMISSIONS: dict[str, Callable[[Any, LineWork], None]] = {
 def _chat_outcome(runtime: Runtime, work: LineWork) -> Outcome:
     request = chat_service.read(runtime, work.request_id)
     assert request is not None, "an ended line's request"
-    withdrawn = _withdrawn(request.state == CANCELLED, request.fault_rc)
-    if withdrawn is not None:
-        return withdrawn
     if request.state != DONE:
-        error = oai_errors.faulted_error(request) if request.state == FAULTED else oai_errors.cancelled_error(request)
-        return _failed(request.id, error, request.kudos_charged)
+        return _unanswered(
+            request, oai_errors.faulted_error if request.state == FAULTED else oai_errors.cancelled_error
+        )
     body = _chat_body(runtime, work, request)
     counted = completion.usage(request)
     usage = Usage(
@@ -183,11 +181,8 @@ def _chat_body(runtime: Runtime, work: LineWork, request: ChatRequest) -> dict:
 def _text_outcome(runtime: Runtime, work: LineWork) -> Outcome:
     request = text_service.read(runtime, work.request_id)
     assert request is not None, "an ended line's request"
-    withdrawn = _withdrawn(request.state == CANCELLED, request.fault_rc)
-    if withdrawn is not None:
-        return withdrawn
     if request.state != DONE:
-        return _failed(request.id, ended_error(request), request.kudos_charged)
+        return _unanswered(request, ended_error)
     with runtime.db.read() as session:
         jobs = views.submitted_jobs(session, request.id)
     try:
@@ -205,15 +200,14 @@ def _text_outcome(runtime: Runtime, work: LineWork) -> Outcome:
     return Outcome(ok=True, response=response, usage=usage, kudos=request.kudos_charged)
 
 
-def _withdrawn(cancelled: bool, fault_rc: str | None) -> Outcome | None:
-    """The line of a request the batch itself withdrew: OpenAI's error of the ending, no response."""
-    error = batch_ending.withdrawn_by(fault_rc) if cancelled else None
-    return None if error is None else Outcome(ok=False, error={"code": error.rc, "message": error.message})
-
-
-def _failed(request_id: str, error: errors.HordeError, kudos: int) -> Outcome:
-    """A request that faulted or was cancelled otherwise: the error its endpoint would answer; charged what it was
-    (a cancelled stream's part, never more)."""
-    body = oai_errors.from_horde_error(error, request_id)
-    response = {"status_code": error.status, "request_id": request_id, "body": body}
-    return Outcome(ok=False, response=response, kudos=kudos)
+def _unanswered(request: Any, error_of: Callable[[Any], errors.HordeError]) -> Outcome:
+    """The line of a request that ended without an answer. Withdrawn by the batch itself: OpenAI's error of the
+    ending, no response. Faulted or cancelled otherwise: the error its endpoint would answer (`error_of`), charged
+    what it was (a cancelled stream's part, never more)."""
+    ending = batch_ending.withdrawn_by(request.fault_rc) if request.state == CANCELLED else None
+    if ending is not None:
+        return Outcome(ok=False, error={"code": ending.rc, "message": ending.message})
+    error = error_of(request)
+    body = oai_errors.from_horde_error(error, request.id)
+    response = {"status_code": error.status, "request_id": request.id, "body": body}
+    return Outcome(ok=False, response=response, kudos=request.kudos_charged)
