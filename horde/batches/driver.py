@@ -55,29 +55,37 @@ class Driver:
     def __init__(self, runtime: BatchParts, runner: LineRunner, owner: str | None = None):
         self.runtime, self.runner = runtime, runner
         self.owner = owner or process_name()
+        #: What the turns of the last pass changed (lines fed, queued, ended; batches moved on).
+        self.changed = 0
 
     def run_forever(self) -> None:
-        """The process's loop: turns of its batches, a pause, again. An outage skips a pass; nothing else stops it."""
+        """The process's loop: turns of its batches, a pause, again. An outage skips a pass; nothing else stops it.
+        The pause is TURN_INTERVAL_S after a pass that changed something, and doubles after each pass that changed
+        nothing, up to HORDE_SWEEP_INTERVAL_S: batches whose workers take seconds a line cost few reads."""
+        pause = TURN_INTERVAL_S
         while True:
-            busy = False
+            changed = 0
             try:
-                busy = self.pass_once() > 0
+                self.pass_once()
+                changed = self.changed
             except errors.ServiceUnavailable:
                 pass  # the database logs the outage once; the next pass tries again
             except Exception:
                 log.exception("driving the batches failed")
-            gevent.sleep(TURN_INTERVAL_S if busy else self.runtime.settings.sweep_interval_s)
+            pause = TURN_INTERVAL_S if changed else min(pause * 2, self.runtime.settings.sweep_interval_s)
+            gevent.sleep(pause)
 
     def pass_once(self) -> int:
-        """A turn of each batch this process holds or may take; how many batches it drove."""
-        driven = 0
+        """A turn of each batch this process holds or may take; how many batches it drove (what the turns changed:
+        `changed`)."""
+        driven = self.changed = 0
         for batch_id in self._candidates():
             batch = self._lease(batch_id)
             if batch is None:
                 continue
             driven += 1
             try:
-                self.turn(batch)
+                self.changed += self.turn(batch)
             except errors.ServiceUnavailable:
                 raise
             except Exception:  # one batch's fault does not hold the others back; its next turn tries again

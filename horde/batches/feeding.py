@@ -103,10 +103,10 @@ def admit(
     those held back by a retry; refusals end as error lines. How many lines changed."""
     now = utcnow()
     changed, refused = 0, []
-    for row in rows:
-        if row.request_id in queued or (row.retry_at is not None and row.retry_at > now):
-            continue
-        result = runner.admit(collecting.work(batch, row, user))
+    due = [row for row in rows if row.request_id not in queued and (row.retry_at is None or row.retry_at <= now)]
+    lines = collecting.works(runtime, batch, due, user)
+    results = collecting.at_once(runner.admit, [line for _, line in lines])
+    for (row, _), result in zip(lines, results, strict=True):
         if isinstance(result, Outcome):
             refused.append((row, result))
         elif isinstance(result, Retry):
