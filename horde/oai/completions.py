@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from flask import Response, stream_with_context
 
@@ -220,7 +220,9 @@ def _finish(runtime, request, include_usage: bool, named: ignored.Ignored):
     yield stream.DONE_EVENT
 
 
-def ended_error(request) -> errors.HordeError:
+def ended_error(request: Any) -> errors.HordeError:
+    """The error of a text request (a row, or a TextRequest) that ended without its answer: its fault, or its
+    cancel's reason (the chat errors read the same columns)."""
     if request.state == "faulted":
         return oai_errors.faulted_error(request)
     return oai_errors.cancelled_error(request)
