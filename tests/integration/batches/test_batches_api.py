@@ -152,6 +152,19 @@ def test_batches_are_listed_newest_first_and_their_owners_alone(client, key, mak
     assert client.get("/v1/batches?limit=101", headers=bearer(key)).status_code == 400
 
 
+def one_line_answered(runtime, client, key: str, batch_id: str, serve) -> tuple[dict, dict]:
+    """A batch of one line run to its end, `serve` answering the line's job: the batch, and the line's body."""
+    drive = driver(runtime)
+    drive.pass_once()
+    drive.pass_once()
+    assert serve().status_code == 200
+    drive.pass_once()
+    batch = retrieve(client, key, batch_id)
+    assert batch["status"] == "completed"
+    [output] = content_lines(client, key, batch["output_file_id"])
+    return batch, output["response"]["body"]
+
+
 def test_a_responses_batch_answers_response_objects(runtime, client, key, make_user):
     _, owner = make_user("owner")
     pop(client, owner)
@@ -162,16 +175,8 @@ def test_a_responses_batch_answers_response_objects(runtime, client, key, make_u
         "body": {"model": "m1", "input": "hello there", "max_output_tokens": 64, "service_tier": "flex"},
     }
     batch_id = batch_of(client, key, [line], endpoint="/v1/responses")
-    drive = driver(runtime)
-    drive.pass_once()
-    drive.pass_once()
-    job = pop(client, owner)
-    assert submit(client, owner, job["id"], content="General Kenobi").status_code == 200
-    drive.pass_once()
-    batch = retrieve(client, key, batch_id)
-    assert batch["status"] == "completed"
-    [output] = content_lines(client, key, batch["output_file_id"])
-    body = output["response"]["body"]
+    serve = lambda: submit(client, owner, pop(client, owner)["id"], content="General Kenobi")  # noqa: E731
+    _, body = one_line_answered(runtime, client, key, batch_id, serve)
     assert (body["object"], body["status"], body["service_tier"]) == ("response", "completed", "flex")
     assert body["output"][-1]["content"][0]["text"] == "General Kenobi"
     stored = client.get(f"/v1/responses/{body['id']}", headers=bearer(key))
@@ -188,16 +193,9 @@ def test_a_completions_batch_answers_text_completions(runtime, client, key, make
         "body": {"model": "t1", "prompt": "Once upon a time", "max_tokens": 32},
     }
     batch_id = batch_of(client, key, [line], endpoint="/v1/completions")
-    drive = driver(runtime)
-    drive.pass_once()
-    drive.pass_once()
-    job = text_pop(client, owner, models=("t1",))
-    assert text_submit(client, owner, job["id"], generation="there was a Horde.").status_code == 200
-    drive.pass_once()
-    batch = retrieve(client, key, batch_id)
-    assert batch["status"] == "completed"
-    [output] = content_lines(client, key, batch["output_file_id"])
-    body = output["response"]["body"]
+    job = lambda: text_pop(client, owner, models=("t1",))["id"]  # noqa: E731
+    serve = lambda: text_submit(client, owner, job(), generation="there was a Horde.")  # noqa: E731
+    batch, body = one_line_answered(runtime, client, key, batch_id, serve)
     validate(body, "CreateCompletionResponse")
     assert body["choices"][0]["text"] == "there was a Horde."
     assert batch["usage"]["output_tokens"] == body["usage"]["completion_tokens"] > 0
