@@ -435,111 +435,58 @@ class TooManyConnections(HordeError):
     rc = "too_many_connections"
 
 
-# -- Files and batches (docs/reference/batches.md) ----------------------------------------------------------------
-
-
 class FileNotFound(HordeError):
-    """A file that is unknown, expired, deleted or another user's."""
+    """The first of the Batch API's codes (its files and batches: docs/reference/batches.md)."""
 
     status = 404
     rc = "file_not_found"
 
 
 class FileTooLarge(HordeError):
-    """An upload above HORDE_FILE_MAX_BYTES; the connection closes without reading the rest."""
-
     status = 413
     rc = "file_too_large"
 
 
 class FileStoreFull(HordeError):
-    """An upload that would take the user's files above HORDE_FILE_STORE_MAX_BYTES."""
-
     status = 403
     rc = "file_store_full"
 
 
 class FileInUse(HordeError):
-    """A delete of a file that a batch not yet ended reads."""
-
     status = 409
     rc = "file_in_use"
 
 
 class BatchNotFound(HordeError):
-    """A batch that is unknown, expired or another user's."""
-
     status = 404
     rc = "batch_not_found"
 
 
 class BatchNotCancellable(HordeError):
-    """A cancel of a batch that has ended (failed, completed, expired)."""
-
     status = 409
     rc = "batch_not_cancellable"
 
 
 class TooManyBatches(HordeError):
-    """A batch over HORDE_BATCH_MAX_ACTIVE of its user's not yet ended."""
-
     status = 429
     rc = "batch_limit_exceeded"
 
 
 class BatchInputError(HordeError):
-    """A batch's input file refused at validation: the batch fails, its `errors` list each with its line number."""
+    """An input file refused at validation; its code is invalid_file or one of horde/batches/validation.py's."""
 
     rc = "invalid_file"
 
-
-class InvalidJsonLine(BatchInputError):
-    """A line that is not a JSON object, or one beyond the JSON bounds of a request body."""
-
-    rc = "invalid_json_line"
-
-
-class BatchLineTooLarge(BatchInputError):
-    """A line longer than HORDE_MAX_BODY_BYTES, the bound of a request body."""
-
-    rc = "line_too_large"
-
-
-class InvalidBatchLine(BatchInputError):
-    """A line whose custom_id, method or body is missing or wrong, or that has a key of its own."""
-
-    rc = "invalid_request_line"
-
-
-class MismatchedEndpoint(BatchInputError):
-    """A line whose url is not the batch's endpoint."""
-
-    rc = "mismatched_endpoint"
-
-
-class DuplicateCustomId(BatchInputError):
-    rc = "duplicate_custom_id"
-
-
-class BatchTooLarge(BatchInputError):
-    """More lines than HORDE_BATCH_MAX_REQUESTS."""
-
-    rc = "too_many_requests"
-
-
-class EmptyBatchFile(BatchInputError):
-    rc = "empty_file"
+    def __init__(self, message: str, *, code: str | None = None, param: str | None = None):
+        super().__init__(message, param=param)
+        self.rc = code or type(self).rc
 
 
 class BatchLineCancelled(HordeError):
-    """An error line: the batch was cancelled before the line ran."""
-
     rc = "batch_cancelled"
 
 
 class BatchLineExpired(HordeError):
-    """An error line: the batch's completion window ended before the line ran."""
-
     rc = "batch_expired"
 
 

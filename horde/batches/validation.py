@@ -24,6 +24,19 @@ from horde.files import service as files
 from horde.files.lines import Line, lines
 from horde.http import request_json
 
+#: The codes of BatchInputError beside its own (invalid_file: the input file is gone), each of one refusal of a line.
+INVALID_JSON_LINE, LINE_TOO_LARGE, INVALID_REQUEST_LINE = "invalid_json_line", "line_too_large", "invalid_request_line"
+MISMATCHED_ENDPOINT, DUPLICATE_CUSTOM_ID = "mismatched_endpoint", "duplicate_custom_id"
+TOO_MANY_REQUESTS, EMPTY_FILE = "too_many_requests", "empty_file"
+INPUT_CODES = (
+    INVALID_JSON_LINE,
+    LINE_TOO_LARGE,
+    INVALID_REQUEST_LINE,
+    MISMATCHED_ENDPOINT,
+    DUPLICATE_CUSTOM_ID,
+    TOO_MANY_REQUESTS,
+    EMPTY_FILE,
+)
 #: Errors listed at most; the check stops at the last.
 MAX_VALIDATION_ERRORS = 100
 CUSTOM_ID_MAX_CHARS = 512
@@ -61,7 +74,7 @@ def validate(runtime: BatchParts, batch: Batch, keep_lease: Callable[[], object]
             continue
         checked.total += 1
         if checked.total > limit:
-            refusal = errors.BatchTooLarge(f"The file holds more than {limit} requests, the limit of a batch.")
+            refusal = _refusal(TOO_MANY_REQUESTS, f"The file holds more than {limit} requests, the limit of a batch.")
             checked.errors.append(_item(refusal, line.number))
             break
         try:
@@ -71,20 +84,20 @@ def validate(runtime: BatchParts, batch: Batch, keep_lease: Callable[[], object]
             if len(checked.errors) >= MAX_VALIDATION_ERRORS:
                 break
     if checked.total == 0 and not checked.errors:
-        checked.errors.append(_item(errors.EmptyBatchFile("The file holds no requests."), None))
+        checked.errors.append(_item(_refusal(EMPTY_FILE, "The file holds no requests."), None))
     return checked
 
 
 def parsed(line: Line) -> dict[str, Any]:
     """A line as a request line: a JSON object within a request body's bounds."""
     if line.data is None:
-        raise errors.BatchLineTooLarge("The line is longer than the limit of a request body (HORDE_MAX_BODY_BYTES).")
+        raise _refusal(LINE_TOO_LARGE, "The line is longer than the limit of a request body (HORDE_MAX_BODY_BYTES).")
     try:
         value = request_json.parse(line.data)
     except errors.BadRequest as refusal:
-        raise errors.InvalidJsonLine(refusal.message, param=refusal.param) from None
+        raise _refusal(INVALID_JSON_LINE, refusal.message, refusal.param) from None
     if not isinstance(value, dict):
-        raise errors.InvalidJsonLine("A line of a batch's file is a JSON object.")
+        raise _refusal(INVALID_JSON_LINE, "A line of a batch's file is a JSON object.")
     return value
 
 
@@ -93,25 +106,29 @@ def check_line(line: Line, endpoint: str, seen: set[bytes]) -> dict[str, Any]:
     value = parsed(line)
     for key in value:
         if key not in LINE_KEYS:
-            raise errors.InvalidBatchLine(f"Unknown key '{key}': a line holds {', '.join(LINE_KEYS)}.", param=key)
+            raise _refusal(INVALID_REQUEST_LINE, f"Unknown key '{key}': a line holds {', '.join(LINE_KEYS)}.", key)
     custom_id = value.get("custom_id")
     if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= CUSTOM_ID_MAX_CHARS:
-        raise errors.InvalidBatchLine(
-            f"'custom_id' is a string of 1 to {CUSTOM_ID_MAX_CHARS} characters.", param="custom_id"
+        raise _refusal(
+            INVALID_REQUEST_LINE, f"'custom_id' is a string of 1 to {CUSTOM_ID_MAX_CHARS} characters.", "custom_id"
         )
     if value.get("method") != METHOD:
-        raise errors.InvalidBatchLine(f"'method' is '{METHOD}'.", param="method")
+        raise _refusal(INVALID_REQUEST_LINE, f"'method' is '{METHOD}'.", "method")
     if value.get("url") != endpoint:
-        raise errors.MismatchedEndpoint(
-            f"The line's url {value.get('url')!r} is not the batch's endpoint '{endpoint}'.", param="url"
+        raise _refusal(
+            MISMATCHED_ENDPOINT, f"The line's url {value.get('url')!r} is not the batch's endpoint '{endpoint}'.", "url"
         )
     if not isinstance(value.get("body"), dict):
-        raise errors.InvalidBatchLine("'body' is the request's JSON object.", param="body")
+        raise _refusal(INVALID_REQUEST_LINE, "'body' is the request's JSON object.", "body")
     digest = hashlib.blake2b(custom_id.encode(), digest_size=16).digest()
     if digest in seen:
-        raise errors.DuplicateCustomId(f"The custom_id {custom_id!r} is on an earlier line.", param="custom_id")
+        raise _refusal(DUPLICATE_CUSTOM_ID, f"The custom_id {custom_id!r} is on an earlier line.", "custom_id")
     seen.add(digest)
     return value
+
+
+def _refusal(code: str, message: str, param: str | None = None) -> errors.BatchInputError:
+    return errors.BatchInputError(message, code=code, param=param)
 
 
 def _item(refusal: errors.HordeError, line: int | None) -> dict[str, Any]:
