@@ -87,6 +87,7 @@ CREATE TABLE batches (
 	metadata JSON, 
 	status VARCHAR(16) NOT NULL, 
 	errors JSON, 
+	output_expires_after_s INTEGER, 
 	ending VARCHAR(16), 
 	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS batches (
 	input_file_id VARCHAR(40) NOT NULL, 
 	completion_window VARCHAR(8) NOT NULL, 
 	metadata JSON, 
+	output_expires_after_s INTEGER, 
 	status VARCHAR(16) NOT NULL, 
 	errors JSON, 
 	ending VARCHAR(16), 

@@ -130,7 +130,15 @@ def finish(runtime: BatchParts, batch: Batch) -> bool:
 
 def _output_file(runtime: BatchParts, session: Any, batch: Batch, kind: str, size: int) -> str:
     name = f"{batch.id}_{kind}.jsonl"
-    file = files.record_output(runtime, session, user_id=batch.user_id, batch_id=batch.id, filename=name, size=size)
+    file = files.record_output(
+        runtime,
+        session,
+        user_id=batch.user_id,
+        batch_id=batch.id,
+        filename=name,
+        size=size,
+        keep_s=batch.output_expires_after_s,
+    )
     session.flush()
     return file.id
 

@@ -89,6 +89,8 @@ class Batch(Base):
     status: Mapped[str] = mapped_column(String(16), default=VALIDATING)
     #: Validation errors, OpenAI's `errors.data` items (code, message, param, line).
     errors: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    #: How long its output and error files are kept after it ended (OpenAI's output_expires_after); None: as any file.
+    output_expires_after_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
     #: Why the batch is winding down: CANCELLED or EXPIRED (its lines not run end with that code), else None.
     ending: Mapped[str | None] = mapped_column(String(16), nullable=True)
 

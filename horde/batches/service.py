@@ -49,7 +49,14 @@ _OUTPUT_PAGE = (
 
 
 def create(
-    runtime: BatchParts, user: Identity, *, input_file_id: str, endpoint: str, window: str, metadata: dict | None
+    runtime: BatchParts,
+    user: Identity,
+    *,
+    input_file_id: str,
+    endpoint: str,
+    window: str,
+    metadata: dict | None,
+    output_expires_after_s: int | None = None,
 ) -> Batch:
     """A batch of the user's uploaded file, `validating` until a driver checked its lines. Refused: the anonymous
     user, a file not found or not uploaded for the Batch API, a user with HORDE_BATCH_MAX_ACTIVE batches running."""
@@ -68,6 +75,7 @@ def create(
         input_file_id=input_file_id,
         completion_window=window,
         batch_metadata=metadata,
+        output_expires_after_s=output_expires_after_s,
         status=VALIDATING,
         created_at=now,
         expires_at=now + dt.timedelta(seconds=COMPLETION_WINDOWS[window]),

@@ -173,10 +173,17 @@ def remove(runtime: FilesParts, file: StoredFile) -> None:
 
 
 def record_output(
-    runtime: FilesParts, session: Session, *, user_id: int, batch_id: str, filename: str, size: int
+    runtime: FilesParts,
+    session: Session,
+    *,
+    user_id: int,
+    batch_id: str,
+    filename: str,
+    size: int,
+    keep_s: int | None = None,
 ) -> StoredFile:
     """A batch's output or error file, whose bytes are its lines (horde/batches/): written in the caller's
-    transaction, as the batch ends."""
+    transaction, as the batch ends; kept `keep_s` (None: HORDE_FILES_RETENTION_S)."""
     now = utcnow()
     file = StoredFile(
         id=new_file_id(),
@@ -188,7 +195,7 @@ def record_output(
         store=IN_BATCH,
         batch_id=batch_id,
         created_at=now,
-        expires_at=now + dt.timedelta(seconds=runtime.settings.files_retention_s),
+        expires_at=now + dt.timedelta(seconds=keep_s or runtime.settings.files_retention_s),
     )
     session.add(file)
     return file

@@ -11,6 +11,7 @@ from horde.accounts.auth import authenticate
 from horde.accounts.identity import Identity
 from horde.batches import service as batches
 from horde.batches.objects import batch_object
+from horde.files.service import EXPIRES_AFTER_RANGE_S
 from horde.http import request_json
 from horde.http.request_context import runtime
 from horde.oai import auth, pages
@@ -18,14 +19,18 @@ from horde.oai.responses.request import check_metadata
 from horde.oai.screening.base import (
     BAD_REQUEST,
     ScreeningError,
+    check_range,
     invalid_choice,
     json_type_name,
     missing,
+    require_int,
+    require_object,
     require_string,
     unknown_parameter,
 )
 
-CREATE_FIELDS = ("input_file_id", "endpoint", "completion_window", "metadata")
+CREATE_FIELDS = ("input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after")
+EXPIRES_ANCHOR = "created_at"
 
 
 def register(blueprint: Blueprint) -> None:
@@ -70,7 +75,24 @@ def screen_create(body: Any) -> dict[str, Any]:
     metadata = body.get("metadata")
     if metadata is not None:
         check_metadata(metadata)
-    return {"input_file_id": input_file_id, "endpoint": endpoint, "window": window, "metadata": metadata}
+    fields = {"input_file_id": input_file_id, "endpoint": endpoint, "window": window, "metadata": metadata}
+    if body.get("output_expires_after") is not None:
+        fields["output_expires_after_s"] = _output_expiry(body["output_expires_after"])
+    return fields
+
+
+def _output_expiry(value: Any) -> int:
+    """OpenAI's output_expires_after: {"anchor": "created_at", "seconds": 3600 to 2592000}, in seconds."""
+    policy = require_object(value, "output_expires_after")
+    for key in policy:
+        if key not in ("anchor", "seconds"):
+            raise unknown_parameter(f"output_expires_after.{key}")
+    if policy.get("anchor") != EXPIRES_ANCHOR:
+        raise invalid_choice("output_expires_after.anchor", policy.get("anchor"), (EXPIRES_ANCHOR,))
+    seconds = require_int(policy.get("seconds"), "output_expires_after.seconds")
+    low, high = EXPIRES_AFTER_RANGE_S
+    check_range(seconds, "output_expires_after.seconds", low, high, code=BAD_REQUEST)
+    return seconds
 
 
 def list_batches() -> Response:

@@ -101,6 +101,8 @@ def test_the_errors_listed_are_bounded(runtime, client, key):
         ({"metadata": {"k": 1}}, "metadata.k"),
         ({"colour": "blue"}, "colour"),
         ({"input_file_id": None}, "input_file_id"),
+        ({"output_expires_after": {"anchor": "now", "seconds": 3600}}, "output_expires_after.anchor"),
+        ({"output_expires_after": {"anchor": "created_at", "seconds": 60}}, "output_expires_after.seconds"),
     ],
 )
 def test_the_create_is_screened(client, key, body, param):
@@ -243,3 +245,15 @@ def test_expired_files_and_ended_batches_are_purged_but_a_running_batchs_input(r
     with runtime.db.read() as session:
         assert set(session.scalars(select(Batch.id))) == {running_id}
         assert session.scalar(select(func.count()).select_from(BatchLine).where(BatchLine.batch_id == ended_id)) == 0
+
+
+def test_output_expires_after_sets_the_output_files_expiry(runtime, client, key, make_user):
+    _, owner = make_user("owner")
+    pop(client, owner)
+    file_id = uploaded_id(client, key, jsonl([chat_line("a", "hello")]))
+    expiry = {"anchor": "created_at", "seconds": 7200}
+    batch_id = create(client, key, file_id, output_expires_after=expiry).json["id"]
+    serve = lambda: submit(client, owner, pop(client, owner)["id"])  # noqa: E731
+    batch, _ = one_line_answered(runtime, client, key, batch_id, serve)
+    output = client.get(f"/v1/files/{batch['output_file_id']}", headers=bearer(key)).json
+    assert output["expires_at"] - output["created_at"] == 7200
