@@ -5,7 +5,7 @@ A process takes a batch whose lease is free or past its time by a compare-and-se
 batch, and gives it up when the batch ends. A process killed mid-batch holds its batches' leases until they lapse
 (LEASE_S); another process then takes them over from what the database holds: the cursor, the lines in flight and
 their requests. Nothing of a batch lives in one process's memory, so nothing is lost, and every step is a
-compare-and-set, so nothing is done twice (docs/decisions/0031-a-batch-driver-in-the-database.md).
+compare-and-set, so nothing is done twice (docs/decisions/0035-a-batch-driver-in-the-database.md).
 
 A turn of a batch, bounded: validate its file (once); or end the lines whose requests ended, queue the lines fed and
 not queued yet, feed new lines up to HORDE_BATCH_MAX_IN_FLIGHT; or wind down a cancelled or expired batch; then end
