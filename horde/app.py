@@ -50,8 +50,10 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     # bind_runtime may point the app at another.
     @app.before_request
     def refuse_large_bodies():
-        """A declared body above HORDE_MAX_BODY_BYTES is refused on every route, before any work."""
-        request_json.check_declared_length(request, current_runtime().settings.max_body_bytes)
+        """A declared body above HORDE_MAX_BODY_BYTES (an upload: its own limit) is refused on every route, before
+        any work."""
+        limit = request_json.body_limit(request.endpoint, current_runtime().settings)
+        request_json.check_declared_length(request, limit)
 
     @app.get("/health")
     def health():

@@ -133,6 +133,22 @@ class Settings:
     max_header_bytes: int = 65_536
     #: Open connections of one `python -m horde serve` process (under gunicorn, --worker-connections).
     max_connections: int = 10_000
+    #: What a flex request's requester pays of the price (service_tier "flex", batch lines); its worker earns the price.
+    batch_price_factor: float = 0.5
+    #: Where uploaded files and their chunks live: None keeps them in the database, a directory keeps each in a file.
+    files_dir: str | None = None
+    #: The largest file a user may upload (POST /v1/files), in bytes.
+    file_max_bytes: int = 100 * 1024 * 1024
+    #: What one user's files may hold in all (uploads and the batches' output and error files), in bytes.
+    file_store_max_bytes: int = 1024 * 1024 * 1024
+    #: How long files and batches are kept after their creation (a file may ask for less with expires_after).
+    files_retention_s: int = 2_592_000
+    #: The most requests (lines) one batch may hold.
+    batch_max_requests: int = 50_000
+    #: The most lines of one batch queued at once: the rest wait in its file.
+    batch_max_in_flight: int = 64
+    #: The most batches of one user not yet ended (validating, in progress, finalizing or cancelling).
+    batch_max_active: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -189,4 +205,12 @@ VARIABLES: dict[str, Variable] = {
     "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),
     "affinity_wait_ms": _count("HORDE_AFFINITY_WAIT_MS", minimum=0),
     "news_path": Variable("HORDE_NEWS", optional=True),
+    "batch_price_factor": Variable("HORDE_BATCH_PRICE_FACTOR", float, above=0),
+    "files_dir": Variable("HORDE_FILES_DIR", optional=True),
+    "file_max_bytes": _count("HORDE_FILE_MAX_BYTES"),
+    "file_store_max_bytes": _count("HORDE_FILE_STORE_MAX_BYTES"),
+    "files_retention_s": _count("HORDE_FILES_RETENTION_S"),
+    "batch_max_requests": _count("HORDE_BATCH_MAX_REQUESTS"),
+    "batch_max_in_flight": _count("HORDE_BATCH_MAX_IN_FLIGHT"),
+    "batch_max_active": _count("HORDE_BATCH_MAX_ACTIVE"),
 }

@@ -13,7 +13,9 @@ from sqlalchemy import Connection, Engine, Table, inspect
 from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
 from horde.background.models import BackgroundRequest, ProgressEntry
+from horde.batches.models import Batch, BatchLine
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
+from horde.files.models import FileChunk, StoredFile
 from horde.migrations import runner
 from horde.migrations.models import AppliedMigration
 from horde.migrations.steps import Step
@@ -50,6 +52,10 @@ MODELS = (
     ServedMinute,
     AppliedMigration,
     ServerProcess,
+    StoredFile,
+    FileChunk,
+    Batch,
+    BatchLine,
 )
 
 

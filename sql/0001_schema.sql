@@ -121,6 +121,51 @@ CREATE TABLE background_requests (
 CREATE INDEX ix_background_requests_expires_at ON background_requests (expires_at);
 CREATE INDEX ix_background_requests_user_id ON background_requests (user_id);
 
+CREATE TABLE batches (
+	id VARCHAR(40) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	shared_key_id VARCHAR(36), 
+	endpoint VARCHAR(32) NOT NULL, 
+	input_file_id VARCHAR(40) NOT NULL, 
+	completion_window VARCHAR(8) NOT NULL, 
+	metadata JSON, 
+	status VARCHAR(16) NOT NULL, 
+	errors JSON, 
+	output_expires_after_s INTEGER, 
+	ending VARCHAR(16), 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	in_progress_at TIMESTAMP WITHOUT TIME ZONE, 
+	finalizing_at TIMESTAMP WITHOUT TIME ZONE, 
+	completed_at TIMESTAMP WITHOUT TIME ZONE, 
+	failed_at TIMESTAMP WITHOUT TIME ZONE, 
+	expired_at TIMESTAMP WITHOUT TIME ZONE, 
+	cancelling_at TIMESTAMP WITHOUT TIME ZONE, 
+	cancelled_at TIMESTAMP WITHOUT TIME ZONE, 
+	total INTEGER NOT NULL, 
+	completed INTEGER NOT NULL, 
+	failed INTEGER NOT NULL, 
+	output_file_id VARCHAR(40), 
+	error_file_id VARCHAR(40), 
+	output_bytes BIGINT NOT NULL, 
+	error_bytes BIGINT NOT NULL, 
+	input_tokens BIGINT NOT NULL, 
+	cached_tokens BIGINT NOT NULL, 
+	output_tokens BIGINT NOT NULL, 
+	reasoning_tokens BIGINT NOT NULL, 
+	kudos_charged BIGINT NOT NULL, 
+	next_line INTEGER NOT NULL, 
+	next_offset BIGINT NOT NULL, 
+	in_flight INTEGER NOT NULL, 
+	lease_owner VARCHAR(64), 
+	lease_until TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(user_id) REFERENCES users (id)
+);
+
+CREATE INDEX ix_batches_status_lease ON batches (status, lease_until);
+CREATE INDEX ix_batches_user_created ON batches (user_id, created_at, id);
+
 CREATE TABLE chat_requests (
 	id VARCHAR(36) NOT NULL, 
 	user_id INTEGER NOT NULL, 
@@ -164,6 +209,7 @@ CREATE TABLE chat_requests (
 	conversation_key VARCHAR(32), 
 	reserved_worker_id VARCHAR(36), 
 	reserved_until TIMESTAMP WITHOUT TIME ZONE, 
+	service_tier VARCHAR(8) DEFAULT 'default' NOT NULL, 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
@@ -175,6 +221,24 @@ CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, pri
 CREATE INDEX ix_chat_requests_reserved ON chat_requests (state, reserved_worker_id, priority_class, priority DESC, created_at, id) WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_shared_key ON chat_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_user_created ON chat_requests (user_id, created_at);
+
+CREATE TABLE files (
+	id VARCHAR(40) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	purpose VARCHAR(16) NOT NULL, 
+	filename VARCHAR(255) NOT NULL, 
+	bytes BIGINT NOT NULL, 
+	status VARCHAR(16) NOT NULL, 
+	store VARCHAR(16) NOT NULL, 
+	batch_id VARCHAR(40), 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(user_id) REFERENCES users (id)
+);
+
+CREATE INDEX ix_files_expires_at ON files (expires_at);
+CREATE INDEX ix_files_user_created ON files (user_id, created_at, id);
 
 CREATE TABLE idempotency_keys (
 	id SERIAL NOT NULL, 
@@ -277,6 +341,7 @@ CREATE TABLE text_requests (
 	body_hash VARCHAR(64), 
 	holders INTEGER NOT NULL, 
 	delivered BOOLEAN NOT NULL, 
+	service_tier VARCHAR(8) DEFAULT 'default' NOT NULL, 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
@@ -320,6 +385,25 @@ CREATE INDEX ix_workers_last_pop_at ON workers (last_pop_at);
 CREATE INDEX ix_workers_owner_id ON workers (owner_id);
 CREATE INDEX ix_workers_text_pop_at ON workers (text_pop_at);
 
+CREATE TABLE batch_lines (
+	batch_id VARCHAR(40) NOT NULL, 
+	line INTEGER NOT NULL, 
+	custom_id VARCHAR(512) NOT NULL, 
+	request_id VARCHAR(36) NOT NULL, 
+	state VARCHAR(12) NOT NULL, 
+	retry_at TIMESTAMP WITHOUT TIME ZONE, 
+	withdrawn BOOLEAN NOT NULL, 
+	body JSON, 
+	output TEXT, 
+	ok BOOLEAN, 
+	finished_at TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (batch_id, line), 
+	FOREIGN KEY(batch_id) REFERENCES batches (id) ON DELETE CASCADE
+);
+
+CREATE INDEX ix_batch_lines_output ON batch_lines (batch_id, ok, line);
+CREATE INDEX ix_batch_lines_queued ON batch_lines (batch_id, line) WHERE state = 'queued';
+
 CREATE TABLE chat_jobs (
 	id VARCHAR(36) NOT NULL, 
 	request_id VARCHAR(36) NOT NULL, 
@@ -348,6 +432,15 @@ CREATE TABLE chat_request_models (
 );
 
 CREATE INDEX ix_chat_request_models_model ON chat_request_models (model);
+
+CREATE TABLE file_chunks (
+	file_id VARCHAR(40) NOT NULL, 
+	seq INTEGER NOT NULL, 
+	data BYTEA NOT NULL, 
+	PRIMARY KEY (file_id, seq), 
+	FOREIGN KEY(file_id) REFERENCES files (id) ON DELETE CASCADE
+);
+
 
 CREATE TABLE text_jobs (
 	id VARCHAR(36) NOT NULL, 

@@ -39,6 +39,8 @@ class Action(StrEnum):
     SET_MODES = "set_modes"  # PUT /status/modes
     AWARD_KUDOS = "award_kudos"  # POST /kudos/award
     READ_AUDIT = "read_audit"  # GET /operations/audit: moderators only, though it changes nothing
+    MANAGE_FILES = "manage_files"  # /v1/files: upload, list, read, delete one's own
+    RUN_BATCHES = "run_batches"  # /v1/batches: create, list, read, cancel one's own
 
 
 class Who(Enum):
@@ -139,6 +141,16 @@ TABLE: dict[Action, Rule] = {
     ),
     Action.SET_MODES: Rule(Who.ADMIN, refusal=errors.NotAdmin, denied="Only an admin may change the Horde's modes."),
     Action.AWARD_KUDOS: Rule(Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may award kudos."),
+    Action.MANAGE_FILES: Rule(
+        Who.USER,
+        shared_key=True,  # a shared key's files are its owner's, as its requests are
+        anonymous_denied="The anonymous user cannot keep files: use an API key of your own.",
+    ),
+    Action.RUN_BATCHES: Rule(
+        Who.USER,
+        shared_key=True,  # its lines are paid with the key, within the key's limits
+        anonymous_denied="The anonymous user cannot run batches: use an API key of your own.",
+    ),
     Action.READ_AUDIT: Rule(
         Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may read the audit trail."
     ),

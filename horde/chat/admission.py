@@ -17,7 +17,7 @@ from horde import errors
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
-from horde.chat import affinity, context, conversation, pricing, queue, request_rows, requirements
+from horde.chat import affinity, context, conversation, pricing, queue, request_rows, requirements, tiers
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
 from horde.chat.models import PROGRESS_NOT_KEPT, WAITING, ChatRequest, new_id
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
@@ -75,6 +75,7 @@ def admit(
     roster_generation: int | None = None,
     conversation_key: str | None = None,
     progress_log: int = PROGRESS_NOT_KEPT,
+    tier: tiers.Tier = tiers.INTERACTIVE,
 ) -> ChatRequest:
     """Queue `native` (already validated, images already inlined) for `user`, or raise a HordeError.
 
@@ -82,7 +83,9 @@ def admit(
     with `roster_generation` too (CheckIns.generation) the workers: a refusal is decided on the workers as
     they are now, read again. `body_hash` and `holders` are stored with the request (see
     horde/oai/idempotency.py); `conversation_key` (horde/chat/conversation.py) too, and the request is reserved
-    for the conversation's worker when that worker is eligible for it (horde/chat/affinity.py)."""
+    for the conversation's worker when that worker is eligible for it (horde/chat/affinity.py). `tier`: flex
+    requests wait behind interactive ones and pay less; batch lines need their estimate upfront and count on a
+    rate of their own (horde/chat/tiers.py)."""
     model_param = model_param or ("model" if "model" in native else "models")
     if user.shared_key_id is not None and "max_tokens" not in native:
         native = _within_shared_key_tokens(session, user.shared_key_id, native)
@@ -96,8 +99,9 @@ def admit(
         "holders": holders,
         "conversation_key": conversation_key,
         "progress_log": progress_log,
+        "service_tier": tier.name,
     }
-    turn = _RateTurn(session, settings, user, client_address if user.anonymous else None)
+    turn = _RateTurn(session, settings, user, client_address if user.anonymous else None, tier)
     queue_on = functools.partial(_queue_on, session, settings, native, model_param, row, turn, snapshots=snapshots)
     try:
         if snapshots is not None and roster_generation is not None:
@@ -123,8 +127,11 @@ class _RateTurn:
     the turn is held only while it runs. The rate's refusal still comes first: a refusal of any other check asks
     the count first."""
 
-    def __init__(self, session: Session, settings: Settings, user: Identity, address: str | None):
-        self.session, self.settings, self.user, self.address = session, settings, user, address
+    def __init__(self, session: Session, settings: Settings, user: Identity, address: str | None, tier: tiers.Tier):
+        self.session, self.settings, self.user, self.tier = session, settings, user, tier
+        #: The caller's scope of the rate: its address (anonymous), or a scope of its tier's (batch lines).
+        self.address = tier.rate_scope or address
+        self.limit = tiers.BATCH_RATE_LIMIT if tier.rate_scope else settings.rate_limit_per_minute
 
     def take_before_locking_the_caller(self) -> None:
         """On PostgreSQL, the turn before the caller's row lock (the kudos check): the INSERT's foreign key reads
@@ -135,12 +142,12 @@ class _RateTurn:
 
     def refuse_if_over(self) -> None:
         """429 when the caller is at its limit: for a refusal of another check, which the rate's comes before."""
-        rate_limit.refuse_if_used_up(self.session, self.user.id, self.address, self.settings.rate_limit_per_minute)
+        rate_limit.refuse_if_used_up(self.session, self.user.id, self.address, self.limit)
 
     def insert(self, values: dict[str, Any], eligible: list) -> ChatRequest:
         """The request written, unless the caller is at its limit (429, nothing written); reserved for its
         conversation's worker when that worker is among the `eligible` ones."""
-        limit = self.settings.rate_limit_per_minute
+        limit = self.limit
         workers = affinity.candidates(eligible, self.settings.affinity_wait_ms) if values["conversation_key"] else ""
         return request_rows.admit_request(
             self.session, values, limit=limit, rate_address=self.address, affinity_workers=workers
@@ -204,13 +211,14 @@ def _queue_on(
             param="max_tokens",
         )
     n_images = sum(count_images(message.get("content")) for message in fitted.messages)
-    estimate = pricing.price(
+    price = pricing.price(
         models[0],
         completion_tokens=need.max_tokens,
         prompt_tokens=fitted.prompt_tokens,
         n_images=n_images,
         reference_path=settings.model_reference_path,
     )
+    estimate = tiers.requester_price(price, turn.tier.name, settings.batch_price_factor)
     queued = snapshots.waiting(session, models) if snapshots else queue.waiting_for_models(session, models)
     job_s = (
         snapshots.typical_job_s(session, settings.default_job_duration_s)
@@ -357,7 +365,7 @@ def _check_price(session: Session, native, turn: _RateTurn, estimate: int, need:
         )
     threads = sum(w.threads for w in eligible)
     allowance = pricing.free_allowance_tokens(threads, queued)
-    if need.max_tokens <= allowance:
+    if need.max_tokens <= allowance and turn.tier.free_allowance:
         return
     # The user's row stays locked (PostgreSQL) until this request is queued, so concurrent admissions of one
     # user are checked one after the other and each sees the reservations of those before it.
@@ -366,9 +374,13 @@ def _check_price(session: Session, native, turn: _RateTurn, estimate: int, need:
     reserved = queue.reserved_kudos(session, turn.user.id)
     if balance - reserved < estimate:
         held = f", of which {reserved} are reserved by its requests still waiting or processing" if reserved else ""
+        why = (
+            f"max_tokens {need.max_tokens} is above the free allowance of {allowance} tokens"
+            if turn.tier.free_allowance
+            else "a batch line has no free allowance"
+        )
         raise errors.KudosUpfront(
-            f"max_tokens {need.max_tokens} is above the free allowance of {allowance} tokens, so the API key "
-            f"needs {estimate} kudos upfront; it has {balance}{held}.",
+            f"{why}, so the API key needs {estimate} kudos upfront; it has {balance}{held}.",
             param="max_tokens",
             metadata={
                 "kudos_estimate": estimate,

@@ -115,6 +115,7 @@ TERMS_COLUMNS = (
     "n_images",
     "kudos_estimate",
     "shared_key_id",
+    "service_tier",
 )
 #: PostgreSQL: the first of the request's models that the worker serves (bind parameter `worker_models`), as claim()
 #: chooses in Python on SQLite.

@@ -38,6 +38,7 @@ class SubmitView:
     kudos_charged: int
     kudos_estimate: int
     shared_key_id: str | None
+    service_tier: str
     attempts: int | None
     current_job_id: str
     job_id: str

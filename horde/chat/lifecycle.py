@@ -21,7 +21,6 @@ from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.accounts.moves import Kind, Move
 from horde.chat import model_rows, pricing, replies
 from horde.chat.finish import CLAIM_COLUMNS, Finish
 from horde.chat.models import (
@@ -74,6 +73,7 @@ _REQUEST_COLUMNS = (
     _REQUESTS.c.kudos_estimate,
     _REQUESTS.c.shared_key_id,
     _REQUESTS.c.progress_log,
+    _REQUESTS.c.service_tier,
 )
 _READ_REQUEST = select(*_REQUEST_COLUMNS).where(_REQUESTS.c.id == bindparam("request"))
 #: A worker's call in one round trip: its job, the job's worker's owner, and the request under its row lock.
@@ -304,17 +304,16 @@ def submit(
     _end_job(session, request.job_id, JOB_SUBMITTED, None)
     if request.kudos_charged:
         raise errors.DuplicateGen("This request was already charged.")
-    kudos = replies.price(settings, request, reply)
-    accounts.transfer(
-        session, replies.moves(request, kudos, reply), request_id=request.id, shared_key_id=request.shared_key_id
-    )
+    moved = replies.price(settings, request, reply)
+    made = replies.moves(request, request.owner_id, moved, reply["usage"]["completion_tokens"])
+    accounts.transfer(session, made, request_id=request.id, shared_key_id=request.shared_key_id)
     at = utcnow()
-    params = {"request": request.id, "job": request.job_id, "reply": reply, "at": at, "kudos": kudos}
+    params = {"request": request.id, "job": request.job_id, "reply": reply, "at": at, "kudos": moved.charge}
     finished = precompiled.execute(session.connection(), _FINISH_RETURNING, params).first()
     if finished is None:  # cannot happen under the lock; refuse (and roll back the transfer) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
     model_rows.forget_finished(session, request.id)
-    return kudos, None, _finished(request, reply, kudos, at, finished)
+    return moved.reward, None, _finished(request, reply, moved.charge, at, finished)
 
 
 def read_for_submit(session: Session, owner: User | Identity, job_id: str) -> Any:
@@ -337,8 +336,8 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
     reply = replies.reply_of(body)
     if request.kudos_charged or replies.violation(request, reply):
         return None
-    kudos = replies.price(settings, request, reply)
-    params = _settlement_params(request, kudos, reply) | {"request": request.id}
+    moved = replies.price(settings, request, reply)
+    params = _settlement_params(request, moved, reply) | {"request": request.id}
     statement = _LOCK_SUBMIT_AND_SETTLE[request.shared_key_id is not None]
     settled = precompiled.execute(session.connection(), statement, params).one()
     if not settled.finished:
@@ -348,7 +347,7 @@ def accept_alone(session: Session, settings: Settings, request: Any, body: dict)
         if precompiled.execute(connection, _KUDOS_CHARGED, {"request": request.id}).scalar():
             raise errors.DuplicateGen("This request was already charged.")
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
-    return kudos, _finished(request, reply, kudos, params["at"], settled)
+    return moved.reward, _finished(request, reply, moved.charge, params["at"], settled)
 
 
 def _accept_in_one_statement(
@@ -360,22 +359,22 @@ def _accept_in_one_statement(
         if precompiled.execute(session.connection(), _JOB_STATE, {"job": request.job_id}).scalar() != JOB_PROCESSING:
             _refuse_ended_job(session, request.job_id)
         raise errors.DuplicateGen("This request was already charged.")
-    kudos = replies.price(settings, request, reply)
-    params = _settlement_params(request, kudos, reply)
+    moved = replies.price(settings, request, reply)
+    params = _settlement_params(request, moved, reply)
     settled = precompiled.execute(session.connection(), _SUBMIT_AND_SETTLE[request.shared_key_id is not None], params)
     settled = settled.one()
     if not settled.ended:
         _refuse_ended_job(session, request.job_id)
     if not settled.finished:  # cannot happen under the lock; refuse (and roll back the job's end) if it does
         raise errors.AbortedGen("This job is no longer assigned to the worker.")
-    return kudos, None, _finished(request, reply, kudos, params["at"], settled)
+    return moved.reward, None, _finished(request, reply, moved.charge, params["at"], settled)
 
 
-def _settlement_params(request: Any, kudos: int, reply: dict) -> dict[str, Any]:
+def _settlement_params(request: Any, moved: replies.Amounts, reply: dict) -> dict[str, Any]:
     """The bind parameters of a settling statement (_SUBMIT_AND_SETTLE, _LOCK_SUBMIT_AND_SETTLE) but the request's."""
-    moved = replies.moves(request, kudos, reply)
-    params = accounts.paired_transfer_params(moved, request_id=request.id, shared_key_id=request.shared_key_id)
-    return params | {"job": request.job_id, "reply": reply, "kudos": kudos}
+    made = replies.moves(request, request.owner_id, moved, reply["usage"]["completion_tokens"])
+    params = accounts.paired_transfer_params(made, request_id=request.id, shared_key_id=request.shared_key_id)
+    return params | {"job": request.job_id, "reply": reply, "kudos": moved.charge}
 
 
 def _finished(request: Any, reply: dict, kudos: int, at: dt.datetime, claim: Any) -> Changed:
@@ -454,11 +453,11 @@ def _charge_streamed(
         n_images=request.n_images,
         reference_path=settings.model_reference_path,
     )
-    kudos = replies.within_shared_key(request, kudos)
+    moved = replies.amounts(settings, request, kudos)
     owner_id = session.get_one(Worker, job.worker_id).owner_id
-    moved = [Move(request.user_id, -kudos, Kind.CHARGE, tokens), Move(owner_id, kudos, Kind.REWARD, tokens)]
-    accounts.transfer(session, moved, request_id=request.id, shared_key_id=request.shared_key_id)
-    request.kudos_charged = kudos
+    made = replies.moves(request, owner_id, moved, tokens)
+    accounts.transfer(session, made, request_id=request.id, shared_key_id=request.shared_key_id)
+    request.kudos_charged = moved.charge
 
 
 def _try_end_job(session: Session, job_id: str, state: str, reason: str | None) -> bool:

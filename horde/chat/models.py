@@ -157,6 +157,9 @@ class ChatRequest(Base):
     #: `reserved_until` (horde/chat/affinity.py); None when no worker was reserved.
     reserved_worker_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     reserved_until: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    #: "default", or "flex": behind the interactive requests of its priority class, charged
+    #: HORDE_BATCH_PRICE_FACTOR of the price (horde/chat/tiers.py). A database default for rows written before it.
+    service_tier: Mapped[str] = mapped_column(String(8), default="default", server_default=text("'default'"))
 
     @property
     def only_worker_ids(self) -> list[str]:

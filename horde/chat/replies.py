@@ -4,10 +4,10 @@ submit (horde/chat/lifecycle.py) writes what they decide."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from horde.accounts.moves import Kind, Move
-from horde.chat import conformance, pricing
+from horde.chat import conformance, pricing, tiers
 from horde.config import Settings
 
 #: The keys of a submit's body that make its reply, as stored on the request.
@@ -23,8 +23,9 @@ def violation(request: Any, reply: dict) -> str | None:
     return conformance.violation(request.payload, reply, strict=bool(request.required_guarantees))
 
 
-def price(settings: Settings, request: Any, reply: dict) -> int:
-    """Bill the reply (its usage and finish reason completed in place) and price it (pricing.charge)."""
+def price(settings: Settings, request: Any, reply: dict) -> Amounts:
+    """Bill the reply (its usage and finish reason completed in place) and price it (pricing.charge): what its
+    requester pays and its worker earns (amounts)."""
     usage = dict(reply.get("usage") or {})
     usage.setdefault("prompt_tokens", request.prompt_tokens)
     charged = pricing.charge(
@@ -43,7 +44,22 @@ def price(settings: Settings, request: Any, reply: dict) -> int:
         usage["cached_tokens"] = min(usage["cached_tokens"], usage["prompt_tokens"])
     reply["usage"] = usage
     reply["finish_reason"] = reply.get("finish_reason") or "stop"
-    return within_shared_key(request, charged.kudos)
+    return amounts(settings, request, charged.kudos)
+
+
+class Amounts(NamedTuple):
+    """What one generation moves: the requester's charge and the worker's reward."""
+
+    charge: int
+    reward: int
+
+
+def amounts(settings: Settings, request: Any, kudos: int) -> Amounts:
+    """The charge and the reward of work priced `kudos`. An interactive request pays the price and its worker earns
+    what it pays; a flex one pays HORDE_BATCH_PRICE_FACTOR of it, and its worker earns the price, as for any job
+    (horde/chat/tiers.py). A shared key's cap (within_shared_key) bounds what the key pays."""
+    charge = within_shared_key(request, tiers.requester_price(kudos, request.service_tier, settings.batch_price_factor))
+    return Amounts(charge, kudos if request.service_tier == tiers.FLEX else charge)
 
 
 def within_shared_key(request: Any, kudos: int) -> int:
@@ -52,7 +68,11 @@ def within_shared_key(request: Any, kudos: int) -> int:
     return min(kudos, request.kudos_estimate) if request.shared_key_id else kudos
 
 
-def moves(request: Any, kudos: int, reply: dict) -> list[Move]:
-    """The client pays what the worker's owner earns; both count the generation and its billed tokens."""
-    tokens = reply["usage"]["completion_tokens"]
-    return [Move(request.user_id, -kudos, Kind.CHARGE, tokens), Move(request.owner_id, kudos, Kind.REWARD, tokens)]
+def moves(request: Any, owner_id: int, moved: Amounts, tokens: int) -> list[Move]:
+    """The client pays its charge and the worker's owner earns its reward; both count the generation and its billed
+    tokens."""
+    charge, reward = (
+        Move(request.user_id, -moved.charge, Kind.CHARGE, tokens),
+        Move(owner_id, moved.reward, Kind.REWARD, tokens),
+    )
+    return [charge, reward]

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import and_, bindparam, case, insert, or_, select, type_coerce
+from sqlalchemy import String, and_, bindparam, case, insert, or_, select, type_coerce
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts.models import User
-from horde.chat import affinity
+from horde.chat import affinity, tiers
 from horde.chat.models import (
     FINAL_STATES,
     PRIORITY_CLASS_KUDOS,
@@ -111,10 +111,16 @@ def roster(session: Session, online_window_s: float) -> tuple[list[Worker], dict
 
 
 _KUDOS_FIRST = and_(USERS.c.kudos > 0, USERS.c.anonymous.is_(False))
+#: A flex request's priority is set back below every interactive one of its class (horde/chat/tiers.py); the bind
+#: parameter is the row's own service_tier, as the INSERT binds it (rate_limit.InsertBelowLimit names it new_...).
+_FLEX_SET_BACK = case((bindparam("new_service_tier", type_=String) == tiers.FLEX, tiers.FLEX_PRIORITY_OFFSET), else_=0)
 #: A request's priority and priority class from its caller's balance, worked out by the admission's INSERT as it
 #: reads the caller's row (PRIORITY_CALLER joins it): chat's and text's admissions alike.
 PRIORITY_FROM_BALANCE = {
-    "priority": case((USERS.c.kudos > 0, USERS.c.kudos), else_=0),
+    "priority": case(
+        (USERS.c.kudos > tiers.MAX_PRIORITY, tiers.MAX_PRIORITY), (USERS.c.kudos > 0, USERS.c.kudos), else_=0
+    )
+    - _FLEX_SET_BACK,
     "priority_class": case((_KUDOS_FIRST, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
 }
 PRIORITY_CALLER = USERS.c.id == bindparam("user_id")

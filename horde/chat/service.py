@@ -11,7 +11,18 @@ from horde import errors
 from horde.accounts.identity import Identity
 from horde.authz.check import authorize
 from horde.authz.rules import Action
-from horde.chat import admission, affinity, conversation, images, lifecycle, model_rows, queue, request_rows, stats
+from horde.chat import (
+    admission,
+    affinity,
+    conversation,
+    images,
+    lifecycle,
+    model_rows,
+    queue,
+    request_rows,
+    stats,
+    tiers,
+)
 from horde.chat.models import DONE, PROCESSING, PROGRESS_KEPT, PROGRESS_NOT_KEPT, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events.bus import announce_jobs, request_channel
@@ -38,13 +49,15 @@ def create(
     request_id: str | None = None,
     inherited_conversation: str | None = None,
     keep_progress: bool = False,
+    tier: tiers.Tier = tiers.INTERACTIVE,
 ) -> ChatRequest:
     """Validate, fetch images (outside any transaction), admit and queue; publish the new job.
 
     `request_id`: the new request's id, when the caller listens to its channel before it exists.
     `inherited_conversation`: the stored key of the conversation the request continues, when the request names
     none itself (horde/chat/conversation.py). `keep_progress`: every progress post is kept in order
-    (horde/background), for a stream that any process replays."""
+    (horde/background), for a stream that any process replays. `tier`: interactive, flex, or a batch line's
+    (horde/chat/tiers.py)."""
     authorize(user, Action.GENERATE)
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
@@ -69,6 +82,7 @@ def create(
             roster_generation=runtime.checkins.generation,
             conversation_key=conversation_key,
             progress_log=PROGRESS_KEPT if keep_progress else PROGRESS_NOT_KEPT,
+            tier=tier,
         )
     runtime.snapshots.queue_changed()
     announce(runtime, request)
@@ -142,6 +156,21 @@ def cancel(
         )
     runtime.bus.publish(request_channel(request_id))
     return request
+
+
+def withdraw(runtime: ChatParts, request_id: str, reason: errors.HordeError) -> bool | None:
+    """Cancel the request if it still waits for a worker (a batch's wind-down), recording `reason`: True when
+    withdrawn, False when a worker runs it or it ended, None when there is no such request. Under the request's row
+    lock, so that a claim either took it first (it goes on, charged as any) or finds it cancelled."""
+    with runtime.db.transaction() as session:
+        if session.get(ChatRequest, request_id) is None:
+            return None
+        request = lifecycle.lock_request(session, request_id)
+        if request.state != WAITING:
+            return False
+        lifecycle.cancel(session, runtime.settings, request, rc=reason.rc, message=reason.message)
+    runtime.bus.publish(request_channel(request_id))
+    return True
 
 
 def sweep(runtime: ChatParts) -> int:

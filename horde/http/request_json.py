@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from flask import Request
@@ -46,6 +47,17 @@ _MAYBE_UNSTORABLE_RE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]|
 _NOT_QUOTE_OR_OPENER = bytes(byte for byte in range(256) if byte not in b'"{[')
 #: In what is left of a body once escapes and every other byte are gone: a string, or an opener outside any.
 _STRING_OR_OPENER_RE = re.compile(rb'"[^"]*"|[{\[]')
+
+
+#: Flask endpoints whose body may pass HORDE_MAX_BODY_BYTES (an upload: horde/oai/file_routes.py), each with its own
+#: limit worked out from the settings; every other body keeps HORDE_MAX_BODY_BYTES.
+LARGER_BODIES: dict[str, Callable[[Any], int]] = {}
+
+
+def body_limit(endpoint: str | None, settings: Any) -> int:
+    """The most bytes the body of a request to `endpoint` may hold."""
+    larger = LARGER_BODIES.get(endpoint or "")
+    return settings.max_body_bytes if larger is None else larger(settings)
 
 
 def too_large(max_bytes: int) -> errors.RequestTooLarge:

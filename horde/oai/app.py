@@ -10,7 +10,7 @@ from horde.accounts.auth import authenticate
 from horde.chat.cards import model_stats
 from horde.http import request_json
 from horde.http.request_context import json_body, runtime
-from horde.oai import auth, cards
+from horde.oai import auth, batch_routes, cards, file_routes
 from horde.oai import errors as oai_errors
 from horde.oai.chat import ChatCall
 from horde.oai.messages import routes as messages_routes
@@ -31,6 +31,8 @@ def make_blueprint() -> Blueprint:
     blueprint.add_url_rule("/chat/completions", view_func=chat_completions, methods=["POST"])
     blueprint.add_url_rule("/completions", view_func=completions, methods=["POST"])
     responses_routes.register(blueprint)
+    file_routes.register(blueprint)
+    batch_routes.register(blueprint)
     blueprint.register_error_handler(errors.HordeError, _horde_error)
     blueprint.register_error_handler(ScreeningError, _screening_error)
     blueprint.register_error_handler(HTTPException, _http_error)

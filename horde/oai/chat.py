@@ -11,7 +11,7 @@ from werkzeug.datastructures import Headers
 
 from horde import errors
 from horde.accounts.identity import Identity
-from horde.chat import admission, service
+from horde.chat import admission, service, tiers
 from horde.chat.models import DONE, FAULTED, FINAL_STATES, ChatRequest, new_id
 from horde.http.client_address import client_address
 from horde.http.client_connection import client_gone
@@ -110,6 +110,7 @@ class ChatCall:
                 client_address=address,
                 request_id=request_id,
                 inherited_conversation=self.inherited_conversation,
+                tier=tiers.named(self.screened.service_tier),
             )
         except Exception as exc:
             subscription.close()

@@ -6,6 +6,7 @@ import calendar
 import hashlib
 
 from horde.chat.models import ChatRequest
+from horde.chat.tiers import DEFAULT as DEFAULT_TIER
 from horde.chat.tokens import text_tokens
 from horde.oai import ignored as named
 from horde.oai.ignored import Ignored
@@ -27,6 +28,11 @@ def system_fingerprint(worker_id: str | None, model: str | None) -> str | None:
         return None
     digest = hashlib.sha256(f"{worker_id}\n{model}".encode()).hexdigest()
     return "fp_" + digest[:FINGERPRINT_HEX_CHARS]
+
+
+def service_tier(request: ChatRequest) -> str:
+    """The tier that served the request, as OpenAI answers it: "default", or "flex" (horde/chat/tiers.py)."""
+    return request.service_tier or DEFAULT_TIER
 
 
 def finish_reason(request: ChatRequest) -> str:
@@ -118,6 +124,7 @@ def chat_completion(request: ChatRequest, include_reasoning: bool = True, ignore
             }
         ],
         "usage": usage(request),
+        "service_tier": service_tier(request),
         "system_fingerprint": system_fingerprint(request.worker_id, request.served_model),
         "x_horde": x_horde(request, ignored),
     }

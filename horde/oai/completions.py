@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from flask import Response, stream_with_context
 
@@ -138,7 +138,7 @@ class CompletionCall:
 
     def _final_json(self, request, headers) -> Response:
         if request.state != DONE:
-            return _error(_ended_error(request), request.id, headers)
+            return _error(ended_error(request), request.id, headers)
         with self.runtime.db.read() as session:
             jobs = views.submitted_jobs(session, request.id)
         body = text_completion.text_completion(request, jobs, self.screened.ignored)
@@ -151,7 +151,7 @@ class CompletionCall:
             return _error(first.error, request_id, headers)
         if isinstance(first, Finished) and first.request.state != DONE:
             self._release(request_id, gone=False)
-            return _error(_ended_error(first.request), request_id, headers)
+            return _error(ended_error(first.request), request_id, headers)
         events = itertools.chain([] if isinstance(first, FirstRead) else [first], watcher)
         runtime, include_usage, named = self.runtime, self.screened.include_usage, self.screened.ignored
 
@@ -208,7 +208,7 @@ def _new_choices(runtime, request_id: str, sent: list[str]):
 
 def _finish(runtime, request, include_usage: bool, named: ignored.Ignored):
     if request.state != DONE:
-        yield from stream.error_event(_ended_error(request), request.id)
+        yield from stream.error_event(ended_error(request), request.id)
         return
     if include_usage:
         with runtime.db.read() as session:
@@ -220,7 +220,9 @@ def _finish(runtime, request, include_usage: bool, named: ignored.Ignored):
     yield stream.DONE_EVENT
 
 
-def _ended_error(request) -> errors.HordeError:
+def ended_error(request: Any) -> errors.HordeError:
+    """The error of a text request (a row, or a TextRequest) that ended without its answer: its fault, or its
+    cancel's reason (the chat errors read the same columns)."""
     if request.state == "faulted":
         return oai_errors.faulted_error(request)
     return oai_errors.cancelled_error(request)

@@ -80,6 +80,7 @@ class StreamState:
         self.id = completion.completion_id(request)
         self.created = completion.created_epoch(request)
         self.model = request.models[0]
+        self.service_tier = completion.service_tier(request)
         self.fingerprint: str | None = None
         self.include_reasoning = include_reasoning
         self.include_usage = include_usage
@@ -102,6 +103,7 @@ class StreamState:
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
+            "service_tier": self.service_tier,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
         }
         if self.fingerprint is not None:

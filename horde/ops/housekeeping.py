@@ -28,10 +28,13 @@ def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops.
 
     Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
-    keys and stored responses.
+    keys and stored responses, and files and batches past their retention.
     """
     from horde.accounts import rate_limit
     from horde.background import records as background_records
+    from horde.batches import retention as batch_retention
+    from horde.batches import service as batches
+    from horde.files import service as files
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
     from horde.text import service as text_service
@@ -51,6 +54,8 @@ def sweeper(runtime: Runtime) -> None:
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)
                 background_records.purge_expired(runtime)
+                files.purge_expired(runtime, in_use=lambda file_id: batches.reads(runtime, file_id))
+                batch_retention.purge_ended(runtime)
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:
@@ -59,7 +64,12 @@ def sweeper(runtime: Runtime) -> None:
 
 def start_housekeeping(runtime: Runtime) -> None:
     """A serving process's background work: the sweeper, its presence on the database while it shares it without
-    Redis (the line that says how it hears the other processes), and, on SQLite, the log's checkpoints."""
+    Redis (the line that says how it hears the other processes), the batch driver and, on SQLite, the log's
+    checkpoints."""
+    from horde.batches.driver import Driver
+    from horde.oai.batch_lines import OpenAILines
+
     gevent.spawn(sweeper, runtime)
     start_hearing(runtime.db, runtime.bus, runtime.settings.events_poll_s)
+    gevent.spawn(Driver(runtime, OpenAILines(runtime)).run_forever)
     start_checkpoints(runtime.db.sqlite_file)

@@ -18,7 +18,7 @@ from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.chat import pricing as chat_pricing
-from horde.chat import request_rows
+from horde.chat import request_rows, tiers
 from horde.http.payload import load
 from horde.storage.database import table_of
 from horde.text import pricing
@@ -98,6 +98,8 @@ def admit(
     queued: int,
     body_hash: str | None = None,
     holders: int = 0,
+    tier: tiers.Tier = tiers.INTERACTIVE,
+    request_id: str | None = None,
 ) -> Admitted:
     """`online`: the online text workers serving the request's models (horde/text/roster.py); `queued`: the
     generations waiting for them. `body_hash` and `holders`: the OpenAI front's idempotency bookkeeping, written
@@ -105,7 +107,8 @@ def admit(
 
     The request is written with Core INSERTs and comes back as a transient TextRequest, never added to a
     session (no unit of work to flush), as chat's admission does. The caller's balance is read only when the
-    request is over the free allowance; otherwise the INSERT alone reads it."""
+    request is over the free allowance; otherwise the INSERT alone reads it. `tier`: as chat's
+    (horde/chat/tiers.py); `request_id`: the new request's id, when the caller chose it (a batch line's)."""
     params = dict(loaded["params"])
     n = params.get("n", 1)
     params["n"] = n
@@ -114,14 +117,10 @@ def admit(
     models = list(dict.fromkeys(loaded.get("models") or []))
     prompt_tokens = pricing.prompt_tokens(loaded["prompt"], params["max_context_length"])
     warnings = list(warnings or [])
-    _downgrade_or_refuse(session, settings, user, loaded, params, models, prompt_tokens, online, queued, warnings)
-    estimate = pricing.estimate(
-        models,
-        n=n,
-        max_length=params["max_length"],
-        prompt_tokens=prompt_tokens,
-        reference_path=settings.model_reference_path,
+    _downgrade_or_refuse(
+        session, settings, user, loaded, params, (models, prompt_tokens, tier), online, queued, warnings
     )
+    estimate = _estimate(settings, models, params, prompt_tokens, tier)
     if loaded.get("dry_run"):
         return Admitted(kudos=estimate, warnings=warnings)
     shared_key_id = getattr(user, "shared_key_id", None)
@@ -137,7 +136,7 @@ def admit(
     address = client_address if user.anonymous else None
     only, blocked = _worker_lists(loaded)
     values = dict(
-        id=new_id(),
+        id=request_id or new_id(),
         user_id=user.id,
         shared_key_id=shared_key_id,
         state=WAITING,
@@ -163,8 +162,10 @@ def admit(
         kudos_estimate=estimate,
         body_hash=body_hash,
         holders=holders,
+        service_tier=tier.name,
     )
-    row = _ADMIT.run(session, values, limit=settings.rate_limit_per_minute, client_address=address)
+    limit = tiers.BATCH_RATE_LIMIT if tier.rate_scope else settings.rate_limit_per_minute
+    row = _ADMIT.run(session, values, limit=limit, client_address=tier.rate_scope or address)
     decided = {"priority": row.priority, "priority_class": row.priority_class, "upfront_paid": row.upfront_paid}
     request = TextRequest(**values, **decided)
     return Admitted(kudos=estimate, request=request, warnings=warnings)
@@ -176,21 +177,27 @@ def no_worker_message(request: TextRequest, online: list[Row], loaded: dict, lif
     return NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
 
 
-def _downgrade_or_refuse(
-    session, settings, user, loaded, params, models, prompt_tokens, online, queued, warnings
-) -> None:
-    """Over the free allowance a request needs its estimate upfront, or (allow_downgrade) a smaller max_length."""
-    threads = sum(worker.threads for worker in online)
-    allowance = chat_pricing.free_allowance_tokens(threads, queued)
-    wanted = params["max_length"] * params["n"]
-    estimate = pricing.estimate(
+def _estimate(settings: Settings, models: list[str], params: dict, prompt_tokens: int, tier: tiers.Tier) -> int:
+    """What the requester may pay: the price of every generation at its full length, as its tier pays it."""
+    price = pricing.estimate(
         models,
         n=params["n"],
         max_length=params["max_length"],
         prompt_tokens=prompt_tokens,
         reference_path=settings.model_reference_path,
     )
-    if wanted <= allowance:
+    return tiers.requester_price(price, tier.name, settings.batch_price_factor)
+
+
+def _downgrade_or_refuse(session, settings, user, loaded, params, priced, online, queued, warnings) -> None:
+    """Over the free allowance a request needs its estimate upfront, or (allow_downgrade) a smaller max_length.
+    `priced`: the models, prompt tokens and tier the estimate prices. A batch line has no free allowance."""
+    models, prompt_tokens, tier = priced
+    threads = sum(worker.threads for worker in online)
+    allowance = chat_pricing.free_allowance_tokens(threads, queued)
+    wanted = params["max_length"] * params["n"]
+    estimate = _estimate(settings, models, params, prompt_tokens, tier)
+    if wanted <= allowance and tier.free_allowance:
         return
     balance = accounts.locked_balance(session, user.id, lock=False)
     if balance >= estimate:
@@ -206,9 +213,14 @@ def _downgrade_or_refuse(
         )
         params["max_length"] = lowered
         return
+    why = (
+        f"Due to demand, requests over {allowance} tokens (max_length × n) need the kudos upfront"
+        if tier.free_allowance
+        else "A batch line needs its kudos upfront"
+    )
     raise errors.KudosUpfront(
-        f"Due to demand, requests over {allowance} tokens (max_length × n) need the kudos upfront; this one needs "
-        f"{estimate} and the API key has {balance}. Lower max_length or n, or send allow_downgrade.",
+        f"{why}; this one needs {estimate} and the API key has {balance}. Lower max_length or n, or send "
+        "allow_downgrade.",
         param="params.max_length",
         metadata={"kudos_estimate": estimate, "kudos": balance, "free_allowance_tokens": allowance},
     )

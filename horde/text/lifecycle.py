@@ -40,6 +40,7 @@ from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.accounts.moves import Kind, Move
+from horde.chat import tiers
 from horde.storage import precompiled
 from horde.storage.database import is_postgresql, table_of
 from horde.text import pricing
@@ -193,6 +194,7 @@ _OWNED_JOB = (
         _REQUESTS.c.shared_key_id,
         _REQUESTS.c.kudos_estimate,
         _REQUESTS.c.n,
+        _REQUESTS.c.service_tier,
     )
     .select_from(
         _JOBS.join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id).outerjoin(
@@ -354,8 +356,11 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
         prompt_tokens=job.prompt_tokens,
         reference_path=settings.model_reference_path,
     )
+    charge = tiers.requester_price(kudos, job.service_tier, settings.batch_price_factor)
     if job.shared_key_id:  # at most its share of what the admission reserved of the key (accounts/shared_keys.py)
-        kudos = min(kudos, job.kudos_estimate // job.n)
+        charge = min(charge, job.kudos_estimate // job.n)
+    # A flex generation's worker earns the price, as for any job (horde/chat/tiers.py); otherwise what is paid.
+    reward = kudos if job.service_tier == tiers.FLEX else charge
     now = utcnow()
     connection = session.connection()
     landed = precompiled.execute(
@@ -370,19 +375,19 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
             "gen_metadata_v": body.get("gen_metadata") or None,
             "tokens_v": tokens,
             "cached_tokens_v": min(body.get("cached_tokens") or 0, job.prompt_tokens),
-            "kudos_v": kudos,
+            "kudos_v": charge,
             "finish_reason_v": body.get("finish_reason"),
         },
     )
     if landed.rowcount != 1:
         _refuse_ended(session, job.id)
-    finished = precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": kudos, "now_v": now})
+    finished = precompiled.execute(connection, _FINISH_ONE, {"id_": job.request_id, "kudos_v": charge, "now_v": now})
     if finished.rowcount != 1:  # cannot happen while the job ran; refuse (and roll back the job's end) if it does
         raise errors.AbortedGen("This generation is no longer counted as running by its request.")
     # Charge the requester and reward the worker's owner, as chat's settlement does.
-    moves = [Move(job.user_id, -kudos, Kind.CHARGE, tokens), Move(job.owner_id, kudos, Kind.REWARD, tokens)]
+    moves = [Move(job.user_id, -charge, Kind.CHARGE, tokens), Move(job.owner_id, reward, Kind.REWARD, tokens)]
     accounts.transfer(session, moves, request_id=job.request_id, shared_key_id=job.shared_key_id)
-    return kudos, job.id, _request_of(session, job)
+    return reward, job.id, _request_of(session, job)
 
 
 def fault(

@@ -96,6 +96,8 @@ class TextRequest(Base):
     body_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     holders: Mapped[int] = mapped_column(Integer, default=0)
     delivered: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: "default", or "flex" (a batch line of /v1/completions): as a chat request's (horde/chat/tiers.py).
+    service_tier: Mapped[str] = mapped_column(String(8), default="default", server_default=text("'default'"))
 
 
 class TextRequestModel(Base):

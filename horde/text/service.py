@@ -8,6 +8,7 @@ from horde import errors
 from horde.accounts.models import User
 from horde.authz.check import authorize
 from horde.authz.rules import Action
+from horde.chat import tiers
 from horde.events.bus import request_channel
 from horde.http.payload import load
 from horde.stats import rollup
@@ -38,8 +39,11 @@ def create(
     holders: int = 0,
     front: fail_fast.FrontOptions | None = None,
     client_address: str | None = None,
+    tier: tiers.Tier = tiers.INTERACTIVE,
+    request_id: str | None = None,
 ) -> admission.Admitted:
-    """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing."""
+    """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing. `tier`: interactive,
+    or a batch line's (horde/chat/tiers.py); `request_id`: the new request's id, when the caller chose it."""
     authorize(user, Action.GENERATE)
     loaded, warnings = admission.validate(body)
     if loaded.get("webhook"):
@@ -75,6 +79,8 @@ def create(
             queued=queued,
             body_hash=body_hash,
             holders=holders,
+            tier=tier,
+            request_id=request_id,
         )
         if front is None and admitted.request is not None:  # the native API's warning; the front refused gaps
             admitted.message = _no_worker_message(session, settings, admitted.request, online, loaded)
@@ -125,6 +131,21 @@ def cancel(
             request.fault_rc, request.fault_message = reason.rc, reason.message
     runtime.bus.publish(request_channel(request_id))
     return request
+
+
+def withdraw(runtime: TextParts, request_id: str, reason: errors.HordeError) -> bool | None:
+    """Cancel the request if none of its generations was handed out yet (a batch's wind-down): True when withdrawn,
+    False when it runs or ended, None when there is no such request. One being generated goes on, charged as any."""
+    with runtime.db.transaction() as session:
+        request = lifecycle.lock_request(session, request_id)
+        if request is None:
+            return None
+        if request.state != WAITING or request.processing:
+            return False
+        lifecycle.cancel(session, request, running=False)
+        request.fault_rc, request.fault_message = reason.rc, reason.message
+    runtime.bus.publish(request_channel(request_id))
+    return True
 
 
 def submit(runtime: TextParts, api_key: str | None, body: object) -> dict:

@@ -168,6 +168,7 @@ def skeleton(request: ChatRequest, body: dict, status: str) -> dict:
         "incomplete_details": None,
         "model": model,
         "output": [],
+        "service_tier": completion.service_tier(request),
     }
     result.update(echo(body))
     if result["user"] is None:

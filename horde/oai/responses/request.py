@@ -63,11 +63,12 @@ REQUEST_FIELDS = frozenset(
         "session_id",
         # Answered at once, then polled, streamed from any event and cancelled (horde/oai/responses/background.py).
         "background",
+        # "auto", "default" or "flex" (horde/chat/tiers.py), screened as chat screens it.
+        "service_tier",
     }
 )
 #: Fields accepted only at the value that changes nothing, as the chat front's DEFAULT_NO_OP_PARAMETERS.
 DEFAULT_ONLY_FIELDS: dict[str, tuple] = {
-    "service_tier": ("auto", "default", None),
     "top_logprobs": (0, None),
     "stream_options": (None,),
     "safety_identifier": (None,),
@@ -134,7 +135,17 @@ def chat_body(
     ignored = Ignored(token_param="max_output_tokens")
     chat: dict[str, Any] = {
         key: body[key]
-        for key in ("model", "models", "temperature", "top_p", "user", "prompt_cache_key", "stream", "horde")
+        for key in (
+            "model",
+            "models",
+            "temperature",
+            "top_p",
+            "user",
+            "prompt_cache_key",
+            "stream",
+            "horde",
+            "service_tier",
+        )
         if key in body
     }
     if "max_output_tokens" in body:

@@ -113,6 +113,10 @@ DEFAULT_NO_OP_PARAMETERS: dict[str, tuple] = {
     "service_tier": ("auto", "default"),
 }
 
+#: Values of a table key that are not its default and that the Horde acts on: `service_tier: "flex"` (cheaper,
+#: behind interactive requests: horde/chat/tiers.py).
+ACTED_ON_VALUES: dict[str, tuple] = {"service_tier": ("flex",)}
+
 # Request fields whose null is an error rather than an omission.
 _NULL_REFUSED_FIELDS = frozenset({"response_format", "horde"})
 
@@ -130,6 +134,8 @@ class ScreenedRequest:
     model_param: str
     #: What the body asked for that the Horde accepts without acting on it, or lowered (horde/oai/ignored.py).
     ignored: Ignored = field(default_factory=Ignored)
+    #: "default", or "flex" when the body asked for it (horde/chat/tiers.py).
+    service_tier: str = "default"
 
 
 def screen_chat_request(body: Any) -> ScreenedRequest:
@@ -159,6 +165,7 @@ def screen_chat_request(body: Any) -> ScreenedRequest:
         include_reasoning=options["include_reasoning"],
         model_param=model_param,
         ignored=ignored,
+        service_tier="flex" if body.get("service_tier") == "flex" else "default",
     )
 
 
@@ -178,11 +185,13 @@ def _screen_top_level_keys(body: dict) -> None:
             continue
         if key not in DEFAULT_NO_OP_PARAMETERS:
             raise unknown_parameter(key)
-        if not is_default_no_op(key, value):
+        acted_on = ACTED_ON_VALUES.get(key, ())
+        if not is_default_no_op(key, value) and not any(same_json_value(value, known) for known in acted_on):
             defaults = " or ".join(json.dumps(default) for default in DEFAULT_NO_OP_PARAMETERS[key])
+            also = f", or at {' or '.join(json.dumps(known) for known in acted_on)}" if acted_on else ""
             raise ScreeningError(
                 f"Unsupported value for '{key}': the AI Horde accepts it only at its default "
-                f"({defaults}), which it drops.",
+                f"({defaults}), which it drops{also}.",
                 code=UNSUPPORTED,
                 param=key,
             )

@@ -8,7 +8,10 @@ from horde.accounts import roles
 from horde.accounts import service as accounts
 from horde.accounts.auth import authenticate, forget_identities
 from horde.accounts.models import KudosEntry, User
+from horde.chat.models import ChatRequest
+from horde.chat.tiers import MAX_PRIORITY
 from tests.integration.accounts.test_kudos_transfer import alias, transfer
+from tests.support.native import pop
 
 
 def balance_of(runtime, user) -> int:
@@ -84,3 +87,19 @@ def test_a_move_past_64_bits_through_the_ledger_is_refused(runtime, make_user):
         raise AssertionError("a balance past 2^63 - 1 was accepted")
     with runtime.db.read() as session:
         assert session.get_one(User, user.id).kudos == 2**63 - 5
+
+
+def test_a_balance_past_32_bits_still_queues_with_the_highest_priority(client, make_user, runtime):
+    """A request's priority is its caller's balance held within its 32-bit column (horde/chat/tiers.py)."""
+    rich, key = make_user()
+    with runtime.db.transaction() as session:
+        accounts.set_kudos(session, session.get_one(User, rich.id), 3 * 2**31)
+    pop(client, key, "rich-worker", models=["rich-model"])
+    answer = client.post(
+        "/api/v2/generate/chat/async",
+        json={"model": "rich-model", "messages": [{"role": "user", "content": "Hi"}]},
+        headers={"apikey": key},
+    )
+    assert answer.status_code == 202, answer.json
+    with runtime.db.read() as session:
+        assert session.get_one(ChatRequest, answer.json["id"]).priority == MAX_PRIORITY

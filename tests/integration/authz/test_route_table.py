@@ -10,6 +10,7 @@ table and this walk in the same change.
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -194,6 +195,43 @@ SCENARIOS = (
         "/v1/responses/<response_id>/cancel",
         Action.MANAGE_OWN_REQUEST,
         lambda w, key: w.client.post(f"/v1/responses/resp_{uuid.uuid4().hex}/cancel", headers=_bearer(key)),
+    ),
+    Scenario(
+        "POST",
+        "/v1/files",
+        Action.MANAGE_FILES,
+        lambda w, key: w.client.post(
+            "/v1/files",
+            data={"purpose": "batch", "file": (io.BytesIO(b'{"custom_id": "a"}\n'), "in.jsonl")},
+            headers=_bearer(key),
+            content_type="multipart/form-data",
+        ),
+    ),
+    Scenario(
+        "DELETE",
+        "/v1/files/<file_id>",
+        Action.MANAGE_FILES,
+        lambda w, key: w.client.delete(f"/v1/files/file-{uuid.uuid4().hex}", headers=_bearer(key)),
+    ),
+    Scenario(
+        "POST",
+        "/v1/batches",
+        Action.RUN_BATCHES,
+        lambda w, key: w.client.post(
+            "/v1/batches",
+            json={
+                "input_file_id": f"file-{uuid.uuid4().hex}",
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+            },
+            headers=_bearer(key),
+        ),
+    ),
+    Scenario(
+        "POST",
+        "/v1/batches/<batch_id>/cancel",
+        Action.RUN_BATCHES,
+        lambda w, key: w.client.post(f"/v1/batches/batch_{uuid.uuid4().hex}/cancel", headers=_bearer(key)),
     ),
     Scenario(
         "POST",

@@ -102,7 +102,6 @@ def test_all_defaults_together_are_accepted_and_dropped():
         ("store", True),
         ("store", None),
         ("store", 0),
-        ("service_tier", "flex"),
         ("service_tier", "priority"),
         ("service_tier", "scale"),
         ("service_tier", None),
@@ -117,8 +116,19 @@ def test_table_keys_at_another_value_are_refused(key, value):
 
 
 def test_the_refusal_names_the_accepted_defaults():
-    assert '("auto" or "default")' in refusal(make_body(service_tier="flex")).message
+    assert '("auto" or "default")' in refusal(make_body(service_tier="priority")).message
     assert "(false)" in refusal(make_body(logprobs=True)).message
+
+
+def test_the_service_tier_refusal_also_names_flex():
+    assert refusal(make_body(service_tier="scale")).message.endswith('which it drops, or at "flex".')
+
+
+@pytest.mark.parametrize("value,tier", [("flex", "flex"), ("auto", "default"), ("default", "default")])
+def test_flex_is_acted_on_and_the_defaults_are_dropped(value, tier):
+    screened = screen_chat_request(make_body(service_tier=value))
+    assert screened.service_tier == tier
+    assert screened.native == minimal_native()
 
 
 @pytest.mark.parametrize(
@@ -188,6 +198,7 @@ def test_screened_request_interface():
         "include_reasoning",
         "model_param",
         "ignored",
+        "service_tier",
     ]
 
 
