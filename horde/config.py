@@ -66,6 +66,8 @@ def _count(name: str, minimum: int = 1) -> Variable:
 
 
 LOG_FORMATS = ("text", "json")
+#: HORDE_REGISTRATION: anyone may register, only with an invite code, or nobody (horde/registration/modes.py).
+REGISTRATION_MODES = ("open", "invite", "closed")
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,20 @@ class Settings:
     max_header_bytes: int = 65_536
     #: Open connections of one `python -m horde serve` process (under gunicorn, --worker-connections).
     max_connections: int = 10_000
+    #: Who may make an account (POST /api/v2/register, the /register form): one of REGISTRATION_MODES.
+    registration: str = "open"
+    #: Accounts one client address may make in a UTC day (the address the rate limit reads, proxies included).
+    registrations_per_address_per_day: int = 3
+    #: Kudos a new account starts with, granted on the ledger.
+    new_user_kudos: int = 0
+    #: OpenID Connect sign-in (horde/registration/oidc.py): on when the issuer and the client's id and secret are set.
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
+    #: The provider's name as the sign-in link shows it; unset: the issuer's host.
+    oidc_provider_name: str | None = None
+    #: The callback's address as the provider knows it; unset: /oidc/callback on the address the browser used.
+    oidc_redirect_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -181,4 +197,12 @@ VARIABLES: dict[str, Variable] = {
     "drain_s": Variable("HORDE_DRAIN_S", float, minimum=0),
     "affinity_wait_ms": _count("HORDE_AFFINITY_WAIT_MS", minimum=0),
     "news_path": Variable("HORDE_NEWS", optional=True),
+    "registration": Variable("HORDE_REGISTRATION", choices=REGISTRATION_MODES),
+    "registrations_per_address_per_day": _count("HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY", minimum=0),
+    "new_user_kudos": _count("HORDE_NEW_USER_KUDOS", minimum=0),
+    "oidc_issuer": Variable("HORDE_OIDC_ISSUER", optional=True),
+    "oidc_client_id": Variable("HORDE_OIDC_CLIENT_ID", optional=True),
+    "oidc_client_secret": Variable("HORDE_OIDC_CLIENT_SECRET", optional=True),
+    "oidc_provider_name": Variable("HORDE_OIDC_PROVIDER_NAME", optional=True),
+    "oidc_redirect_url": Variable("HORDE_OIDC_REDIRECT_URL", optional=True),
 }

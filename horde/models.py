@@ -14,9 +14,11 @@ from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.oai.idempotency_models import IdempotencyKey
-from horde.oai.responses.models import ServerSecret, StoredResponse
+from horde.oai.responses.models import StoredResponse
+from horde.registration.models import Invite, OidcIdentity, RegistrationCount, SignInSession
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
 from horde.storage.database import Base
+from horde.storage.secrets import ServerSecret
 from horde.text import known_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
@@ -40,6 +42,10 @@ MODELS = (
     ServedMark,
     ServedTotal,
     ServedMinute,
+    Invite,
+    RegistrationCount,
+    OidcIdentity,
+    SignInSession,
 )
 
 

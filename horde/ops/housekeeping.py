@@ -26,11 +26,12 @@ def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops.
 
     Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
-    keys and stored responses.
+    keys and stored responses, past days' registration counts and ended sign-in sessions.
     """
     from horde.accounts import rate_limit
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
+    from horde.registration import address_counts, signin
     from horde.text import service as text_service
 
     sweeps = 0
@@ -47,6 +48,9 @@ def sweeper(runtime: Runtime) -> None:
                     rate_limit.forget_past_seconds(session)
                 idempotency.purge_expired(runtime)
                 responses_store.purge_expired(runtime)
+                with runtime.db.autocommit() as session:
+                    address_counts.forget_past_days(session)
+                signin.forget_expired(runtime)
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:
