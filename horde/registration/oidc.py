@@ -204,10 +204,26 @@ def finish(provider: Provider, flow: Flow | None, arguments: dict[str, str]) -> 
         raise SignInFailed("The provider's ID token carries no usable subject.")
     if len(provider.issuer) > MAX_IDENTIFIER_CHARS:
         raise SignInFailed("The provider's issuer is too long to keep.", status=500)
-    email = claims.get("email")
+    named = _user_info(document, token, subject) | {key: value for key, value in claims.items() if value}
+    email = named.get("email")
     local_part = email.split("@", 1)[0] if isinstance(email, str) else None
-    name = username_from([claims.get("preferred_username"), claims.get("nickname"), claims.get("name"), local_part])
+    name = username_from([named.get("preferred_username"), named.get("nickname"), named.get("name"), local_part])
     return Identity(provider.issuer, subject, name)
+
+
+def _user_info(document: dict, token: dict, subject: str) -> dict:
+    """The provider's claims of the user from its userinfo endpoint, where it has one: with the code flow, the
+    profile's and email's claims may come there rather than in the ID token (OpenID Connect Core 1.0, §5.4). They
+    only name a new account; an answer for another subject, or none, leaves the ID token's claims alone."""
+    endpoint, access_token = document.get("userinfo_endpoint"), token.get("access_token")
+    if not isinstance(endpoint, str) or not isinstance(access_token, str):
+        return {}
+    try:
+        answer = requests.get(endpoint, headers={"Authorization": f"Bearer {access_token}"}, timeout=PROVIDER_TIMEOUT_S)
+        info = answer.json() if answer.status_code == 200 else {}
+    except (requests.RequestException, ValueError):
+        return {}
+    return info if isinstance(info, dict) and info.get("sub") == subject else {}
 
 
 def _checked_id_token(provider: Provider, document: dict, token: dict, nonce: str) -> dict:
