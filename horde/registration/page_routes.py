@@ -97,13 +97,18 @@ def _html(page: str, status: int = 200, headers: dict | None = None) -> Response
 def _set_cookie(
     answer: BaseResponse, name: str, value: str, max_age_s: int, *, same_site: str = "Lax", path: str = "/oidc/"
 ) -> None:
-    """A cookie the page's scripts cannot read, sent back only over HTTPS when it came over HTTPS. The sign-in's
-    state is Lax: the provider's redirect back is a navigation from another site."""
-    answer.set_cookie(
-        name, value, max_age=max_age_s, path=path, httponly=True, samesite=same_site, secure=request.is_secure
-    )
+    """A cookie the page's scripts cannot read (Secure as _secure says). The sign-in's state is Lax: the
+    provider's redirect back is a navigation from another site."""
+    answer.set_cookie(name, value, max_age=max_age_s, path=path, httponly=True, samesite=same_site, secure=_secure())
+
+
+def _secure() -> bool:
+    """Cookies go back only over HTTPS when the request came over it, or when the callback's configured address is
+    HTTPS (behind a proxy that ends TLS, the Horde itself hears plain HTTP)."""
+    redirect_url = runtime().settings.oidc_redirect_url or ""
+    return request.is_secure or redirect_url.startswith("https://")
 
 
 def _forget_flow(answer: BaseResponse) -> BaseResponse:
-    answer.delete_cookie(signin.FLOW_COOKIE, path="/oidc/", httponly=True, samesite="Lax", secure=request.is_secure)
+    answer.delete_cookie(signin.FLOW_COOKIE, path="/oidc/", httponly=True, samesite="Lax", secure=_secure())
     return answer
