@@ -8,6 +8,8 @@ GET /api/v2/oidc/session (docs/reference/accounts.md#signing-in-through-an-openi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flask import Blueprint, Response, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -17,6 +19,9 @@ from horde.http.request_context import runtime
 from horde.registration import html, oidc, signin
 from horde.registration.modes import registration_mode
 from horde.registration.service import account_of, register
+
+if TYPE_CHECKING:
+    from horde.accounts.parts import AccountsParts
 
 #: Where the callback sends the browser: the web page's Account view, which asks who signed in.
 SIGNED_IN_PAGE = "/#account?signed_in=oidc"
@@ -85,7 +90,7 @@ def make_blueprint() -> Blueprint:
     return blueprint
 
 
-def _provider_name(hub) -> str | None:
+def _provider_name(hub: AccountsParts) -> str | None:
     provider = oidc.provider_of(hub.settings)
     return provider.name if provider else None
 

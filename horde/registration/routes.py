@@ -4,6 +4,8 @@ service. The AI Horde's HTML form and the sign-in's redirects are page_routes.py
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flask import request
 from flask_restx import Namespace, Resource
 
@@ -27,6 +29,9 @@ from horde.registration.schemas import (
 )
 from horde.registration.service import register
 
+if TYPE_CHECKING:
+    from horde.accounts.parts import AccountsParts
+
 register_namespace = Namespace("register", description="Registration: a new account and its API key")
 api_key_namespace = Namespace("users", description="A user's new API key")
 oidc_namespace = Namespace("oidc", description="The web page's sign-in through the OpenID Connect provider")
@@ -43,7 +48,7 @@ oidc_key_model = body_model(oidc_namespace, "NewApiKey", ApiKeySchema)
 signed_out_model = body_model(oidc_namespace, "SimpleResponse", SimpleAnswerSchema)
 
 
-def registration_status(hub) -> dict:
+def registration_status(hub: AccountsParts) -> dict:
     """What the web page offers: the mode, and the provider's sign-in where it is on."""
     provider = oidc.provider_of(hub.settings)
     return {
