@@ -11,6 +11,7 @@ from flask_restx import Namespace, Resource
 
 from horde.accounts import rotation
 from horde.accounts.auth import authenticate
+from horde.accounts.schemas import SimpleAnswerSchema
 from horde.authz.check import authorize
 from horde.authz.rules import Action
 from horde.http.client_address import client_address
@@ -25,7 +26,6 @@ from horde.registration.schemas import (
     RegisteredSchema,
     RegistrationStatusSchema,
     SignInSessionSchema,
-    SimpleAnswerSchema,
 )
 from horde.registration.service import register
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from horde.accounts.parts import AccountsParts
 
 register_namespace = Namespace("register", description="Registration: a new account and its API key")
-api_key_namespace = Namespace("users", description="A user's new API key")
+api_key_namespace = Namespace("api_keys", description="A user's new API key (mounted at /users)")
 oidc_namespace = Namespace("oidc", description="The web page's sign-in through the OpenID Connect provider")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "The user's own API key", "required": True}}
 CSRF_HEADER = {signin.CSRF_HEADER: {"in": "header", "description": "The session's csrf_token", "required": True}}

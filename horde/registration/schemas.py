@@ -71,8 +71,4 @@ class SignInSessionSchema(Schema):
     expires_at = fields.String(metadata={"description": "When the session ends (ISO 8601, UTC)"})
 
 
-class SimpleAnswerSchema(Schema):
-    message = fields.String(required=True)
-
-
 REGISTER_SCHEMA = RegisterSchema()
