@@ -1,4 +1,5 @@
-"""python -m horde serve | users create|kudos|role | worker | schema-sql | db upgrade|status"""
+"""python -m horde serve | users create|kudos|role | invites create|list|revoke | worker | schema-sql | db
+upgrade|status"""
 
 from __future__ import annotations
 
@@ -47,6 +48,17 @@ def _parser() -> argparse.ArgumentParser:
     role.add_argument("name", help="the user's name, or name#id where names repeat")
     role.add_argument("role", choices=("admin", "moderator", "user"))
     role.set_defaults(run=_users_role)
+    invites = commands.add_parser("invites", help="invite codes (HORDE_REGISTRATION=invite)").add_subparsers(
+        required=True
+    )
+    invite = invites.add_parser("create", help="make an invite code; prints it on the last line")
+    invite.add_argument("--uses", type=int, default=1, help="how many accounts it may make (default 1)")
+    invite.add_argument("--days", type=int, default=None, help="how many days it lasts (default: until used up)")
+    invite.set_defaults(run=_invites_create)
+    invites.add_parser("list", help="the newest invites, their uses and expiry").set_defaults(run=_invites_list)
+    revoke = invites.add_parser("revoke", help="use an invite up: no account can be made with it any more")
+    revoke.add_argument("id", type=int)
+    revoke.set_defaults(run=_invites_revoke)
     commands.add_parser("worker", help="run the reference worker (see --help after it)")
     schema = commands.add_parser("schema-sql", help="print the PostgreSQL schema")
     schema.set_defaults(run=_schema_sql)
@@ -150,6 +162,48 @@ def _database():
 
     settings = Settings.from_env()
     return Database(settings.database_url, settings.database_pooler)
+
+
+def _invites_create(args) -> int:
+    from horde.errors import HordeError
+    from horde.registration import invites
+
+    runtime = _runtime()
+    try:
+        with runtime.db.transaction() as session:
+            code = invites.create(session, args.uses, days=args.days)
+    except HordeError as refusal:
+        print(refusal.message, file=sys.stderr)
+        return 2
+    lasts = f", for {args.days} day(s)" if args.days else ""
+    print(f"Invite code for {args.uses} account(s){lasts}; it is shown this once:")
+    print(code)
+    return 0
+
+
+def _invites_list(_args) -> int:
+    from horde.registration import invites
+
+    runtime = _runtime()
+    with runtime.db.read() as session:
+        total, shown = invites.count(session), invites.listed(session)
+    print(f"{total} invite(s); the newest {len(shown)}:" if total > len(shown) else f"{total} invite(s)")
+    for row in shown:
+        expiry = f"expires {row['expires_at']:%Y-%m-%d %H:%M} UTC" if row["expires_at"] else "no expiry"
+        print(f"{row['id']:>6}  used {row['used']} of {row['uses']}  made {row['created_at']:%Y-%m-%d %H:%M}  {expiry}")
+    return 0
+
+
+def _invites_revoke(args) -> int:
+    from horde.registration import invites
+
+    runtime = _runtime()
+    with runtime.db.transaction() as session:
+        found = invites.revoke(session, args.id)
+    print(
+        f"Invite {args.id} is used up." if found else f"No invite {args.id}.", file=sys.stdout if found else sys.stderr
+    )
+    return 0 if found else 1
 
 
 def _schema_sql(_args) -> int:

@@ -29,6 +29,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     from horde.http import request_json
     from horde.oai.app import make_blueprints as make_oai_blueprints
     from horde.ops.routes import install as install_ops
+    from horde.registration.page_routes import make_blueprint as make_registration_pages
     from horde.web.routes import make_blueprint as make_web_blueprint
 
     settings = settings or (runtime.settings if runtime else Settings.from_env())
@@ -45,6 +46,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         app.register_blueprint(blueprint, url_prefix=settings.oai_prefix)
     install_ops(app, settings)
     app.register_blueprint(make_web_blueprint())
+    app.register_blueprint(make_registration_pages())  # the AI Horde's /register form, the OpenID Connect sign-in
 
     # What a request needs of the runtime is read when it comes (current_runtime), never kept from this build:
     # bind_runtime may point the app at another.
@@ -130,7 +132,7 @@ def init_schema(runtime: Runtime) -> None:
 
     from horde.accounts.service import ensure_anonymous_user
     from horde.models import create_schema
-    from horde.oai.sealing import stored_secret
+    from horde.storage.secrets import stored_secret
 
     for attempt in range(SCHEMA_ATTEMPTS):
         try:

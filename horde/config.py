@@ -69,6 +69,8 @@ LOG_FORMATS = ("text", "json")
 #: HORDE_DATABASE_POOLER's values (horde/storage/pg_engines.py says what the first changes).
 POOLER_TRANSACTION = "transaction"
 DATABASE_POOLERS = (POOLER_TRANSACTION, "session")
+#: HORDE_REGISTRATION: anyone may register, only with an invite code, or nobody (horde/registration/modes.py).
+REGISTRATION_MODES = ("open", "invite", "closed")
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,20 @@ class Settings:
     batch_max_in_flight: int = 64
     #: The most batches of one user not yet ended (validating, in progress, finalizing or cancelling).
     batch_max_active: int = 10
+    #: Who may make an account (POST /api/v2/register, the /register form): one of REGISTRATION_MODES.
+    registration: str = "open"
+    #: Accounts one client address may make in a UTC day (the address the rate limit reads, proxies included).
+    registrations_per_address_per_day: int = 3
+    #: Kudos a new account starts with, granted on the ledger.
+    new_user_kudos: int = 0
+    #: OpenID Connect sign-in (horde/registration/oidc.py): on when the issuer and the client's id and secret are set.
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
+    #: The provider's name as the sign-in link shows it; unset: the issuer's host.
+    oidc_provider_name: str | None = None
+    #: The callback's address as the provider knows it; unset: /oidc/callback on the address the browser used.
+    oidc_redirect_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -213,4 +229,12 @@ VARIABLES: dict[str, Variable] = {
     "batch_max_requests": _count("HORDE_BATCH_MAX_REQUESTS"),
     "batch_max_in_flight": _count("HORDE_BATCH_MAX_IN_FLIGHT"),
     "batch_max_active": _count("HORDE_BATCH_MAX_ACTIVE"),
+    "registration": Variable("HORDE_REGISTRATION", choices=REGISTRATION_MODES),
+    "registrations_per_address_per_day": _count("HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY", minimum=0),
+    "new_user_kudos": _count("HORDE_NEW_USER_KUDOS", minimum=0),
+    "oidc_issuer": Variable("HORDE_OIDC_ISSUER", optional=True),
+    "oidc_client_id": Variable("HORDE_OIDC_CLIENT_ID", optional=True),
+    "oidc_client_secret": Variable("HORDE_OIDC_CLIENT_SECRET", optional=True),
+    "oidc_provider_name": Variable("HORDE_OIDC_PROVIDER_NAME", optional=True),
+    "oidc_redirect_url": Variable("HORDE_OIDC_REDIRECT_URL", optional=True),
 }

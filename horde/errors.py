@@ -509,6 +509,46 @@ class BatchLineExpired(HordeError):
     rc = "batch_expired"
 
 
+# -- Registration, invites, key rotation and sign-in (docs/reference/accounts.md#registration) ---------------------
+
+
+class RegistrationClosed(HordeError):
+    """HORDE_REGISTRATION=closed (or a mode of the moderators that closes it): no new account."""
+
+    status = 403
+    rc = "RegistrationClosed"
+
+
+class InvalidInviteCode(HordeError):
+    """HORDE_REGISTRATION=invite and the body's `invite_code` is missing, unknown, used up or expired."""
+
+    status = 403
+    rc = "InvalidInviteCode"
+
+
+class TooManyRegistrations(HordeError):
+    """The client address made HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY accounts today (UTC); Retry-After says when
+    the next day begins."""
+
+    status = 429
+    rc = "TooManyRegistrations"
+
+
+class SignInRequired(HordeError):
+    """A route of the OpenID Connect sign-in called without a live sign-in session (its cookie missing, altered or
+    expired, or the session ended)."""
+
+    status = 401
+    rc = "SignInRequired"
+
+
+class InvalidCsrfToken(HordeError):
+    """A change through the sign-in session without the session's `X-CSRF-Token` header."""
+
+    status = 403
+    rc = "InvalidCsrfToken"
+
+
 def all_return_codes() -> list[type[HordeError]]:
     """Every error class, for the docs test that keeps README_return_codes.md complete."""
     seen, stack = [], [HordeError]

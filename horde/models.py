@@ -21,10 +21,12 @@ from horde.migrations.models import AppliedMigration
 from horde.migrations.steps import Step
 from horde.migrations.steps import steps as migration_steps
 from horde.oai.idempotency_models import IdempotencyKey
-from horde.oai.responses.models import ServerSecret, StoredResponse
+from horde.oai.responses.models import StoredResponse
 from horde.presence.models import ServerProcess
+from horde.registration.models import Invite, OidcIdentity, RegistrationCount, SignInSession
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
 from horde.storage.database import Base, table_of
+from horde.storage.secrets import ServerSecret
 from horde.text import known_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
 from horde.workers.models import KnownModel, Worker
@@ -56,6 +58,10 @@ MODELS = (
     FileChunk,
     Batch,
     BatchLine,
+    Invite,
+    RegistrationCount,
+    OidcIdentity,
+    SignInSession,
 )
 
 

@@ -6,6 +6,18 @@ CREATE TABLE applied_migrations (
 );
 
 
+CREATE TABLE invites (
+	id SERIAL NOT NULL, 
+	code_hash VARCHAR(64) NOT NULL, 
+	uses INTEGER NOT NULL, 
+	used INTEGER NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (id)
+);
+
+CREATE UNIQUE INDEX ix_invites_code_hash ON invites (code_hash);
+
 CREATE TABLE known_models (
 	name VARCHAR(200) NOT NULL, 
 	first_declared_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
@@ -36,6 +48,14 @@ CREATE TABLE rate_counts (
 	epoch_second BIGINT NOT NULL, 
 	admitted INTEGER NOT NULL, 
 	PRIMARY KEY (user_id, client_address, epoch_second)
+);
+
+
+CREATE TABLE registration_counts (
+	client_address VARCHAR(64) NOT NULL, 
+	epoch_day INTEGER NOT NULL, 
+	registered INTEGER NOT NULL, 
+	PRIMARY KEY (client_address, epoch_day)
 );
 
 
@@ -100,11 +120,11 @@ CREATE TABLE users (
 	requested_tokens BIGINT DEFAULT 0 NOT NULL, 
 	fulfilled_generations INTEGER DEFAULT 0 NOT NULL, 
 	fulfilled_tokens BIGINT DEFAULT 0 NOT NULL, 
-	PRIMARY KEY (id), 
-	UNIQUE (username)
+	PRIMARY KEY (id)
 );
 
 CREATE UNIQUE INDEX ix_users_api_key_hash ON users (api_key_hash);
+CREATE INDEX ix_users_username ON users (username);
 
 CREATE TABLE background_requests (
 	id VARCHAR(64) NOT NULL, 
@@ -270,6 +290,17 @@ CREATE TABLE kudos_ledger (
 CREATE INDEX ix_kudos_ledger_request_id ON kudos_ledger (request_id);
 CREATE INDEX ix_kudos_ledger_user_id ON kudos_ledger (user_id);
 
+CREATE TABLE oidc_identities (
+	issuer VARCHAR(255) NOT NULL, 
+	subject VARCHAR(255) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (issuer, subject), 
+	FOREIGN KEY(user_id) REFERENCES users (id)
+);
+
+CREATE INDEX ix_oidc_identities_user_id ON oidc_identities (user_id);
+
 CREATE TABLE shared_keys (
 	id VARCHAR(36) NOT NULL, 
 	user_id INTEGER NOT NULL, 
@@ -286,6 +317,20 @@ CREATE TABLE shared_keys (
 );
 
 CREATE INDEX ix_shared_keys_user_id ON shared_keys (user_id);
+
+CREATE TABLE sign_in_sessions (
+	token_hash VARCHAR(64) NOT NULL, 
+	user_id INTEGER NOT NULL, 
+	csrf_token VARCHAR(64) NOT NULL, 
+	new_account BOOLEAN NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (token_hash), 
+	FOREIGN KEY(user_id) REFERENCES users (id)
+);
+
+CREATE INDEX ix_sign_in_sessions_expires_at ON sign_in_sessions (expires_at);
+CREATE INDEX ix_sign_in_sessions_user_id ON sign_in_sessions (user_id);
 
 CREATE TABLE stored_responses (
 	id VARCHAR(64) NOT NULL, 

@@ -24,10 +24,10 @@ IDENTITIES_CHANNEL = "identities"
 
 def forget_identities(runtime: AccountsParts) -> None:
     """After a change that must hold from the next request on, in every process (a key replaced, a user deleted,
-    a role changed, committed before this call): this process's cache is emptied at once, and the others' as soon
-    as they hear the bus, which is before the caller's answer leaves with Redis (published and acknowledged by
-    Redis first). Without Redis, processes sharing a database forget within the poll interval
-    (HORDE_EVENTS_POLL_S), the life of their entries while they share it (identity.py IdentityCache)."""
+    a role changed, committed before this call): this process's cache is emptied at once, and the others' before
+    the caller's answer leaves, with Redis (each process acknowledges that it forgot: redis_bus.publish_now).
+    Without Redis, processes sharing a database forget within the poll interval (HORDE_EVENTS_POLL_S), the life of
+    their entries while they share it (identity.py IdentityCache)."""
     runtime.identities.forget_all()
     runtime.bus.publish_now(IDENTITIES_CHANNEL)
 

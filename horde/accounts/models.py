@@ -15,7 +15,8 @@ class User(Base):
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    username: Mapped[str] = mapped_column(String(100), unique=True)
+    #: Names repeat, as on the AI Horde: `name#id` tells users apart (names.py). Indexed for find_by_name.
+    username: Mapped[str] = mapped_column(String(100), index=True)
     api_key_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)
     #: Whole kudos; always the sum of this user's ledger entries. 64-bit, as every stored amount of kudos.
     kudos: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -76,9 +76,13 @@ def ensure_anonymous_user(session: Session) -> User:
     return user
 
 
-def create_user(session: Session, username: str, *, kudos: int = 0, trusted: bool = False) -> tuple[User, str]:
-    """Create a user and return it with its API key, which is never stored in clear."""
-    if session.scalar(select(User).where(User.username == username)) is not None:
+def create_user(
+    session: Session, username: str, *, kudos: int = 0, trusted: bool = False, unique_name: bool = True
+) -> tuple[User, str]:
+    """Create a user and return it with its API key, which is never stored in clear; `kudos` is granted on the
+    ledger. Names may repeat (`name#id` tells users apart); the operator's command line asks for a `unique_name`,
+    so that its other commands can name the user alone (docs/reference/accounts.md#registration)."""
+    if unique_name and session.scalar(select(User.id).where(User.username == username).limit(1)) is not None:
         raise errors.BadRequest(f"The username '{username}' is taken.", param="username")
     key = new_api_key()
     user = User(username=username, api_key_hash=hash_api_key(key), kudos=0, trusted=trusted)

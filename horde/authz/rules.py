@@ -29,8 +29,11 @@ class Action(StrEnum):
     TRANSFER_KUDOS = "transfer_kudos"
     CREATE_SHARED_KEY = "create_shared_key"
     CHANGE_SHARED_KEY = "change_shared_key"  # PATCH or DELETE one
-    REGISTER = "register"
+    REGISTER = "register"  # POST /api/v2/register and the AI Horde's form, POST /register: no key is read
     ROTATE_API_KEY = "rotate_api_key"
+    #: A new key or signing out through the web page's sign-in session (/api/v2/oidc/...): the session's cookie and
+    #: its CSRF token decide (horde/registration/signin.py), never a key.
+    MANAGE_SIGN_IN = "manage_sign_in"
     MODIFY_USER = "modify_user"  # PUT /users/{id}: the moderators' fields
     MODIFY_USER_AS_ADMIN = "modify_user_as_admin"  # PUT /users/{id}: kudos, usage_multiplier, moderator
     DELETE_USER = "delete_user"
@@ -115,6 +118,7 @@ TABLE: dict[Action, Rule] = {
         anonymous_denied="The anonymous user cannot have shared keys.",
     ),
     Action.REGISTER: Rule(Who.ANYONE, shared_key=True),
+    Action.MANAGE_SIGN_IN: Rule(Who.ANYONE, shared_key=True),
     Action.ROTATE_API_KEY: Rule(
         Who.OWNER,
         refusal=errors.Forbidden,

@@ -21,6 +21,11 @@ A publish does not wait for Redis: it joins an outbox that one sender per proces
 writes as a pipeline, so a handler never waits a round trip for it, and the
 publishes of a busy moment share one write and one read (about a tenth of the CPU
 of one PUBLISH each, measured with redis-py).
+
+`publish_now` is the exception, for a change that must hold in every process from the
+next request on (a replaced key): it waits until every listening process has run its
+callbacks for the event and said so on ACKNOWLEDGED_CHANNEL. Having the event in its
+connection is not enough: a process may serve a request that arrived after it first.
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ REDIS_IO_TIMEOUT_S = 2.0
 #: How long the listener blocks for a message before it looks at `closed` again.
 LISTEN_TICK_S = 1.0
 RECONNECT_S = 0.5
+#: How long publish_now waits for every listening process to acknowledge its event; past it, it logs and returns.
+ACKNOWLEDGE_WAIT_S = 2.0
+#: Where listeners acknowledge an event that asks for it (its data: ASKS_ACKNOWLEDGEMENT, the origin's mark, a token).
+ACKNOWLEDGED_CHANNEL = "acknowledged"
+ASKS_ACKNOWLEDGEMENT = b"asks-acknowledgement:"
 #: At most this many publishes go in one pipeline; a longer outbox is sent in several.
 PUBLISHES_PER_PIPELINE = 256
 #: Between a message's origin mark and the handover it carries.
@@ -79,6 +89,9 @@ class RedisEventBus(LocalEventBus):
         #: failed send drops it) and the message's data.
         self._outbox: collections.deque[tuple[str, bool, bytes]] = collections.deque()
         self._outbox_filled = threading.Event()
+        #: publish_now's events still waiting for their acknowledgements: token -> acknowledgements heard.
+        self._acknowledgements: dict[bytes, int] = {}
+        self._acknowledgements_changed = threading.Condition()
         self._listener = threading.Thread(target=self._listen, name="horde-events", daemon=True)
         self._listener.start()
         self._sender = threading.Thread(target=self._send, name="horde-events-sender", daemon=True)
@@ -115,15 +128,45 @@ class RedisEventBus(LocalEventBus):
         self._outbox_filled.set()
 
     def publish_now(self, channel: str) -> None:
-        """Dispatched here at once, then published to Redis before this returns (not through the sender's
-        outbox): when Redis acknowledges, the event is in every listening process's connection, ahead of any
-        request the caller's answer may lead to. Redis unreachable: the other processes hear nothing (their
-        listeners are cut off too, and their waiters poll); logged."""
+        """Dispatched here at once, then published to Redis; returns once every process listening on Redis has run
+        its callbacks for the event (each acknowledges it), so the event holds everywhere before any request the
+        caller's answer may lead to. A process that does not acknowledge within ACKNOWLEDGE_WAIT_S, or Redis
+        unreachable (the other processes' listeners are cut off too, and their waiters poll): logged."""
         self._dispatch(channel)
+        token = uuid.uuid4().hex.encode()
+        with self._acknowledgements_changed:
+            self._acknowledgements[token] = 0
         try:
-            self._redis.publish(self._prefix + channel, self._others_only_mark)
+            asked = ASKS_ACKNOWLEDGEMENT + self._others_only_mark + token
+            listening = int(self._redis.publish(self._prefix + channel, asked))  # this process's listener included
+            with self._acknowledgements_changed:
+                heard = self._acknowledgements_changed.wait_for(
+                    lambda: self._acknowledgements[token] >= listening, ACKNOWLEDGE_WAIT_S
+                )
+            if not heard:
+                log.warning("%s: not every process acknowledged within %s s", channel, ACKNOWLEDGE_WAIT_S)
         except (redis.RedisError, OSError) as exc:
             log.warning("publishing %s to Redis failed (%s): other processes hear it late", channel, exc)
+        finally:
+            with self._acknowledgements_changed:
+                self._acknowledgements.pop(token, None)
+
+    def _acknowledge(self, channel: str, data: bytes) -> None:
+        """Run the callbacks of an event that asks for acknowledgement (its origin ran them already), then say so."""
+        origin_and_token = data[len(ASKS_ACKNOWLEDGEMENT) :]
+        mark_length = len(self._others_only_mark)
+        if origin_and_token[:mark_length] != self._others_only_mark:
+            self._dispatch(channel)
+        try:
+            self._redis.publish(self._prefix + ACKNOWLEDGED_CHANNEL, origin_and_token[mark_length:])
+        except (redis.RedisError, OSError) as exc:
+            log.warning("acknowledging %s failed (%s)", channel, exc)
+
+    def _count_acknowledgement(self, token: bytes) -> None:
+        with self._acknowledgements_changed:
+            if token in self._acknowledgements:
+                self._acknowledgements[token] += 1
+                self._acknowledgements_changed.notify_all()
 
     def _wake_a_poller_here(self, channel: str) -> bool:
         """Wake this process's longest waiting poller of `channel`, if one waits: a second process's poller
@@ -206,12 +249,18 @@ class RedisEventBus(LocalEventBus):
                 self._set_subscribed(True)
             elif message.get("type") == "pmessage":
                 data = message.get("data", b"")
-                if data.startswith(self._others_only_mark):
-                    continue
                 channel = message["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()
                 channel = channel[prefix_length:]
+                if channel == ACKNOWLEDGED_CHANNEL:
+                    self._count_acknowledgement(data)
+                    continue
+                if data.startswith(ASKS_ACKNOWLEDGEMENT):
+                    self._acknowledge(channel, data)
+                    continue
+                if data.startswith(self._others_only_mark):
+                    continue
                 # A handover is decoded only where someone here listens to its channel.
                 self._dispatch(channel, self._carried(data) if self._subscribers.get(channel) else None)
 

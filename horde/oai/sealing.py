@@ -5,9 +5,9 @@ neither read a sealed item nor forge or alter one, and the associated data binds
 purpose, so another user's item does not open. A token is URL-safe base64 of a version byte, a random 96-bit
 nonce and the ciphertext with its tag.
 
-The key is derived (HKDF-SHA256) from HORDE_SECRET_KEY when it is set, else from a secret made once, on the
-first start, and kept in the database (table `server_secrets`), so every server process seals and opens alike.
-Each process reads it once and keeps it.
+The key is derived (HKDF-SHA256) from the server's secret (horde/storage/secrets.py: HORDE_SECRET_KEY when it is
+set, else a secret made once, on the first start, and kept in the database), so every server process seals and
+opens alike. Each process derives it once and keeps it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import secrets
 import threading
 import weakref
 from typing import TYPE_CHECKING
@@ -24,18 +23,13 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from horde.oai.responses.models import ServerSecret
-from horde.storage.database import Database, insert_ignoring_duplicates
-from horde.timeutil import utcnow
+from horde.storage.database import Database
+from horde.storage.secrets import server_secret
 
 if TYPE_CHECKING:
     from horde.runtime import Runtime
 
-SECRET_NAME = "seal"
-SECRET_BYTES = 32
 KEY_BYTES = 32
 NONCE_BYTES = 12
 VERSION = b"\x01"
@@ -80,28 +74,12 @@ def key(runtime: Runtime) -> bytes:
     with _keys_lock:
         cached = _keys.get(runtime.db)
         if cached is None:
-            configured = runtime.settings.secret_key
-            if configured:
-                secret = configured.encode()
-            else:
-                with runtime.db.transaction() as session:
-                    secret = stored_secret(session)
-            cached = _keys[runtime.db] = derive_key(secret)
+            cached = _keys[runtime.db] = derive_key(server_secret(runtime.db, runtime.settings.secret_key))
     return cached
 
 
 def derive_key(secret: bytes) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=KEY_INFO).derive(secret)
-
-
-def stored_secret(session: Session) -> bytes:
-    """The database's secret, made on the first call (processes starting at once keep the first one written)."""
-    made = base64.urlsafe_b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
-    row = {"name": SECRET_NAME, "value": made, "created_at": utcnow()}
-    insert_ignoring_duplicates(session, ServerSecret, [row], "name")
-    value = session.scalar(select(ServerSecret.value).where(ServerSecret.name == SECRET_NAME))
-    assert value is not None, "written above, or by a process first"
-    return base64.urlsafe_b64decode(value)
 
 
 def _associated(user_id: int, purpose: str) -> bytes:

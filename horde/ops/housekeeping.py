@@ -28,7 +28,8 @@ def sweeper(runtime: Runtime) -> None:
     """Expire jobs past their ttl, so a request restarts even when nobody pops.
 
     Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
-    keys and stored responses, and files and batches past their retention.
+    keys and stored responses, files and batches past their retention, past days' registration counts and ended
+    sign-in sessions.
     """
     from horde.accounts import rate_limit
     from horde.background import records as background_records
@@ -37,6 +38,7 @@ def sweeper(runtime: Runtime) -> None:
     from horde.files import service as files
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
+    from horde.registration import address_counts, signin
     from horde.text import service as text_service
 
     sweeps = 0
@@ -56,6 +58,9 @@ def sweeper(runtime: Runtime) -> None:
                 background_records.purge_expired(runtime)
                 files.purge_expired(runtime, in_use=lambda file_id: batches.reads(runtime, file_id))
                 batch_retention.purge_ended(runtime)
+                with runtime.db.autocommit() as session:
+                    address_counts.forget_past_days(session)
+                signin.forget_expired(runtime)
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:

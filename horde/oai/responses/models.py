@@ -1,5 +1,5 @@
-"""Stored responses (what `store: true` keeps for GET, DELETE and previous_response_id), and the server secret
-that seals reasoning (`include: ["reasoning.encrypted_content"]`)."""
+"""Stored responses (what `store: true` keeps for GET, DELETE and previous_response_id). The server secret that
+seals reasoning is the storage's (horde/storage/secrets.py)."""
 
 from __future__ import annotations
 
@@ -25,14 +25,3 @@ class StoredResponse(Base):
     conversation: Mapped[list] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
-
-
-class ServerSecret(Base):
-    """A secret every server process shares, made once on the first start (horde/oai/sealing.py)."""
-
-    __tablename__ = "server_secrets"
-
-    name: Mapped[str] = mapped_column(String(64), primary_key=True)
-    #: URL-safe base64 of random bytes.
-    value: Mapped[str] = mapped_column(String(128))
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -334,7 +334,44 @@ SCENARIOS = (
         Action.CHANGE_SHARED_KEY,
         lambda w, key: w.client.delete(f"/api/v2/sharedkeys/{w.spare_shared_key}", headers=_native(key)),
     ),
+    # Registration reads no key: whoever calls may register (the per-address limit may answer 429, never the table).
+    Scenario(
+        "POST",
+        "/api/v2/register",
+        Action.REGISTER,
+        lambda w, key: w.client.post("/api/v2/register", json={"username": "authz"}, headers=_native(key)),
+    ),
+    Scenario(
+        "POST",
+        "/register",
+        Action.REGISTER,
+        lambda w, key: w.client.post("/register", data={"username": "authz"}, headers=_native(key)),
+    ),
+    Scenario(
+        "POST",
+        "/api/v2/users/<int:user_id>/api_key",
+        Action.ROTATE_API_KEY,
+        lambda w, key: w.client.post(f"/api/v2/users/{_id_of(w.owner_alias)}/api_key", headers=_native(key)),
+    ),
+    # The sign-in session's routes: its cookie and CSRF token decide, never a key (none of the callers holds one:
+    # tests/integration/registration/test_sign_in_session.py walks them with a session).
+    Scenario(
+        "POST",
+        "/api/v2/oidc/api_key",
+        Action.MANAGE_SIGN_IN,
+        lambda w, key: w.client.post("/api/v2/oidc/api_key", headers=_native(key)),
+    ),
+    Scenario(
+        "DELETE",
+        "/api/v2/oidc/session",
+        Action.MANAGE_SIGN_IN,
+        lambda w, key: w.client.delete("/api/v2/oidc/session", headers=_native(key)),
+    ),
 )
+
+
+def _id_of(alias: str) -> int:
+    return int(alias.rsplit("#", 1)[1])
 
 
 def _authorization_refusals(action: Action) -> set[str]:

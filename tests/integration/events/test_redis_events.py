@@ -206,3 +206,35 @@ def test_a_handover_the_codec_refuses_or_that_does_not_decode_arrives_bare(carry
     assert theirs.wait(DEADLINE_S) and theirs.take_handover() is None
     here.publish("request:bare", "after")
     assert theirs.wait(DEADLINE_S) and theirs.take_handover() == "after", "the listener lives on"
+
+
+def test_publish_now_returns_once_every_other_process_ran_its_callbacks(connected):
+    """A change that must hold from the next request on: the publisher waits for the other process's callback
+    (slow here on purpose), not only for Redis to take the event; its own callbacks run once, at once."""
+    here, there = connected
+    ran_there, ran_here = [], []
+    slow_s = 0.3
+
+    def slow_callback():
+        threading.Event().wait(slow_s)
+        ran_there.append(True)
+
+    there.on("forget", slow_callback)
+    here.on("forget", lambda: ran_here.append(True))
+    for _ in range(3):
+        before = len(ran_there)
+        here.publish_now("forget")
+        assert len(ran_there) == before + 1, "the other process's callback ran before publish_now returned"
+    assert len(ran_here) == 3
+
+
+def test_publish_now_without_an_answering_process_waits_a_bounded_time(connected, monkeypatch):
+    from horde.events import redis_bus
+
+    here, there = connected
+    monkeypatch.setattr(redis_bus, "ACKNOWLEDGE_WAIT_S", 0.2)
+    monkeypatch.setattr(there, "_acknowledge", lambda channel, data: None)  # a process that hears but never says so
+    waited = threading.Event()
+    worker = threading.Thread(target=lambda: (here.publish_now("forget"), waited.set()), daemon=True)
+    worker.start()
+    assert waited.wait(DEADLINE_S), "publish_now gives up after ACKNOWLEDGE_WAIT_S"

@@ -1,5 +1,5 @@
 """The sealing key is the same in every server process: HORDE_SECRET_KEY, else one secret made once in the database,
-whoever starts first (horde/oai/sealing.py, table server_secrets)."""
+whoever starts first (horde/storage/secrets.py, table server_secrets; horde/oai/sealing.py derives its key)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from sqlalchemy import delete, select
 
 from horde.app import init_schema
 from horde.oai import sealing
-from horde.oai.responses.models import ServerSecret
 from horde.runtime import Runtime
+from horde.storage import secrets
+from horde.storage.secrets import ServerSecret
 
 ROUNDS = 8
 STARTS_AT_ONCE = 6
@@ -18,7 +19,7 @@ STARTS_AT_ONCE = 6
 
 def test_the_first_start_makes_the_secret_and_every_process_reads_the_same(runtime, settings):
     with runtime.db.read() as session:
-        made = session.scalar(select(ServerSecret.value).where(ServerSecret.name == sealing.SECRET_NAME))
+        made = session.scalar(select(ServerSecret.value).where(ServerSecret.name == secrets.SECRET_NAME))
     assert made  # init_schema made it
     other = Runtime.build(settings)  # another process on the same database
     try:
@@ -50,13 +51,13 @@ def test_processes_starting_at_once_keep_one_secret(runtime, settings):
             with runtime.db.transaction() as session:
                 session.execute(delete(ServerSecret))
             barrier = threading.Barrier(len(hubs))
-            secrets: list[bytes] = []
-            threads = [threading.Thread(target=_start, args=(hub, barrier, secrets)) for hub in hubs]
+            made: list[bytes] = []
+            threads = [threading.Thread(target=_start, args=(hub, barrier, made)) for hub in hubs]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join(30)
-            assert len(secrets) == len(hubs) and len(set(secrets)) == 1
+            assert len(made) == len(hubs) and len(set(made)) == 1
             with runtime.db.read() as session:
                 assert len(session.scalars(select(ServerSecret.value)).all()) == 1
     finally:
@@ -64,8 +65,8 @@ def test_processes_starting_at_once_keep_one_secret(runtime, settings):
             hub.close()
 
 
-def _start(hub: Runtime, barrier: threading.Barrier, secrets: list[bytes]) -> None:
+def _start(hub: Runtime, barrier: threading.Barrier, made: list[bytes]) -> None:
     """One process's first start, at the same instant as the others."""
     barrier.wait()
     with hub.db.transaction() as session:
-        secrets.append(sealing.stored_secret(session))
+        made.append(secrets.stored_secret(session))
