@@ -1,5 +1,5 @@
-"""python -m horde serve | users create|kudos|role | invites create|list|revoke | worker | schema-sql | db
-upgrade|status"""
+"""python -m horde serve | users create|kudos|role|flag|trust|limits|delete|kudos-award | invites create|list|revoke
+| ipaddr | modes | workers name-keys | audit | worker | schema-sql | db upgrade|status"""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from horde.moderation import cli as moderation
+
     parser = argparse.ArgumentParser(prog="python -m horde")
     commands = parser.add_subparsers(required=True)
     serve = commands.add_parser("serve", help="serve the Horde on gevent")
@@ -40,14 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--kudos", type=int, default=0)
     create.add_argument("--trusted", action="store_true")
     create.set_defaults(run=_users_create)
-    kudos = users.add_parser("kudos", help="set a user's kudos balance")
-    kudos.add_argument("name")
-    kudos.add_argument("kudos", type=int)
-    kudos.set_defaults(run=_users_kudos)
-    role = users.add_parser("role", help="set a user's role (the authorization table: docs/reference/accounts.md)")
-    role.add_argument("name", help="the user's name, or name#id where names repeat")
-    role.add_argument("role", choices=("admin", "moderator", "user"))
-    role.set_defaults(run=_users_role)
+    moderation.add_user_commands(users, _runtime)
+    moderation.add_commands(commands, _runtime)
     invites = commands.add_parser("invites", help="invite codes (HORDE_REGISTRATION=invite)").add_subparsers(
         required=True
     )
@@ -102,30 +98,6 @@ def _users_create(args) -> int:
         user, key = accounts.create_user(session, args.name, kudos=args.kudos, trusted=args.trusted)
         print(f"Created user {user.username} (id {user.id}, {user.kudos} kudos, trusted={user.trusted}). API key:")
     print(key)
-    return 0
-
-
-def _users_kudos(args) -> int:
-    from horde.accounts import service as accounts
-
-    runtime = _runtime()
-    with runtime.db.transaction() as session:
-        user = accounts.find_by_name(session, args.name)
-        accounts.set_kudos(session, user, args.kudos)
-        print(f"{user.username} now has {user.kudos} kudos.")
-    return 0
-
-
-def _users_role(args) -> int:
-    from horde.accounts import roles
-    from horde.accounts.auth import forget_identities
-
-    runtime = _runtime()
-    with runtime.db.transaction() as session:
-        user = roles.set_role(session, args.name, args.role)
-    forget_identities(runtime)
-    print(f"{user.username}#{user.id} is now {args.role}.")
-    runtime.close()
     return 0
 
 

@@ -15,6 +15,7 @@ from horde.dispatch.worker_routes import namespace as workers_namespace
 from horde.http import request_json
 from horde.http.request_context import runtime
 from horde.http.swagger import body_model
+from horde.moderation.routes import operations_namespace
 from horde.registration.routes import api_key_namespace, oidc_namespace, register_namespace
 from horde.registry.routes import namespace as registry_namespace
 from horde.registry.status_routes import image_stats_namespace, teams_namespace
@@ -39,6 +40,7 @@ NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
     ("/register", register_namespace),
     ("/users", api_key_namespace),
     ("/oidc", oidc_namespace),
+    ("/operations", operations_namespace),
 )
 #: Every path under it answers in the native shape, an unknown path or a wrong method included.
 NATIVE_PREFIX = "/api"

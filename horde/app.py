@@ -12,6 +12,9 @@ from horde.runtime import Runtime
 
 #: The key of app.extensions that holds the app_shape the app was built for.
 SHAPE_EXTENSION = "horde.shape"
+#: The moderators' operations (/operations/ipaddr, block_worker_ipaddr, audit): never refused for an address in
+#: timeout.
+OPERATIONS_PATH = "/api/v2/operations/"
 
 
 def app_shape(settings: Settings) -> tuple:
@@ -25,10 +28,13 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     """Build the app: native API at /api/v2, the OpenAI front at settings.oai_prefix."""
     from flask import request
 
+    from horde import api
     from horde.api import make_blueprint
     from horde.http import request_json
+    from horde.http.request_context import caller_address
     from horde.oai.app import make_blueprints as make_oai_blueprints
     from horde.ops.routes import install as install_ops
+    from horde.oversight import gate
     from horde.registration.page_routes import make_blueprint as make_registration_pages
     from horde.web.routes import make_blueprint as make_web_blueprint
 
@@ -56,6 +62,19 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         any work."""
         limit = request_json.body_limit(request.endpoint, current_runtime().settings)
         request_json.check_declared_length(request, limit)
+
+    @app.before_request
+    def refuse_timed_out_addresses():
+        """A call of either API from an address in timeout (docs/reference/moderation.md) is 403 TimeoutIP, but
+        for the moderators' operations, so that a moderator behind a timed-out network can lift it. Read from the
+        process's view: no database read unless an address is in timeout somewhere."""
+        path = request.path
+        if not (api.covers(path) or path.startswith(oai_prefix + "/")) or path.startswith(OPERATIONS_PATH):
+            return
+        snapshot = current_runtime().oversight.current()
+        address = caller_address() if snapshot.timeouts else None
+        if address is not None:
+            gate.refuse_timed_out(snapshot, address)
 
     @app.get("/health")
     def health():

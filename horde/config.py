@@ -165,6 +165,8 @@ class Settings:
     oidc_provider_name: str | None = None
     #: The callback's address as the provider knows it; unset: /oidc/callback on the address the browser used.
     oidc_redirect_url: str | None = None
+    #: In raid mode, an untrusted account younger than this queues no generation (docs/reference/moderation.md).
+    raid_new_account_s: float = 7 * 86_400.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -237,4 +239,5 @@ VARIABLES: dict[str, Variable] = {
     "oidc_client_secret": Variable("HORDE_OIDC_CLIENT_SECRET", optional=True),
     "oidc_provider_name": Variable("HORDE_OIDC_PROVIDER_NAME", optional=True),
     "oidc_redirect_url": Variable("HORDE_OIDC_REDIRECT_URL", optional=True),
+    "raid_new_account_s": Variable("HORDE_RAID_NEW_ACCOUNT_S", float, minimum=0),
 }

@@ -421,6 +421,89 @@ class NoSharedKeyModSelected(HordeError):
     rc = "NoSharedKeyModSelected"
 
 
+# -- Moderation: roles' refusals, flags, IP timeouts, modes, awards (docs/reference/moderation.md) ---------------
+
+
+class AnonForbiddenUser(AnonForbidden):
+    rc = "AnonForbiddenUser"
+
+
+class CannotDeleteMod(Forbidden):
+    rc = "CannotDeleteMod"
+
+
+class NoUserModSelected(HordeError):
+    rc = "NoUserModSelected"
+
+
+class TooLongUserName(HordeError):
+    rc = "TooLongUserName"
+
+
+class NoHordeModSelected(HordeError):
+    rc = "NoHordeModSelected"
+
+
+class MaintenanceMode(HordeError):
+    """The Horde is in maintenance: no new generation request; those waiting or running finish."""
+
+    status = 503
+    rc = "MaintenanceMode"
+    should_retry = False
+    RETRY_AFTER_S = 60
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"Retry-After": str(self.RETRY_AFTER_S)})
+
+
+class NotTrusted(HordeError):
+    status = 403
+    rc = "NotTrusted"
+
+
+class TimeoutIP(HordeError):
+    status = 403
+    rc = "TimeoutIP"
+
+
+class TooManyPrompts(HordeError):
+    """More of the user's requests in flight than its concurrency (PUT /users/{id} `concurrency`)."""
+
+    status = 429
+    rc = "TooManyPrompts"
+
+
+class WorkerInviteOnly(HordeError):
+    status = 403
+    rc = "WorkerInviteOnly"
+
+
+class WorkerFlaggedMaintenance(HordeError):
+    status = 403
+    rc = "WorkerFlaggedMaintenance"
+
+
+class NotAllowedAwards(HordeError):
+    status = 403
+    rc = "NotAllowedAwards"
+
+
+class InvalidAwardUsername(KudosValidationError):
+    rc = "InvalidAwardUsername"
+
+
+class KudosAwardToAnon(KudosValidationError):
+    rc = "KudosAwardToAnon"
+
+
+class SourceAccountFlagged(KudosValidationError):
+    rc = "SourceAccountFlagged"
+
+
+class TargetAccountFlagged(KudosValidationError):
+    rc = "TargetAccountFlagged"
+
+
 class RequestTimeout(HordeError):
     """The body did not arrive within HORDE_HTTP_BODY_TIMEOUT_S of the head; the connection closes."""
 

@@ -14,6 +14,7 @@ from horde.accounts import rate_limit
 from horde.accounts.models import KudosEntry, RateCount, User
 from horde.background.models import BackgroundRequest, ProgressEntry
 from horde.batches.models import Batch, BatchLine
+from horde.chat import request_rows as chat_rows
 from horde.chat.models import ChatJob, ChatRequest, ChatRequestModel
 from horde.files.models import FileChunk, StoredFile
 from horde.migrations import runner
@@ -22,13 +23,22 @@ from horde.migrations.steps import Step
 from horde.migrations.steps import steps as migration_steps
 from horde.oai.idempotency_models import IdempotencyKey
 from horde.oai.responses.models import StoredResponse
+from horde.oversight.models import (
+    APPEND_ONLY_FUNCTION_SQL,
+    APPEND_ONLY_TRIGGER_SQL,
+    AddressTimeout,
+    AuditEntry,
+    HordeModes,
+)
 from horde.presence.models import ServerProcess
 from horde.registration.models import Invite, OidcIdentity, RegistrationCount, SignInSession
 from horde.stats.models import ServedMark, ServedMinute, ServedTotal
 from horde.storage.database import Base, table_of
 from horde.storage.secrets import ServerSecret
+from horde.text import admission as text_admission
 from horde.text import known_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
+from horde.workers import names as worker_names
 from horde.workers.models import KnownModel, Worker
 
 MODELS = (
@@ -62,6 +72,9 @@ MODELS = (
     RegistrationCount,
     OidcIdentity,
     SignInSession,
+    HordeModes,
+    AddressTimeout,
+    AuditEntry,
 )
 
 
@@ -86,6 +99,8 @@ def create_schema(engine: Engine, steps: Sequence[Step] | None = None) -> None:
         if refused is not None:
             raise refused
         _create_missing_tables(connection)
+        if _has_columns(connection, Worker.__tablename__, {"name_key", "deleted_at"}):  # a schema past sql/0018_*
+            worker_names.fill_missing_keys(connection)  # workers from before name keys
         if status.empty:
             runner.record(connection, status.pending)
         if engine.dialect.name == "postgresql":
@@ -127,6 +142,11 @@ def upgrade_schema(engine: Engine, steps: Sequence[Step] | None = None) -> runne
     return runner.Upgrade(before, applied)
 
 
+def _has_columns(connection: Connection, table: str, names: set[str]) -> bool:
+    """Whether a table has these columns: an upgrade run up to an older step (tests, staged upgrades) has not."""
+    return names <= {column["name"] for column in inspect(connection).get_columns(table)}
+
+
 def _create_missing_tables(connection: Connection, *, fill: bool = True) -> list[str]:
     """Create the tables and indexes the database lacks. On a database that has a past (its workers table), the
     tables of FILLED_ON_CREATION it created are filled (`fill`), or returned to be filled later."""
@@ -143,8 +163,15 @@ def _create_missing_tables(connection: Connection, *, fill: bool = True) -> list
 
 
 def functions_sql() -> list[str]:
-    """The PostgreSQL functions the statements call, as CREATE OR REPLACE FUNCTION."""
-    return [rate_limit.turn_function_sql()]
+    """The PostgreSQL functions the statements call, as CREATE OR REPLACE FUNCTION, and the triggers that call
+    functions (the audit trail's), as CREATE OR REPLACE TRIGGER."""
+    return [
+        rate_limit.turn_function_sql(),
+        chat_rows.IN_FLIGHT_FUNCTION_SQL,
+        text_admission.IN_FLIGHT_FUNCTION_SQL,
+        APPEND_ONLY_FUNCTION_SQL,
+        APPEND_ONLY_TRIGGER_SQL,
+    ]
 
 
 def tables() -> list[Table]:

@@ -14,6 +14,7 @@ from horde.chat.finish import FINISH_WIRE
 from horde.chat.snapshots import Snapshots
 from horde.config import Settings
 from horde.events.bus import LocalEventBus
+from horde.oversight.view import OVERSIGHT_CHANNEL, OversightView
 from horde.storage.coalesced_writes import CoalescedWrites
 from horde.storage.database import Database
 from horde.text.checkin import TextWorkerView
@@ -35,6 +36,11 @@ class Runtime:
     affinity_wakeups: Wakeups = field(default_factory=Wakeups)
     #: The process's coalesced writes, by kind (made on first use by the module that owns the kind).
     coalesced: dict[Hashable, CoalescedWrites[Any]] = field(default_factory=dict)
+    #: What moderators decided for the whole Horde (modes, addresses in timeout), as this process last read it.
+    oversight: OversightView = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.oversight = OversightView(self.db, polling_s=self.bus.poll_interval_s)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -43,6 +49,7 @@ class Runtime:
         db.on_unreachable = bus.wake_all  # waiters read at once and end with service_unavailable
         runtime = cls(settings=settings, db=db, bus=bus, identities=IdentityCache(polling_s=bus.poll_interval_s))
         bus.on(IDENTITIES_CHANNEL, runtime.identities.forget_all)  # another process replaced a key or a role
+        bus.on(OVERSIGHT_CHANNEL, runtime.oversight.forget)  # a moderator changed a mode, a timeout or a multiplier
         return runtime
 
     def close(self) -> None:

@@ -1,8 +1,44 @@
+CREATE TABLE address_timeouts (
+	network VARCHAR(50) NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (network)
+);
+
+CREATE INDEX ix_address_timeouts_expires_at ON address_timeouts (expires_at);
+
 CREATE TABLE applied_migrations (
 	name VARCHAR(200) NOT NULL, 
 	checksum VARCHAR(64) NOT NULL, 
 	applied_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	PRIMARY KEY (name)
+);
+
+
+CREATE TABLE audit_entries (
+	id SERIAL NOT NULL, 
+	at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	actor_id INTEGER, 
+	actor VARCHAR(160) NOT NULL, 
+	action VARCHAR(40) NOT NULL, 
+	target_kind VARCHAR(16) NOT NULL, 
+	target VARCHAR(160) NOT NULL, 
+	before JSON, 
+	after JSON, 
+	reason VARCHAR(500), 
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX ix_audit_entries_actor ON audit_entries (actor_id, id);
+CREATE INDEX ix_audit_entries_target ON audit_entries (target_kind, target, id);
+
+CREATE TABLE horde_modes (
+	id INTEGER NOT NULL, 
+	maintenance_mode BOOLEAN NOT NULL, 
+	invite_only_mode BOOLEAN NOT NULL, 
+	raid_mode BOOLEAN NOT NULL, 
+	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (id)
 );
 
 
@@ -116,10 +152,19 @@ CREATE TABLE users (
 	kudos_gifted BIGINT DEFAULT 0 NOT NULL, 
 	kudos_received BIGINT DEFAULT 0 NOT NULL, 
 	kudos_admin BIGINT DEFAULT 0 NOT NULL, 
+	kudos_awarded BIGINT DEFAULT 0 NOT NULL, 
 	requested_generations INTEGER DEFAULT 0 NOT NULL, 
 	requested_tokens BIGINT DEFAULT 0 NOT NULL, 
 	fulfilled_generations INTEGER DEFAULT 0 NOT NULL, 
 	fulfilled_tokens BIGINT DEFAULT 0 NOT NULL, 
+	flagged BOOLEAN DEFAULT false NOT NULL, 
+	concurrency INTEGER DEFAULT 30 NOT NULL, 
+	usage_multiplier FLOAT DEFAULT 1.0 NOT NULL, 
+	worker_invited INTEGER DEFAULT 0 NOT NULL, 
+	public_workers BOOLEAN DEFAULT false NOT NULL, 
+	contact VARCHAR(500), 
+	admin_comment VARCHAR(500), 
+	deleted_at TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (id)
 );
 
@@ -208,6 +253,7 @@ CREATE TABLE chat_requests (
 	n_images INTEGER NOT NULL, 
 	kudos_estimate INTEGER NOT NULL, 
 	kudos_charged INTEGER NOT NULL, 
+	usage_multiplier FLOAT DEFAULT 1.0 NOT NULL, 
 	context_adjustments JSON, 
 	client_agent VARCHAR(300) NOT NULL, 
 	client_address VARCHAR(64), 
@@ -237,6 +283,7 @@ CREATE TABLE chat_requests (
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
 CREATE INDEX ix_chat_requests_conversation ON chat_requests (conversation_key, created_at);
 CREATE INDEX ix_chat_requests_done_finished ON chat_requests (state, finished_at) WHERE state = 'done';
+CREATE INDEX ix_chat_requests_in_flight ON chat_requests (user_id) WHERE state IN ('waiting', 'processing');
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_chat_requests_reserved ON chat_requests (state, reserved_worker_id, priority_class, priority DESC, created_at, id) WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_shared_key ON chat_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
@@ -381,6 +428,7 @@ CREATE TABLE text_requests (
 	cancelled BOOLEAN NOT NULL, 
 	kudos_estimate INTEGER NOT NULL, 
 	kudos_charged INTEGER NOT NULL, 
+	usage_multiplier FLOAT DEFAULT 1.0 NOT NULL, 
 	fault_rc VARCHAR(50), 
 	fault_message TEXT, 
 	body_hash VARCHAR(64), 
@@ -392,6 +440,7 @@ CREATE TABLE text_requests (
 );
 
 CREATE INDEX ix_text_requests_body_hash ON text_requests (body_hash);
+CREATE INDEX ix_text_requests_in_flight ON text_requests (user_id) WHERE state IN ('waiting', 'processing');
 CREATE INDEX ix_text_requests_queue ON text_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_text_requests_shared_key ON text_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
 CREATE INDEX ix_text_requests_user_created ON text_requests (user_id, created_at);
@@ -421,12 +470,16 @@ CREATE TABLE workers (
 	maintenance_msg VARCHAR(300), 
 	info VARCHAR(1000), 
 	deleted_at TIMESTAMP WITHOUT TIME ZONE, 
+	paused BOOLEAN DEFAULT false NOT NULL, 
+	name_key VARCHAR(400), 
+	ip_address VARCHAR(64), 
 	PRIMARY KEY (id), 
 	UNIQUE (name), 
 	FOREIGN KEY(owner_id) REFERENCES users (id)
 );
 
 CREATE INDEX ix_workers_last_pop_at ON workers (last_pop_at);
+CREATE UNIQUE INDEX ix_workers_name_key ON workers (name_key);
 CREATE INDEX ix_workers_owner_id ON workers (owner_id);
 CREATE INDEX ix_workers_text_pop_at ON workers (text_pop_at);
 
@@ -534,4 +587,31 @@ BEGIN
             WHERE user_id = caller AND client_address = address AND epoch_second >= since_second);
 END
 $$;
+
+CREATE OR REPLACE FUNCTION horde_chat_in_flight(
+    lock_class integer, lock_id integer, caller integer
+) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(lock_class, lock_id);
+    RETURN (SELECT count(*) FROM chat_requests WHERE user_id = caller AND state IN ('waiting', 'processing'));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION horde_text_in_flight(
+    lock_class integer, lock_id integer, caller integer
+) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(lock_class, lock_id);
+    RETURN (SELECT coalesce(sum(waiting + processing), 0) FROM text_requests WHERE user_id = caller AND state IN ('waiting', 'processing'));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION horde_audit_append_only()
+RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the audit trail is append-only: an entry is never changed nor deleted';
+END
+$$;
+
+CREATE OR REPLACE TRIGGER audit_entries_append_only BEFORE UPDATE OR DELETE ON audit_entries FOR EACH ROW EXECUTE FUNCTION horde_audit_append_only();
 

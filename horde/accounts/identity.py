@@ -2,7 +2,7 @@
 
 Every call authenticates, and most come from the same few keys (a worker pops,
 progresses and submits with its owner's key). The cache holds only what does not
-move with the money (id, name, trust, role, anonymity), never the balance, keyed by
+move with the money (id, name, trust, role, anonymity, what moderators set), never the balance, keyed by
 the key's hash. An entry lives IDENTITY_CACHE_S. A change that must take effect at
 once (a key replaced, a user deleted, a role changed) empties the cache of every
 process: horde/accounts/auth.py forget_identities, through the event bus.
@@ -10,11 +10,14 @@ process: horde/accounts/auth.py forget_identities, through the event bus.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from horde.accounts.models import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from horde.accounts.models import User
@@ -36,6 +39,14 @@ class Identity:
     #: The caller sent one of this user's shared keys (horde/accounts/shared_keys.py): its requests are the user's,
     #: within the key's limits, which admission reads afresh (a key's limits and life are never cached here).
     shared_key_id: str | None = None
+    # What moderators set (horde/moderation/users.py), read on every request without a read of the user's row: a
+    # change empties every process's cache (forget_identities).
+    flagged: bool = False
+    #: The most requests of one kind the user may have waiting or running (admission's in-flight check).
+    concurrency: int = DEFAULT_CONCURRENCY
+    #: What its requests cost is their price times this.
+    usage_multiplier: float = 1.0
+    created_at: dt.datetime | None = None
 
     @classmethod
     def of(cls, user: User, shared_key_id: str | None = None) -> Identity:
@@ -46,6 +57,10 @@ class Identity:
             anonymous=bool(user.anonymous),
             role=user.role or "user",
             shared_key_id=shared_key_id,
+            flagged=bool(user.flagged),
+            concurrency=DEFAULT_CONCURRENCY if user.concurrency is None else int(user.concurrency),
+            usage_multiplier=1.0 if user.usage_multiplier is None else float(user.usage_multiplier),
+            created_at=user.created_at,
         )
 
 

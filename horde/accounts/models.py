@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, Integer, String, text
+from sqlalchemy import BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.storage.database import Base
 from horde.timeutil import utcnow
+
+#: The AI Horde's default of a user's requests waiting or running at once.
+DEFAULT_CONCURRENCY = 30
+MAX_CONTACT_CHARS = 500
+MAX_ADMIN_COMMENT_CHARS = 500
 
 
 class User(Base):
@@ -40,12 +45,36 @@ class User(Base):
     kudos_admin: Mapped[int] = mapped_column(
         BigInteger, default=0, server_default=text("0")
     )  # grant and adjustment (the operator's)
+    kudos_awarded: Mapped[int] = mapped_column(
+        BigInteger, default=0, server_default=text("0")
+    )  # awarded by a moderator (POST /kudos/award)
     #: Generations served to this user's requests (a chat request, or one of a text request's n) and their tokens.
     requested_generations: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     requested_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
     #: Generations this user's workers served, and their tokens.
     fulfilled_generations: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     fulfilled_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+
+    # What moderators set (PUT /api/v2/users/{id}, docs/reference/moderation.md); a database default too, for rows
+    # written before these columns existed (sql/0016_*).
+    #: A flagged user's workers take no job and earn nothing; it sends and receives no kudos.
+    flagged: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    #: The most of its requests a user may have waiting or running at once, of each kind (chat; text generations).
+    concurrency: Mapped[int] = mapped_column(
+        Integer, default=DEFAULT_CONCURRENCY, server_default=text(str(DEFAULT_CONCURRENCY))
+    )
+    #: What the user's requests cost is their price times this (their workers' rewards stay the price).
+    usage_multiplier: Mapped[float] = mapped_column(Float, default=1.0, server_default=text("1.0"))
+    #: How many workers the user may have in worker invite-only mode.
+    worker_invited: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    #: Whether the public sees the user's worker ids.
+    public_workers: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    #: How moderators may reach the user (the user and moderators see it), and their note on the user (moderators).
+    contact: Mapped[str | None] = mapped_column(String(MAX_CONTACT_CHARS), nullable=True)
+    admin_comment: Mapped[str | None] = mapped_column(String(MAX_ADMIN_COMMENT_CHARS), nullable=True)
+    #: When the user was deleted (DELETE /users/{id}): the row stays for its ledger entries and requests, without a
+    #: working key, workers or shared keys.
+    deleted_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 class KudosEntry(Base):

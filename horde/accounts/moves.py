@@ -6,6 +6,7 @@ Pure: horde/accounts/service.py and transfers.py bind these deltas into their UP
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -19,6 +20,7 @@ class Kind(StrEnum):
     REWARD = "reward"  # a worker's owner earned it
     GIFTED = "gifted"  # a user sent kudos to another (POST /kudos/transfer), negative
     RECEIVED = "received"  # ... and the other received them
+    AWARD = "awarded"  # a moderator awarded kudos (POST /kudos/award)
 
 
 class Move(NamedTuple):
@@ -37,6 +39,7 @@ TOTALS = (
     "kudos_gifted",
     "kudos_received",
     "kudos_admin",
+    "kudos_awarded",
     "requested_generations",
     "requested_tokens",
     "fulfilled_generations",
@@ -50,6 +53,7 @@ _KUDOS_TOTAL = {
     Kind.REWARD: "kudos_accumulated",
     Kind.GIFTED: "kudos_gifted",
     Kind.RECEIVED: "kudos_received",
+    Kind.AWARD: "kudos_awarded",
 }
 #: A charge counts a generation the user requested, a reward one its workers fulfilled.
 _RECORDS = {
@@ -79,3 +83,11 @@ def net_by_user(moves: list[Move] | list[tuple]) -> dict[int, dict[str, int]]:
         for column, value in added.items():
             into[column] += value
     return net
+
+
+def multiplied(price: int, multiplier: float) -> int:
+    """What a requester pays for a generation of `price` kudos under its usage multiplier (PUT /users/{id}): the
+    price times the multiplier, rounded half up; its worker's owner earns the price."""
+    if multiplier == 1.0:
+        return price
+    return math.floor(price * multiplier + 0.5)

@@ -36,8 +36,10 @@ def id_in_alias(name: str) -> int | None:
     return number if number <= LARGEST_USER_ID else None
 
 
-def by_public_id(session: Session, public: int) -> User | None:
-    """The user with that public id: 0 is the anonymous user, whose own id is never looked up."""
+def by_public_id(session: Session, public: int, *, deleted: bool = False) -> User | None:
+    """The user with that public id: 0 is the anonymous user, whose own id is never looked up. A deleted user
+    (horde/moderation/deletion.py) is found only with `deleted`, for the moderators' view."""
     if public == ANONYMOUS_PUBLIC_ID:
         return session.scalar(select(User).where(User.anonymous.is_(True)))
-    return session.scalar(select(User).where(User.id == public, User.anonymous.is_(False)))
+    query = select(User).where(User.id == public, User.anonymous.is_(False))
+    return session.scalar(query if deleted else query.where(User.deleted_at.is_(None)))

@@ -26,20 +26,23 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     ColumnElement,
     Executable,
     Integer,
+    Select,
     String,
     Table,
     bindparam,
     delete,
     func,
     insert,
+    or_,
     select,
     text,
 )
@@ -131,6 +134,42 @@ END
 $$;"""
 
 
+def count_under_turn_sql(name: str, count: str) -> str:
+    """CREATE OR REPLACE FUNCTION `name`(lock_class, lock_id, caller): waits for the caller's turn (lock_key, as
+    RATE_TURN_FUNCTION does: a transaction takes it again at no cost), then returns the SQL `count`, which reads the
+    caller's id as `caller`. Its query takes a snapshot after the wait, so it counts what every admission that held
+    the turn before wrote (a count in the INSERT's own snapshot would not)."""
+    return f"""CREATE OR REPLACE FUNCTION {name}(
+    lock_class integer, lock_id integer, caller integer
+) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(lock_class, lock_id);
+    RETURN ({count});
+END
+$$;"""
+
+
+def count_under_turn(name: str) -> ColumnElement[int]:
+    """A call of a count_under_turn_sql function (bind parameters lock_class, lock_id, user_id)."""
+    return getattr(func, name)(
+        bindparam("lock_class", type_=Integer),
+        bindparam("lock_id", type_=Integer),
+        bindparam("user_id", type_=Integer),
+        type_=Integer,
+    )
+
+
+def within_concurrency(
+    postgres: bool, function: str, in_flight: Select[Any], added: ColumnElement[int] | int = 1
+) -> list[ColumnElement[bool]]:
+    """An admission's condition of staying within the caller's concurrency: its requests in flight (`in_flight`, a
+    count of the caller's, bind parameter `user_id`) and `added` at most `concurrency`, or `any_concurrency` for a
+    caller it does not bound. On PostgreSQL counted by `function` (count_under_turn_sql, the same count) after the
+    caller's turn, so that its admissions at once are counted one after the other; SQLite's writers take turns."""
+    count = count_under_turn(function) if postgres else in_flight.scalar_subquery()
+    return [or_(bindparam("any_concurrency", type_=Boolean), count + added <= bindparam("concurrency", type_=Integer))]
+
+
 def _used_under_turn() -> ColumnElement[int]:
     """RATE_TURN_FUNCTION's sum (bind parameters lock_class, lock_id, user_id, rate_address, since_second)."""
     return getattr(func, RATE_TURN_FUNCTION)(
@@ -199,7 +238,10 @@ class InsertBelowLimit:
     last_statement_connection).
 
     The row's values bind as given; `computed` (column name → SQL expression, e.g. a priority from the balance,
-    with `where` joining what it reads) are worked out by the INSERT itself."""
+    with `where` joining what it reads) are worked out by the INSERT itself. `where_by_database(postgres)` adds
+    the conditions that differ by database: on PostgreSQL a count of the caller's requests that must see every
+    admission that held the caller's turn before it calls a function that takes the turn first (chat's and text's
+    in-flight counts)."""
 
     def __init__(
         self,
@@ -209,10 +251,13 @@ class InsertBelowLimit:
         returning: Sequence[str],
         computed: Mapping[str, ColumnElement[Any]] | None = None,
         where: Sequence[ColumnElement[bool]] = (),
+        where_by_database: Callable[[bool], Sequence[ColumnElement[bool]]] | None = None,
     ):
         self._requests, self._request_models = requests, request_models
         self._model_rows = insert(request_models)
         self._returning, self._computed, self._where = tuple(returning), dict(computed or {}), tuple(where)
+        #: Conditions that differ by database (PostgreSQL or not): a count that must wait for the caller's turn.
+        self._where_by_database = where_by_database
         #: (postgres, the columns given) → the statement, built on first use: a statement object is also the key
         #: of its compiled plan (horde/storage/precompiled.py).
         self._built: dict[tuple[bool, tuple[str, ...]], Executable] = {}
@@ -222,7 +267,12 @@ class InsertBelowLimit:
         if statement is None:
             bound = {name: bindparam(f"new_{name}", type_=self._requests.c[name].type) for name in names}
             statement = self._built[(postgres, names)] = _insert_statement(
-                self._requests, self._request_models, bound | self._computed, postgres, self._returning, self._where
+                self._requests,
+                self._request_models,
+                bound | self._computed,
+                postgres,
+                self._returning,
+                self._where + tuple(self._where_by_database(postgres) if self._where_by_database else ()),
             )
         return statement
 

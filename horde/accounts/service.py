@@ -121,7 +121,9 @@ def authenticate(session: Session, key: str | None) -> User:
 
 def find_by_name(session: Session, username: str) -> User:
     """The user named `username`, or `name#id` (the AI Horde's unique alias) where names repeat."""
-    named = session.scalars(select(User).where(User.username == username, User.anonymous.is_(False)).limit(2)).all()
+    named = session.scalars(
+        select(User).where(User.username == username, User.anonymous.is_(False), User.deleted_at.is_(None)).limit(2)
+    ).all()
     if len(named) > 1:
         raise errors.BadRequest(f"Several users are named '{username}'; name one as name#id.", param="username")
     if named:
@@ -129,7 +131,7 @@ def find_by_name(session: Session, username: str) -> User:
     name, separator, number = username.rpartition("#")
     if separator and number.isascii() and number.isdecimal() and len(number) <= 10:
         user = session.get(User, int(number))
-        if user is not None and not user.anonymous and user.username == name:
+        if user is not None and not user.anonymous and user.deleted_at is None and user.username == name:
             return user
     raise errors.UserNotFound(f"No user named '{username}'.")
 
@@ -310,10 +312,14 @@ def paired_transfer_params(
     return params
 
 
-#: A user's gift (POST /kudos/transfer) taken from the sender only while its balance holds it: a compare-and-set.
-_TAKE_WITHIN_BALANCE = _ADD_TO_BALANCE.where(_USERS.c.kudos >= bindparam("at_least", type_=BigInteger))
-#: ... and given to the recipient only while its balance stays in range (SQLite would turn it into a float).
-_GIVE_WITHIN_RANGE = _ADD_TO_BALANCE.where(_USERS.c.kudos <= bindparam("at_most", type_=BigInteger))
+#: A user's gift (POST /kudos/transfer) taken from the sender only while its balance holds it and no moderator
+#: flagged it: a compare-and-set.
+_UNFLAGGED = _USERS.c.flagged.is_(False)
+_TAKE_WITHIN_BALANCE = _ADD_TO_BALANCE.where(_USERS.c.kudos >= bindparam("at_least", type_=BigInteger), _UNFLAGGED)
+#: ... and given to the recipient only while its balance stays in range (SQLite would turn it into a float) and no
+#: moderator flagged it.
+_GIVE_WITHIN_RANGE = _ADD_TO_BALANCE.where(_USERS.c.kudos <= bindparam("at_most", type_=BigInteger), _UNFLAGGED)
+_FLAGGED = select(_USERS.c.flagged).where(_USERS.c.id == bindparam("user"))
 
 
 def gift(session: Session, sender_id: int, recipient_id: int, amount: int) -> None:
@@ -321,7 +327,8 @@ def gift(session: Session, sender_id: int, recipient_id: int, amount: int) -> No
     transaction: the sender's balance is taken from only while it holds `amount` (compare-and-set in SQL, so
     concurrent gifts never take it below zero), and the two rows are updated in id order, so crossing gifts
     never wait on each other crosswise. KudosTransferNotEnough when the sender holds less: raised within the
-    caller's transaction, which then rolls back whatever this wrote."""
+    caller's transaction, which then rolls back whatever this wrote. A flagged sender or recipient is refused the
+    same way, by the same compare-and-set (SourceAccountFlagged, TargetAccountFlagged)."""
     connection, now = session.connection(), utcnow()
     sent, received = Move(sender_id, -amount, Kind.GIFTED), Move(recipient_id, amount, Kind.RECEIVED)
     for move in sorted((sent, received)):
@@ -332,6 +339,8 @@ def gift(session: Session, sender_id: int, recipient_id: int, amount: int) -> No
             statement, params, refusal = _GIVE_WITHIN_RANGE, params | {"at_most": MAX_KUDOS - amount}, _past_range
         with out_of_range_refused():
             if precompiled.execute(connection, statement, params).rowcount != 1:
+                if precompiled.execute(connection, _FLAGGED, {"user": move.user_id}).scalar():
+                    raise _flagged(sender=move is sent)
                 raise refusal()
     entries = [
         {"user_id": move.user_id, "amount": move.amount, "kind": move.kind, "request_id": None, "created_at": now}
@@ -339,6 +348,16 @@ def gift(session: Session, sender_id: int, recipient_id: int, amount: int) -> No
         for move, other in ((sent, recipient_id), (received, sender_id))
     ]
     precompiled.execute_many(connection, _RECORD, entries)
+
+
+def _flagged(*, sender: bool) -> errors.HordeError:
+    if sender:
+        return errors.SourceAccountFlagged(
+            "Your account has been flagged for suspicious activity: it cannot send kudos. Please contact the mods."
+        )
+    return errors.TargetAccountFlagged(
+        "The target account has been flagged for suspicious activity: it cannot receive kudos."
+    )
 
 
 def _not_enough() -> errors.HordeError:

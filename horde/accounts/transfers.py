@@ -1,9 +1,12 @@
 """POST /kudos/transfer: a user sends kudos to another user, or to another user's shared key, with the AI Horde's
 rules and return codes (each refusal a 400 of the KudosValidationError family).
 
+A flagged sender or recipient is refused (SourceAccountFlagged, TargetAccountFlagged) by the move's own
+compare-and-set (horde/accounts/service.py gift); a deleted user is no recipient (InvalidTargetUsername).
+
 Not enforced here, unlike the AI Horde: its anti-abuse rules (a transfer back to a user who sent kudos within a
-minute, TooFastKudosTransfers; one transfer a second per key), and its checks of roles this Horde has no notion
-of (flagged, suspicious, education and deleted accounts).
+minute, TooFastKudosTransfers; one transfer a second per key), and its checks of what this Horde has no notion
+of (suspicious and education accounts).
 """
 
 from __future__ import annotations

@@ -40,9 +40,13 @@ def refusal(rule: Rule, kind: KeyKind) -> errors.HordeError:
 
 def authorize(caller: Caller, action: Action, *, owner_id: int | None = None) -> None:
     """Raise the action's refusal unless the table lets `caller` take it; `owner_id`: the user who owns the target
-    (a worker's owner, a key's owner, the user a route changes), for the rows that ask for ownership."""
+    (a worker's owner, a key's owner, the user a route changes), for the rows that ask for ownership. A flagged
+    caller (its own key or a shared key of it) is refused the actions a flag forbids."""
+    rule = TABLE[action]
     if not may(caller, action, owner_id=owner_id):
-        raise refusal(TABLE[action], key_kind(caller))
+        raise refusal(rule, key_kind(caller))
+    if rule.flagged_refusal is not None and getattr(caller, "flagged", False):
+        raise rule.flagged_refusal(rule.flagged_denied)
 
 
 def may(caller: Caller, action: Action, *, owner_id: int | None = None) -> bool:

@@ -44,6 +44,11 @@ class Action(StrEnum):
     READ_AUDIT = "read_audit"  # GET /operations/audit: moderators only, though it changes nothing
     MANAGE_FILES = "manage_files"  # /v1/files: upload, list, read, delete one's own
     RUN_BATCHES = "run_batches"  # /v1/batches: create, list, read, cancel one's own
+    #: PUT /users/{id}: the fields the user sets of itself (username, contact, public_workers), or a moderator.
+    SET_USER_PROFILE = "set_user_profile"
+    #: See what only moderators see, though it changes nothing: raid mode (GET /status/modes), a worker's pause, a
+    #: user's deleted account and the moderators' note on it.
+    MODERATOR_VIEW = "moderator_view"
 
 
 class Who(Enum):
@@ -70,6 +75,16 @@ class Rule:
     #: The refusal of the anonymous user, where a user is needed.
     anonymous_refusal: type[errors.HordeError] = errors.AnonForbidden
     anonymous_denied: str = "The anonymous user cannot do this; send an API key."
+    #: The refusal of a user a moderator flagged (PUT /users/{id} `flagged`), where a flag forbids the action; None:
+    #: a flag changes nothing here. Read from the caller's identity, which a flag empties in every process.
+    flagged_refusal: type[errors.HordeError] | None = None
+    flagged_denied: str = "Your account has been flagged for suspicious activity. Please contact the moderators."
+
+
+def _moderators_only(refusal: type[errors.HordeError], denied: str, who: Who = Who.MODERATOR) -> Rule:
+    """An action of moderators (or admins): the anonymous user is answered as any user who is not one, as the AI
+    Horde answers its anonymous key."""
+    return Rule(who, refusal=refusal, denied=denied, anonymous_refusal=refusal, anonymous_denied=denied)
 
 
 def _worker_owner_or_moderator(refusal: type[errors.HordeError], denied: str) -> Rule:
@@ -87,6 +102,9 @@ TABLE: dict[Action, Rule] = {
         Who.USER,
         anonymous_refusal=errors.AnonForbiddenWorker,
         anonymous_denied="The anonymous user cannot run workers.",
+        flagged_refusal=errors.WorkerFlaggedMaintenance,
+        flagged_denied="Your user has been flagged by the moderators for suspicious activity: your workers take no "
+        "jobs. Please contact the moderators.",
     ),
     Action.SET_WORKER_MAINTENANCE: _worker_owner_or_moderator(
         errors.NotOwner, "Only the worker's owner or a moderator may put it into maintenance or take it out."
@@ -100,9 +118,7 @@ TABLE: dict[Action, Rule] = {
     Action.SET_WORKER_TEAM: _worker_owner_or_moderator(
         errors.NotModerator, "Only the worker's owner or a moderator may change its team."
     ),
-    Action.PAUSE_WORKER: Rule(
-        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may pause a worker."
-    ),
+    Action.PAUSE_WORKER: _moderators_only(errors.NotModerator, "Only a moderator may pause a worker."),
     Action.DELETE_WORKER: _worker_owner_or_moderator(
         errors.NotModerator, "Only the worker's owner or a moderator may delete it."
     ),
@@ -110,6 +126,9 @@ TABLE: dict[Action, Rule] = {
         Who.USER,
         anonymous_refusal=errors.KudosTransferFromAnon,
         anonymous_denied="You cannot transfer Kudos from Anonymous.",
+        flagged_refusal=errors.SourceAccountFlagged,
+        flagged_denied="Your account has been flagged for suspicious activity: it cannot send kudos. Please contact "
+        "the moderators.",
     ),
     Action.CREATE_SHARED_KEY: Rule(Who.USER, anonymous_denied="The anonymous user cannot have shared keys."),
     Action.CHANGE_SHARED_KEY: Rule(
@@ -125,26 +144,30 @@ TABLE: dict[Action, Rule] = {
         denied="Only the user themself may replace their API key.",
         anonymous_denied="The anonymous user has no key of its own.",
     ),
-    Action.MODIFY_USER: Rule(Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may change a user."),
-    Action.MODIFY_USER_AS_ADMIN: Rule(
-        Who.ADMIN,
-        refusal=errors.NotAdmin,
-        denied="Only an admin may change a user's kudos, usage multiplier or moderator role.",
+    Action.MODIFY_USER: _moderators_only(errors.NotModerator, "Only a moderator may change a user."),
+    Action.MODIFY_USER_AS_ADMIN: _moderators_only(
+        errors.NotAdmin, "Only an admin may change a user's kudos, usage multiplier or moderator role.", Who.ADMIN
+    ),
+    Action.SET_USER_PROFILE: _moderators_only(
+        errors.NotModerator,
+        "Only the user themself or a moderator may change a user's name, contact or public workers.",
+        Who.OWNER_OR_MODERATOR,
     ),
     Action.DELETE_USER: Rule(
         Who.OWNER_OR_ADMIN,
         refusal=errors.NotAdmin,
         denied="Only the user themself or an admin may delete a user.",
-        anonymous_denied="The anonymous user cannot be deleted.",
+        anonymous_refusal=errors.AnonForbiddenUser,
+        anonymous_denied="The anonymous user cannot delete a user.",
     ),
-    Action.TIME_OUT_ADDRESS: Rule(
-        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may time out an address."
+    Action.TIME_OUT_ADDRESS: _moderators_only(errors.NotModerator, "Only a moderator may time out an address."),
+    Action.BLOCK_WORKER_ADDRESS: _moderators_only(
+        errors.NotModerator, "Only a moderator may block a worker's address."
     ),
-    Action.BLOCK_WORKER_ADDRESS: Rule(
-        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may block a worker's address."
+    Action.SET_MODES: _moderators_only(errors.NotAdmin, "Only an admin may change the Horde's modes.", Who.ADMIN),
+    Action.AWARD_KUDOS: _moderators_only(
+        errors.NotAllowedAwards, "Only a moderator may award kudos; transfer them instead (POST /kudos/transfer)."
     ),
-    Action.SET_MODES: Rule(Who.ADMIN, refusal=errors.NotAdmin, denied="Only an admin may change the Horde's modes."),
-    Action.AWARD_KUDOS: Rule(Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may award kudos."),
     Action.MANAGE_FILES: Rule(
         Who.USER,
         shared_key=True,  # a shared key's files are its owner's, as its requests are
@@ -155,7 +178,6 @@ TABLE: dict[Action, Rule] = {
         shared_key=True,  # its lines are paid with the key, within the key's limits
         anonymous_denied="The anonymous user cannot run batches: use an API key of your own.",
     ),
-    Action.READ_AUDIT: Rule(
-        Who.MODERATOR, refusal=errors.NotModerator, denied="Only a moderator may read the audit trail."
-    ),
+    Action.READ_AUDIT: _moderators_only(errors.NotModerator, "Only a moderator may read the audit trail."),
+    Action.MODERATOR_VIEW: _moderators_only(errors.NotModerator, "Only a moderator may see this."),
 }

@@ -17,6 +17,7 @@ from horde import errors
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
+from horde.accounts.moves import multiplied
 from horde.chat import affinity, context, conversation, pricing, queue, request_rows, requirements, tiers
 from horde.chat.eligibility import Need, breaks_limits, fits, missing_declarations, passes_restrictions
 from horde.chat.models import PROGRESS_NOT_KEPT, WAITING, ChatRequest, new_id
@@ -149,8 +150,15 @@ class _RateTurn:
         conversation's worker when that worker is among the `eligible` ones."""
         limit = self.limit
         workers = affinity.candidates(eligible, self.settings.affinity_wait_ms) if values["conversation_key"] else ""
+        # A batch line is bounded by its batch's lines in flight (HORDE_BATCH_MAX_IN_FLIGHT), not the concurrency.
+        concurrency = None if self.user.anonymous or self.tier.rate_scope else self.user.concurrency
         return request_rows.admit_request(
-            self.session, values, limit=limit, rate_address=self.address, affinity_workers=workers
+            self.session,
+            values,
+            limit=limit,
+            rate_address=self.address,
+            affinity_workers=workers,
+            concurrency=concurrency,
         )
 
 
@@ -218,7 +226,9 @@ def _queue_on(
         n_images=n_images,
         reference_path=settings.model_reference_path,
     )
-    estimate = tiers.requester_price(price, turn.tier.name, settings.batch_price_factor)
+    estimate = multiplied(  # what the requester pays: its tier's share, times its usage multiplier (PUT /users/{id})
+        tiers.requester_price(price, turn.tier.name, settings.batch_price_factor), turn.user.usage_multiplier
+    )
     queued = snapshots.waiting(session, models) if snapshots else queue.waiting_for_models(session, models)
     job_s = (
         snapshots.typical_job_s(session, settings.default_job_duration_s)
@@ -260,6 +270,7 @@ def _queue_on(
             "n_images": n_images,
             "kudos_estimate": estimate,
             "kudos_charged": 0,
+            "usage_multiplier": turn.user.usage_multiplier,
             "context_adjustments": adjustments or None,
             "delivered": False,
             "attempts": 0,

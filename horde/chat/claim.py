@@ -116,6 +116,7 @@ TERMS_COLUMNS = (
     "kudos_estimate",
     "shared_key_id",
     "service_tier",
+    "usage_multiplier",
 )
 #: PostgreSQL: the first of the request's models that the worker serves (bind parameter `worker_models`), as claim()
 #: chooses in Python on SQLite.

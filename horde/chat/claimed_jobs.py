@@ -39,6 +39,7 @@ class SubmitView:
     kudos_estimate: int
     shared_key_id: str | None
     service_tier: str
+    usage_multiplier: float
     attempts: int | None
     current_job_id: str
     job_id: str

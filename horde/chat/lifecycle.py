@@ -74,6 +74,7 @@ _REQUEST_COLUMNS = (
     _REQUESTS.c.shared_key_id,
     _REQUESTS.c.progress_log,
     _REQUESTS.c.service_tier,
+    _REQUESTS.c.usage_multiplier,
 )
 _READ_REQUEST = select(*_REQUEST_COLUMNS).where(_REQUESTS.c.id == bindparam("request"))
 #: A worker's call in one round trip: its job, the job's worker's owner, and the request under its row lock.

@@ -9,7 +9,20 @@ import datetime as dt
 import uuid
 from enum import StrEnum
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ColumnElement,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    literal_column,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.storage.database import Base
@@ -41,6 +54,15 @@ class JobState(StrEnum):
 WAITING, PROCESSING, DONE = RequestState.WAITING, RequestState.PROCESSING, RequestState.DONE
 FAULTED, CANCELLED = RequestState.FAULTED, RequestState.CANCELLED
 FINAL_STATES = (DONE, FAULTED, CANCELLED)
+#: The states of a request in flight, as the partial indexes of a user's open requests name them (chat's, text's),
+#: and as the statements that count such requests must write them, for the planners to take those indexes.
+IN_FLIGHT_STATES_SQL = "state IN ('waiting', 'processing')"
+
+
+def in_flight(state: ColumnElement[str]) -> ColumnElement[bool]:
+    """`state IN ('waiting', 'processing')` written as the partial indexes of open requests write it."""
+    return state.in_([literal_column(f"'{name}'") for name in (WAITING, PROCESSING)])
+
 
 JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED = JobState.PROCESSING, JobState.SUBMITTED, JobState.ABORTED
 JOB_FAULTED, JOB_REFUSED, JOB_CANCELLED = JobState.FAULTED, JobState.REFUSED, JobState.CANCELLED
@@ -100,6 +122,14 @@ class ChatRequest(Base):
             postgresql_where=text("shared_key_id IS NOT NULL"),
             sqlite_where=text("shared_key_id IS NOT NULL"),
         ),
+        # A user's requests waiting or running, which admission counts against its concurrency (horde/chat/
+        # request_rows.py). Partial: an ended request leaves it.
+        Index(
+            "ix_chat_requests_in_flight",
+            "user_id",
+            postgresql_where=text(IN_FLIGHT_STATES_SQL),
+            sqlite_where=text(IN_FLIGHT_STATES_SQL),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -127,6 +157,9 @@ class ChatRequest(Base):
     n_images: Mapped[int] = mapped_column(Integer, default=0)
     kudos_estimate: Mapped[int] = mapped_column(Integer, default=0)
     kudos_charged: Mapped[int] = mapped_column(Integer, default=0)
+    #: The requester's usage multiplier when it was admitted: it pays the price times this, its worker's owner
+    #: earns the price (horde/accounts/moves.py multiplied).
+    usage_multiplier: Mapped[float] = mapped_column(Float, default=1.0, server_default=text("1.0"))
     context_adjustments: Mapped[list | None] = mapped_column(JSON, nullable=True)
     client_agent: Mapped[str] = mapped_column(String(300), default="unknown:0:unknown")
     #: The caller's address; the anonymous user's rate budget is counted by it (rate_counts).

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from horde.chat.claimed_jobs import ClaimedJobs
     from horde.chat.snapshots import Snapshots
     from horde.events.bus import LocalEventBus
+    from horde.oversight.view import OversightView
     from horde.workers.checkins import CheckIns, WorkerView
 
 
@@ -20,3 +21,4 @@ class ChatParts(AccountsParts, Protocol):
     checkins: CheckIns[WorkerView]
     claimed_jobs: ClaimedJobs
     affinity_wakeups: Wakeups
+    oversight: OversightView

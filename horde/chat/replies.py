@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from horde.accounts.moves import Kind, Move
+from horde.accounts.moves import Kind, Move, multiplied
 from horde.chat import conformance, pricing, tiers
 from horde.config import Settings
 
@@ -55,11 +55,13 @@ class Amounts(NamedTuple):
 
 
 def amounts(settings: Settings, request: Any, kudos: int) -> Amounts:
-    """The charge and the reward of work priced `kudos`. An interactive request pays the price and its worker earns
-    what it pays; a flex one pays HORDE_BATCH_PRICE_FACTOR of it, and its worker earns the price, as for any job
-    (horde/chat/tiers.py). A shared key's cap (within_shared_key) bounds what the key pays."""
-    charge = within_shared_key(request, tiers.requester_price(kudos, request.service_tier, settings.batch_price_factor))
-    return Amounts(charge, kudos if request.service_tier == tiers.FLEX else charge)
+    """The charge and the reward of work priced `kudos`. The worker earns the price; the requester pays its tier's
+    share of it (a flex request HORDE_BATCH_PRICE_FACTOR of it: horde/chat/tiers.py) times the usage multiplier it was
+    admitted with (PUT /users/{id}). A shared key's cap (within_shared_key) bounds what the key pays, and the reward of
+    an interactive request with it (a flex one's worker earns the price, as for any job)."""
+    paid = tiers.requester_price(kudos, request.service_tier, settings.batch_price_factor)
+    charge = within_shared_key(request, multiplied(paid, getattr(request, "usage_multiplier", None) or 1.0))
+    return Amounts(charge, kudos if request.service_tier == tiers.FLEX else within_shared_key(request, kudos))
 
 
 def within_shared_key(request: Any, kudos: int) -> int:

@@ -12,21 +12,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import String, and_, bindparam, case, insert, or_, select, type_coerce
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    or_,
+    select,
+    type_coerce,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.instrumentation import manager_of_class
 
+from horde import errors
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts.models import User
 from horde.chat import affinity, tiers
 from horde.chat.models import (
     FINAL_STATES,
+    IN_FLIGHT_STATES_SQL,
     PRIORITY_CLASS_KUDOS,
     PRIORITY_CLASS_OTHERS,
     PROCESSING,
     WAITING,
     ChatRequest,
     ChatRequestModel,
+    in_flight,
 )
 from horde.storage import precompiled
 from horde.storage.database import table_of
@@ -83,6 +97,18 @@ def transient(values: Mapping[Any, Any]) -> ChatRequest:
     return request
 
 
+def refuse_past_concurrency(session: Session, user_id: int, concurrency: int) -> None:
+    """429 TooManyPrompts when the user has `concurrency` chat requests in flight (the INSERT's refusal, told
+    apart from the rate's)."""
+    in_flight = precompiled.execute(session.connection(), _IN_FLIGHT, {"user_id": user_id}).scalar() or 0
+    if in_flight >= concurrency:
+        raise errors.TooManyPrompts(
+            f"Parallel requests ({in_flight + 1}) exceeded user limit ({concurrency}). Please try again later or "
+            "request to increase your concurrency.",
+            metadata={"in_flight": in_flight, "concurrency": concurrency},
+        )
+
+
 def read_request(session: Session, request_id: str) -> ChatRequest | None:
     """The whole row, as a transient ChatRequest (one statement, no identity map)."""
     row = precompiled.execute(session.connection(), _READ_REQUEST, {"request_id": request_id}).first()
@@ -124,31 +150,68 @@ PRIORITY_FROM_BALANCE = {
     "priority_class": case((_KUDOS_FIRST, PRIORITY_CLASS_KUDOS), else_=PRIORITY_CLASS_OTHERS),
 }
 PRIORITY_CALLER = USERS.c.id == bindparam("user_id")
-#: The request's INSERT below the caller's rate limit, with its priority from the caller's balance as the INSERT
-#: reads it.
+_OPEN = REQUESTS.alias("open_requests")
+#: The caller's (bind parameter `user_id`) chat requests waiting or running, by the partial index that holds them.
+_IN_FLIGHT = (
+    select(func.count())
+    .select_from(_OPEN)
+    .where(
+        _OPEN.c.user_id == bindparam("user_id"),
+        in_flight(_OPEN.c.state),
+    )
+)
+#: PostgreSQL: the same count once the caller's turn is taken (accounts/rate_limit.py count_under_turn_sql).
+IN_FLIGHT_FUNCTION = "horde_chat_in_flight"
+IN_FLIGHT_FUNCTION_SQL = rate_limit.count_under_turn_sql(
+    IN_FLIGHT_FUNCTION,
+    f"SELECT count(*) FROM {REQUESTS.name} WHERE user_id = caller AND {IN_FLIGHT_STATES_SQL}",
+)
+
+
+def within_concurrency(postgres: bool) -> list[ColumnElement[bool]]:
+    """Within the caller's concurrency, this request added (accounts/rate_limit.py within_concurrency)."""
+    return rate_limit.within_concurrency(postgres, IN_FLIGHT_FUNCTION, _IN_FLIGHT)
+
+
+#: The request's INSERT below the caller's rate limit and within its concurrency, with its priority from the
+#: caller's balance as the INSERT reads it.
 _ADMIT = rate_limit.InsertBelowLimit(
     REQUESTS,
     REQUEST_MODELS,
     returning=("priority", "priority_class", "reserved_worker_id"),
     computed=PRIORITY_FROM_BALANCE | {"reserved_worker_id": affinity.RESERVED_AT_ADMISSION},
     where=(PRIORITY_CALLER,),
+    where_by_database=within_concurrency,
 )
 
 
 def admit_request(
-    session: Session, values: dict[str, Any], *, limit: int, rate_address: str | None, affinity_workers: str = ""
+    session: Session,
+    values: dict[str, Any],
+    *,
+    limit: int,
+    rate_address: str | None,
+    affinity_workers: str = "",
+    concurrency: int | None = None,
 ) -> ChatRequest:
     """Insert a request and one row per model it accepts, unless the caller has `limit` requests of the rate
-    window (counted from `rate_address` alone when given): 429 then, with nothing written. `values` names every
-    column but the reply, the priority, which comes from the caller's balance, and the reserved worker: the
-    conversation's worker when `affinity_workers` lists it (horde/chat/affinity.py)."""
-    row = _ADMIT.run(
-        session,
-        values,
-        limit=limit,
-        client_address=rate_address,
-        computed_params={"affinity_workers": affinity_workers},
-    )
+    window (counted from `rate_address` alone when given), or `concurrency` requests in flight (None: no bound):
+    429 then (TooManyPrompts for the latter), with nothing written. `values` names every column but the reply,
+    the priority, which comes from the caller's balance, and the reserved worker: the conversation's worker when
+    `affinity_workers` lists it (horde/chat/affinity.py)."""
+    bound = {"any_concurrency": concurrency is None, "concurrency": concurrency or 0}
+    try:
+        row = _ADMIT.run(
+            session,
+            values,
+            limit=limit,
+            client_address=rate_address,
+            computed_params={"affinity_workers": affinity_workers} | bound,
+        )
+    except errors.TooManyRequests:
+        if concurrency is not None:
+            refuse_past_concurrency(session, values["user_id"], concurrency)
+        raise
     return transient(
         dict(
             values,

@@ -26,6 +26,7 @@ from horde.chat import (
 from horde.chat.models import DONE, PROCESSING, PROGRESS_KEPT, PROGRESS_NOT_KEPT, WAITING, ChatRequest
 from horde.config import Settings
 from horde.events.bus import announce_jobs, request_channel
+from horde.oversight import gate
 from horde.stats import rollup
 from horde.timeutil import utcnow
 from horde.workers import service as workers
@@ -59,6 +60,7 @@ def create(
     (horde/background), for a stream that any process replays. `tier`: interactive, flex, or a batch line's
     (horde/chat/tiers.py)."""
     authorize(user, Action.GENERATE)
+    gate.admit_generation(runtime.oversight.current(), user, runtime.settings.raid_new_account_s)
     if isinstance(native, dict):
         admission.check_message_count(native.get("messages"), runtime.settings)
     native = admission.validate(native)

@@ -24,6 +24,7 @@ from horde.events.drain import DRAIN
 from horde.http import request_json
 from horde.http.client_connection import requester_gone
 from horde.http.payload import RepeatedBodies
+from horde.http.request_context import caller_address
 from horde.observability.record import note
 from horde.storage import precompiled
 from horde.text.threads import BUSY
@@ -141,12 +142,13 @@ def _pop_once(runtime: Runtime, owner: Identity | str | None, request: dict, *, 
             )
     else:
         with runtime.db.transaction() as session:
-            worker = worker or WorkerView.of(workers.check_in(session, owner, request))
+            worker = worker or WorkerView.of(workers.check_in(session, owner, request, caller_address()))
             result, claimed, queued = claim_or_explain(runtime, session, worker, owner.trusted, explain=explain)
     if checked_in:
         runtime.checkins.remember(request, worker, started)
-    if result.get("rc") == errors.WorkerMaintenance.rc:  # after the commit: the check-in stands
-        raise errors.WorkerMaintenance(result["message"])
+    for off_duty in duty.REFUSALS:  # after the commit: the check-in stands
+        if result.get("rc") == off_duty.rc:
+            raise off_duty(result["message"])
     if claimed is not None:
         runtime.claimed_jobs.remember(claimed, worker.id, owner.id)
         runtime.snapshots.queue_changed()  # after the commit: a view taken again now sees the claim
@@ -209,8 +211,9 @@ def _job_answer(runtime: Runtime, claimed: chat_claim.Claimed, worker: WorkerVie
 def _not_claimed(
     runtime: Runtime, session: Session, worker: WorkerView, trusted: bool, busy: int, queued: bool, *, explain: bool
 ) -> dict[str, Any]:
-    """An empty pop's answer: the worker off duty (in maintenance: the AI Horde's refusal, which /pop raises), its
-    threads all busy, or with `explain` why the waiting requests were not its."""
+    """An empty pop's answer: the worker off duty (in maintenance or its owner flagged: the AI Horde's refusal, which
+    /pop raises; paused or deleted: no job), its threads all busy, or with `explain` why the waiting requests were
+    not its."""
     if duty.is_off_duty(busy):
         refusal = duty.refusal(session, worker.id)
         return {"id": None, **(refusal.to_native() if refusal else {"skipped": {}})}

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app, request
+from flask import current_app, g, has_request_context, request
 
 from horde.http import request_json
+from horde.http.client_address import client_address
 
 #: The key of app.extensions that holds the app's Runtime (horde/app.py create_app and bind_runtime set it).
 RUNTIME_EXTENSION = "horde"
@@ -35,3 +36,14 @@ def json_body() -> Any:
 def raw_body() -> bytes:
     """The body's bytes, read within the HORDE_MAX_BODY_BYTES limit (for payload.RepeatedBodies)."""
     return request_json.read(request, runtime().settings.max_body_bytes)
+
+
+def caller_address() -> str | None:
+    """The client's address as the rate limit reads it (HORDE_TRUSTED_PROXY_HOPS), once per request; None outside
+    a request (a service called directly)."""
+    if not has_request_context():
+        return None
+    address = g.get("caller_address")
+    if address is None:
+        address = g.caller_address = client_address(request.environ, runtime().settings.trusted_proxy_hops)
+    return address

@@ -4,10 +4,19 @@ first sign-in through the OpenID Connect provider)."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from horde.accounts.parts import AccountsParts
+from horde.oversight.gate import accepts_registrations
 
 if TYPE_CHECKING:
-    from horde.accounts.parts import AccountsParts
+    from horde.oversight.view import OversightView
+
+
+class RegistrationParts(AccountsParts, Protocol):
+    """What registration reads of the Runtime (horde/runtime.py): the accounts' parts and the moderators' view."""
+
+    oversight: OversightView
 
 
 class Mode(StrEnum):
@@ -16,7 +25,9 @@ class Mode(StrEnum):
     CLOSED = "closed"  # no new account; accounts bound to the provider still sign in
 
 
-def registration_mode(runtime: AccountsParts) -> Mode:
-    """The registration mode in force: HORDE_REGISTRATION. Anything else that closes registration for a while (the
-    moderators' raid mode) is asked here, so every way in obeys it alike."""
+def registration_mode(runtime: RegistrationParts) -> Mode:
+    """The registration mode in force: HORDE_REGISTRATION, closed while an admin holds the Horde in raid mode (PUT
+    /api/v2/status/modes): asked here, so that every way in obeys it alike."""
+    if not accepts_registrations(runtime.oversight.current()):
+        return Mode.CLOSED
     return Mode(runtime.settings.registration)

@@ -21,7 +21,7 @@ from horde.registration.modes import registration_mode
 from horde.registration.service import account_of, register
 
 if TYPE_CHECKING:
-    from horde.accounts.parts import AccountsParts
+    from horde.registration.modes import RegistrationParts
 
 #: Where the callback sends the browser: the web page's Account view, which asks who signed in.
 SIGNED_IN_PAGE = "/#account?signed_in=oidc"
@@ -90,7 +90,7 @@ def make_blueprint() -> Blueprint:
     return blueprint
 
 
-def _provider_name(hub: AccountsParts) -> str | None:
+def _provider_name(hub: RegistrationParts) -> str | None:
     provider = oidc.provider_of(hub.settings)
     return provider.name if provider else None
 

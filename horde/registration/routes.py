@@ -30,7 +30,7 @@ from horde.registration.schemas import (
 from horde.registration.service import register
 
 if TYPE_CHECKING:
-    from horde.accounts.parts import AccountsParts
+    from horde.registration.modes import RegistrationParts
 
 register_namespace = Namespace("register", description="Registration: a new account and its API key")
 api_key_namespace = Namespace("api_keys", description="A user's new API key (mounted at /users)")
@@ -48,7 +48,7 @@ oidc_key_model = body_model(oidc_namespace, "NewApiKey", ApiKeySchema)
 signed_out_model = body_model(oidc_namespace, "SimpleResponse", SimpleAnswerSchema)
 
 
-def registration_status(hub: AccountsParts) -> dict:
+def registration_status(hub: RegistrationParts) -> dict:
     """What the web page offers: the mode, and the provider's sign-in where it is on."""
     provider = oidc.provider_of(hub.settings)
     return {

@@ -21,8 +21,8 @@ from horde.registration.modes import Mode, registration_mode
 from horde.registration.usernames import checked_username
 
 if TYPE_CHECKING:
-    from horde.accounts.parts import AccountsParts
     from horde.config import Settings
+    from horde.registration.modes import RegistrationParts
     from horde.registration.oidc import Identity
 
 
@@ -38,7 +38,7 @@ class Registered:
         return {"id": self.id, "username": self.username, "api_key": self.api_key}
 
 
-def register(runtime: AccountsParts, username: str, *, invite_code: str | None, address: str) -> Registered:
+def register(runtime: RegistrationParts, username: str, *, invite_code: str | None, address: str) -> Registered:
     """A new account named `username` for the client at `address`, under the registration mode in force:
     403 RegistrationClosed, 400 BadRequest (param `username`), 403 InvalidInviteCode or 429 TooManyRegistrations
     otherwise."""
@@ -64,7 +64,7 @@ def closed() -> errors.HordeError:
     return errors.RegistrationClosed("This Horde is not taking new accounts.")
 
 
-def account_of(runtime: AccountsParts, identity: Identity, *, address: str) -> tuple[int, bool]:
+def account_of(runtime: RegistrationParts, identity: Identity, *, address: str) -> tuple[int, bool]:
     """The account bound to the provider's user (its id, and whether this sign-in made it). A first sign-in makes
     the account, named from the provider's claims, unless registration is closed; it needs no invite (the operator
     chose the provider) but counts against the address's registrations like any other. Two first sign-ins of one
@@ -87,7 +87,7 @@ def account_of(runtime: AccountsParts, identity: Identity, *, address: str) -> t
         return bound, False
 
 
-def _bound_user(runtime: AccountsParts, identity: Identity) -> int | None:
+def _bound_user(runtime: RegistrationParts, identity: Identity) -> int | None:
     with runtime.db.read() as session:
         return session.scalar(
             select(OidcIdentity.user_id).where(

@@ -8,8 +8,11 @@ from sqlalchemy import select
 
 from horde import errors
 from horde.accounts.auth import authenticate
+from horde.authz.check import may
+from horde.authz.rules import Action
 from horde.http.request_context import api_key, json_body, runtime
 from horde.http.swagger import body_model
+from horde.oversight.models import MAX_REASON_CHARS
 from horde.registry import manage, views
 from horde.registry.schemas import (
     MODIFY_WORKER_SCHEMA,
@@ -43,8 +46,9 @@ class Workers(Resource):
                 f"Unknown worker type '{kind}'; this Horde has 'text' and 'chat' workers.", param="type"
             )
         hub = runtime()
+        viewer = _viewer(hub)
         with hub.db.read() as session:
-            return views.listing(session, hub.settings, kind)
+            return views.listing(session, hub.settings, kind, viewer)
 
 
 @namespace.route("/<string:worker_id>")
@@ -52,23 +56,25 @@ class OneWorker(Resource):
     @namespace.response(200, "The worker", worker_model)
     def get(self, worker_id: str) -> dict:
         hub = runtime()
+        viewer = _viewer(hub)
         with hub.db.read() as session:
-            return views.one(session, hub.settings, manage.live_worker(session, worker_id))
+            return views.one(session, hub.settings, manage.live_worker(session, worker_id), viewer)
 
     @namespace.doc(params=OWNER_APIKEY_HEADER)
     @namespace.expect(modify_model)
     @namespace.response(200, "The fields changed, with their new values", modify_answer_model)
     def put(self, worker_id: str) -> dict:
-        """Maintenance on or off (with its message), info, name, team: by the worker's owner."""
+        """Maintenance on or off (with its message), info, name, team: by the worker's owner or a moderator; paused:
+        by a moderator."""
         hub = runtime()
         return manage.modify(hub, authenticate(hub, api_key()), worker_id, json_body())
 
     @namespace.doc(params=OWNER_APIKEY_HEADER)
     @namespace.response(200, "Deleted", deleted_model)
     def delete(self, worker_id: str) -> dict:
-        """Delete the worker, by its owner; its running jobs end as expired ones, with no reward."""
+        """Delete the worker, by its owner or a moderator; its running jobs end as expired ones, with no reward."""
         hub = runtime()
-        return manage.delete(hub, authenticate(hub, api_key()), worker_id)
+        return manage.delete(hub, authenticate(hub, api_key()), worker_id, _reason())
 
 
 @namespace.route("/name/<path:worker_name>")
@@ -80,4 +86,20 @@ class WorkerByName(Resource):
             worker = session.scalar(select(Worker).where(Worker.name == worker_name, Worker.deleted_at.is_(None)))
             if worker is None:
                 raise errors.WorkerNotFound(f"No worker named '{worker_name}'.")
-            return views.one(session, hub.settings, worker)
+            return views.one(session, hub.settings, worker, _viewer(hub))
+
+
+def _viewer(hub) -> views.Viewer:
+    """Who asks, by the call's key (none: the public): a moderator's own key sees what only moderators see."""
+    key = api_key()
+    if not key:
+        return views.PUBLIC
+    caller = authenticate(hub, key)
+    own = None if caller.anonymous or caller.shared_key_id else caller.id
+    return views.Viewer(user_id=own, moderator=may(caller, Action.MODERATOR_VIEW))
+
+
+def _reason() -> str | None:
+    """A moderator's reason for a DELETE, from the optional query parameter `reason` (a DELETE has no body)."""
+    reason = http_request.args.get("reason") or None
+    return reason[:MAX_REASON_CHARS] if reason else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
+from horde.oversight.models import MAX_REASON_CHARS
 from horde.registry.views import KINDS
 from horde.workers.models import MAX_MAINTENANCE_MSG_CHARS
 
@@ -35,11 +36,11 @@ class WorkerDetailSchema(Schema):
     threads = fields.Integer(required=True)
     uptime = fields.Integer(required=True, metadata={"description": "Seconds since the worker first popped"})
     maintenance_mode = fields.Boolean(required=True, metadata={"description": "Put in maintenance by its owner"})
-    paused = fields.Boolean(required=True)
+    paused = fields.Boolean(required=True, metadata={"description": "Paused by a moderator; shown to moderators"})
     info = fields.String(required=True, allow_none=True, metadata={"description": "Its owner's note"})
     nsfw = fields.Boolean(required=True)
     trusted = fields.Boolean(required=True)
-    flagged = fields.Boolean(required=True)
+    flagged = fields.Boolean(required=True, metadata={"description": "Its owner was flagged: it takes no jobs"})
     uncompleted_jobs = fields.Integer(required=True)
     bridge_agent = fields.String(required=True)
     team = fields.Nested(TeamSchema, required=True)
@@ -48,6 +49,13 @@ class WorkerDetailSchema(Schema):
     max_length = fields.Integer(required=True, allow_none=True)
     max_context_length = fields.Integer(required=True, allow_none=True)
     softprompts = fields.List(fields.String(), metadata={"description": "text only"})
+    owner = fields.String(
+        metadata={"description": "name#id: to a moderator, the owner, and everyone when the owner shows its workers"}
+    )
+    ipaddr = fields.String(
+        allow_none=True, metadata={"description": "Its latest check-in's address: moderators, owner"}
+    )
+    contact = fields.String(allow_none=True, metadata={"description": "Its owner's contact: moderators, the owner"})
     features = fields.List(fields.String(), metadata={"description": "chat only"})
     guarantees = fields.List(fields.String(), metadata={"description": "chat only"})
 
@@ -71,11 +79,19 @@ class ModifyWorkerSchema(Schema):
         validate=validate.Length(max=MAX_MAINTENANCE_MSG_CHARS),
         metadata={"description": "With maintenance true: what its pops are answered (403 WorkerMaintenance)"},
     )
-    paused = fields.Boolean(allow_none=True, metadata={"description": "Moderators only; this Horde has none"})
+    paused = fields.Boolean(
+        allow_none=True,
+        metadata={"description": "Moderators only. True: the worker takes no jobs; its pops are answered as if none"},
+    )
     info = fields.String(allow_none=True, metadata={"description": "A note shown with the worker; up to 1000 chars"})
     name = fields.String(allow_none=True, metadata={"description": "A new name, 5 to 100 characters, unique"})
     team = fields.String(
         allow_none=True, validate=validate.Length(max=36), metadata={"description": "'' leaves the worker teamless"}
+    )
+    reason = fields.String(
+        allow_none=True,
+        validate=validate.Length(max=MAX_REASON_CHARS),
+        metadata={"description": "A moderator's reason, kept in the audit trail with the change"},
     )
 
 
@@ -89,6 +105,7 @@ class ModifyWorkerAnswerSchema(Schema):
     info = fields.String()
     name = fields.String()
     team = fields.String()
+    paused = fields.Boolean()
 
 
 class DeletedWorkerSchema(Schema):
@@ -125,12 +142,6 @@ class NewspieceSchema(Schema):
     title = fields.String(allow_none=True)
     tags = fields.List(fields.String())
     more_info_urls = fields.List(fields.String())
-
-
-class ModesSchema(Schema):
-    maintenance_mode = fields.Boolean(required=True)
-    invite_only_mode = fields.Boolean(required=True)
-    raid_mode = fields.Boolean(required=True)
 
 
 class TeamDetailsSchema(Schema):

@@ -1,6 +1,7 @@
 """The AI Horde's status and meta endpoints that its clients read beside the text ones.
 
-/status/models/{name}, /status/heartbeat, /status/performance, /status/news, /status/modes; /teams and
+/status/models/{name}, /status/heartbeat, /status/performance, /status/news (/status/modes: horde/moderation/
+routes.py); /teams and
 /teams/{id} (this Horde has no teams); /stats/img/totals and /stats/img/models (it makes no images).
 """
 
@@ -20,7 +21,6 @@ from horde.registry.schemas import (
     HeartbeatSchema,
     ImageModelsSchema,
     ImageTotalsSchema,
-    ModesSchema,
     NewspieceSchema,
     PerformanceSchema,
     TeamDetailsSchema,
@@ -28,12 +28,10 @@ from horde.registry.schemas import (
 from horde.text import stats as text_stats
 
 HORDE_API_VERSION = "2.0.0"
-MODES = {"maintenance_mode": False, "invite_only_mode": False, "raid_mode": False}
 IMAGE_PERIODS = ("minute", "hour", "day", "month", "total")
 heartbeat_model = body_model(status_namespace, "Heartbeat", HeartbeatSchema)
 performance_model = body_model(status_namespace, "HordePerformance", PerformanceSchema)
 newspiece_model = body_model(status_namespace, "Newspiece", NewspieceSchema)
-modes_model = body_model(status_namespace, "HordeModes", ModesSchema)
 
 teams_namespace = Namespace("teams", description="Teams of workers; this Horde has none")
 team_model = body_model(teams_namespace, "TeamDetails", TeamDetailsSchema)
@@ -82,14 +80,6 @@ class News(Resource):
     def get(self) -> list[dict]:
         """The news pieces of the file HORDE_NEWS names; [] without one."""
         return NEWS.pieces(runtime().settings.news_path)
-
-
-@status_namespace.route("/modes")
-class Modes(Resource):
-    @status_namespace.response(200, "The Horde's modes", modes_model)
-    def get(self) -> dict:
-        """Maintenance, invite-only and raid modes: this Horde has none of them on."""
-        return dict(MODES)
 
 
 @teams_namespace.route("")

@@ -7,12 +7,14 @@ One worker is shown as "text" when it pops text, else "chat". A deleted worker i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from horde.accounts.models import User
+from horde.accounts.names import alias
 from horde.chat.models import JOB_SUBMITTED as CHAT_SUBMITTED
 from horde.chat.models import ChatJob, ChatRequest
 from horde.text import checkin
@@ -38,25 +40,46 @@ KINDS = ("text", "chat")
 AI_HORDE_KINDS = ("text",)
 
 
-def listing(session: Session, settings: Settings, kind: str | None) -> list[dict]:
+@dataclass(frozen=True)
+class Viewer:
+    """Who asks: a moderator sees a worker's pause, owner, address and contact; its owner sees the last three."""
+
+    user_id: int | None = None
+    moderator: bool = False
+
+
+PUBLIC = Viewer()
+
+
+def listing(session: Session, settings: Settings, kind: str | None, viewer: Viewer = PUBLIC) -> list[dict]:
     found = session.scalars(select(Worker).where(Worker.deleted_at.is_(None)).order_by(Worker.name)).all()
     kinds = (kind,) if kind else AI_HORDE_KINDS
-    return [detail(session, settings, worker, shown) for worker in found for shown in kinds if pops(worker, shown)]
+    return [
+        detail(session, settings, worker, shown, viewer) for worker in found for shown in kinds if pops(worker, shown)
+    ]
 
 
-def one(session: Session, settings: Settings, worker: Worker) -> dict:
-    return detail(session, settings, worker, _kind_of(worker))
+def one(session: Session, settings: Settings, worker: Worker, viewer: Viewer = PUBLIC) -> dict:
+    return detail(session, settings, worker, _kind_of(worker), viewer)
 
 
 def _kind_of(worker: Worker) -> str:
     return "text" if pops(worker, "text") else "chat"
 
 
-def detail(session: Session, settings: Settings, worker: Worker, kind: str) -> dict:
-    """WorkerDetailItem, with the declarations of `kind`."""
+def detail(session: Session, settings: Settings, worker: Worker, kind: str, viewer: Viewer = PUBLIC) -> dict:
+    """WorkerDetailItem, with the declarations of `kind`. As on the AI Horde: whether a moderator paused it only a
+    moderator sees; its owner (`name#id`) a moderator, its owner, and everyone when the owner shows its workers;
+    its address and its owner's contact a moderator and its owner; whether its owner is flagged, everyone."""
     last_pop = worker.text_pop_at if kind == "text" else worker.last_pop_at
     online = seconds_since(last_pop) <= settings.worker_online_window_s
-    trusted = bool(session.scalar(select(User.trusted).where(User.id == worker.owner_id)))
+    owner = session.execute(
+        select(User.username, User.trusted, User.flagged, User.public_workers, User.contact).where(
+            User.id == worker.owner_id
+        )
+    ).one()
+    trusted, flagged = owner.trusted, owner.flagged
+    privileged = viewer.moderator or viewer.user_id == worker.owner_id
     fulfilled, rewards, tokens = _work_done(session, worker.id)
     speed = checkin.tokens_per_s(session, worker.id)
     item = {
@@ -71,16 +94,20 @@ def detail(session: Session, settings: Settings, worker: Worker, kind: str) -> d
         "threads": worker.threads,
         "uptime": int(seconds_since(worker.created_at)),
         "maintenance_mode": bool(worker.maintenance),
-        "paused": False,
+        "paused": bool(worker.paused) and viewer.moderator,
         "info": worker.info,
         "nsfw": bool(worker.nsfw),
-        "trusted": trusted,
-        "flagged": False,
+        "trusted": bool(trusted),
+        "flagged": bool(flagged),
         "uncompleted_jobs": _uncompleted(session, worker.id),
         "bridge_agent": worker.bridge_agent or "unknown:0:unknown",
         "team": {"name": None, "id": None},
         "tokens_generated": tokens,
     }
+    if privileged or owner.public_workers:
+        item["owner"] = alias(owner.username, worker.owner_id, anonymous=False)
+    if privileged:
+        item["ipaddr"], item["contact"] = worker.ip_address, owner.contact
     if kind == "text":
         item.update(
             models=list(worker.text_models or []),

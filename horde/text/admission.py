@@ -9,17 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Integer, Row, and_, bindparam
+from sqlalchemy import ColumnElement, Integer, Row, and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts import rate_limit, shared_keys
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
-from horde.accounts.models import User
+from horde.accounts.models import DEFAULT_CONCURRENCY, User
+from horde.accounts.moves import multiplied
 from horde.chat import pricing as chat_pricing
 from horde.chat import request_rows, tiers
+from horde.chat.models import IN_FLIGHT_STATES_SQL, in_flight
 from horde.http.payload import load
+from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.text import pricing
 from horde.text.models import PROCESSING, WAITING, TextRequest, TextRequestModel, new_id
@@ -44,6 +47,33 @@ shared_keys.holds_in(table_of(TextRequest), (WAITING, PROCESSING))
 #: The request's INSERT below the caller's rate limit, which chat and text share, with what the caller's balance
 #: decides (chat's priority, and whether the estimate was paid upfront) worked out from the balance as the INSERT
 #: reads it: no read of the user before.
+_OPEN = table_of(TextRequest).alias("open_requests")
+#: The generations of the caller's (bind parameter `user_id`) text requests waiting or running, by the partial
+#: index that holds those requests.
+_IN_FLIGHT = (
+    select(func.coalesce(func.sum(_OPEN.c.waiting + _OPEN.c.processing), 0))
+    .select_from(_OPEN)
+    .where(
+        _OPEN.c.user_id == bindparam("user_id"),
+        in_flight(_OPEN.c.state),
+    )
+)
+#: PostgreSQL: the same count once the caller's turn is taken (accounts/rate_limit.py count_under_turn_sql).
+IN_FLIGHT_FUNCTION = "horde_text_in_flight"
+IN_FLIGHT_FUNCTION_SQL = rate_limit.count_under_turn_sql(
+    IN_FLIGHT_FUNCTION,
+    f"SELECT coalesce(sum(waiting + processing), 0) FROM {TextRequest.__tablename__} "
+    f"WHERE user_id = caller AND {IN_FLIGHT_STATES_SQL}",
+)
+
+
+def _within_concurrency(postgres: bool) -> list[ColumnElement[bool]]:
+    """Within the caller's concurrency, the new request's `n` generations added (`in_flight_new`), as the AI Horde
+    counts a text request (accounts/rate_limit.py within_concurrency)."""
+    added = bindparam("in_flight_new", type_=Integer)
+    return rate_limit.within_concurrency(postgres, IN_FLIGHT_FUNCTION, _IN_FLIGHT, added)
+
+
 _ADMIT = rate_limit.InsertBelowLimit(
     table_of(TextRequest),
     table_of(TextRequestModel),
@@ -55,6 +85,7 @@ _ADMIT = rate_limit.InsertBelowLimit(
         ),
     },
     where=(request_rows.PRIORITY_CALLER,),
+    where_by_database=_within_concurrency,
 )
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 
@@ -117,10 +148,10 @@ def admit(
     models = list(dict.fromkeys(loaded.get("models") or []))
     prompt_tokens = pricing.prompt_tokens(loaded["prompt"], params["max_context_length"])
     warnings = list(warnings or [])
-    _downgrade_or_refuse(
-        session, settings, user, loaded, params, (models, prompt_tokens, tier), online, queued, warnings
-    )
-    estimate = _estimate(settings, models, params, prompt_tokens, tier)
+    multiplier = float(getattr(user, "usage_multiplier", None) or 1.0)  # what the requester pays: PUT /users/{id}
+    priced = (models, prompt_tokens, tier, multiplier)
+    _downgrade_or_refuse(session, settings, user, loaded, params, priced, online, queued, warnings)
+    estimate = _estimate(settings, models, params, prompt_tokens, tier, multiplier)
     if loaded.get("dry_run"):
         return Admitted(kudos=estimate, warnings=warnings)
     shared_key_id = getattr(user, "shared_key_id", None)
@@ -160,12 +191,22 @@ def admit(
         n=n,
         waiting=n,
         kudos_estimate=estimate,
+        usage_multiplier=multiplier,
         body_hash=body_hash,
         holders=holders,
         service_tier=tier.name,
     )
     limit = tiers.BATCH_RATE_LIMIT if tier.rate_scope else settings.rate_limit_per_minute
-    row = _ADMIT.run(session, values, limit=limit, client_address=tier.rate_scope or address)
+    # A batch line is bounded by its batch's lines in flight (HORDE_BATCH_MAX_IN_FLIGHT), not the user's concurrency.
+    bounded = not (user.anonymous or tier.rate_scope)
+    concurrency = int(getattr(user, "concurrency", DEFAULT_CONCURRENCY)) if bounded else None
+    bound = {"any_concurrency": concurrency is None, "concurrency": concurrency or 0, "in_flight_new": n}
+    try:
+        row = _ADMIT.run(session, values, limit=limit, client_address=tier.rate_scope or address, computed_params=bound)
+    except errors.TooManyRequests:
+        if concurrency is not None:
+            _refuse_past_concurrency(session, user.id, concurrency, n)
+        raise
     decided = {"priority": row.priority, "priority_class": row.priority_class, "upfront_paid": row.upfront_paid}
     request = TextRequest(**values, **decided)
     return Admitted(kudos=estimate, request=request, warnings=warnings)
@@ -177,8 +218,23 @@ def no_worker_message(request: TextRequest, online: list[Row], loaded: dict, lif
     return NO_WORKER_MESSAGE.format(minutes=int(lifetime_s // 60), why=why) if why else None
 
 
-def _estimate(settings: Settings, models: list[str], params: dict, prompt_tokens: int, tier: tiers.Tier) -> int:
-    """What the requester may pay: the price of every generation at its full length, as its tier pays it."""
+def _refuse_past_concurrency(session: Session, user_id: int, concurrency: int, n: int) -> None:
+    """429 TooManyPrompts when the user's generations in flight and the new request's `n` pass its concurrency
+    (the INSERT's refusal, told apart from the rate's)."""
+    in_flight = precompiled.execute(session.connection(), _IN_FLIGHT, {"user_id": user_id}).scalar() or 0
+    if in_flight + n > concurrency:
+        raise errors.TooManyPrompts(
+            f"Parallel requests ({in_flight + n}) exceeded user limit ({concurrency}). Please try again later or "
+            "request to increase your concurrency.",
+            metadata={"in_flight": in_flight, "concurrency": concurrency},
+        )
+
+
+def _estimate(
+    settings: Settings, models: list[str], params: dict, prompt_tokens: int, tier: tiers.Tier, multiplier: float
+) -> int:
+    """What the requester may pay: the price of every generation at its full length, as its tier pays it, times its
+    usage multiplier (PUT /users/{id})."""
     price = pricing.estimate(
         models,
         n=params["n"],
@@ -186,17 +242,18 @@ def _estimate(settings: Settings, models: list[str], params: dict, prompt_tokens
         prompt_tokens=prompt_tokens,
         reference_path=settings.model_reference_path,
     )
-    return tiers.requester_price(price, tier.name, settings.batch_price_factor)
+    return multiplied(tiers.requester_price(price, tier.name, settings.batch_price_factor), multiplier)
 
 
 def _downgrade_or_refuse(session, settings, user, loaded, params, priced, online, queued, warnings) -> None:
     """Over the free allowance a request needs its estimate upfront, or (allow_downgrade) a smaller max_length.
-    `priced`: the models, prompt tokens and tier the estimate prices. A batch line has no free allowance."""
-    models, prompt_tokens, tier = priced
+    `priced`: the models, prompt tokens, tier and usage multiplier the estimate prices. A batch line has no free
+    allowance."""
+    models, prompt_tokens, tier, multiplier = priced
     threads = sum(worker.threads for worker in online)
     allowance = chat_pricing.free_allowance_tokens(threads, queued)
     wanted = params["max_length"] * params["n"]
-    estimate = _estimate(settings, models, params, prompt_tokens, tier)
+    estimate = _estimate(settings, models, params, prompt_tokens, tier, multiplier)
     if wanted <= allowance and tier.free_allowance:
         return
     balance = accounts.locked_balance(session, user.id, lock=False)

@@ -24,7 +24,7 @@ from horde.text.models import JOB_SUBMITTED, TextJob
 from horde.timeutil import utcnow
 from horde.workers import service as workers
 from horde.workers.checkins import common_declarations
-from horde.workers.models import Worker
+from horde.workers.models import MAX_ADDRESS_CHARS, Worker
 
 NEVER_POPPED = dt.datetime(1970, 1, 1)
 #: Below this many generated tokens a second a worker is "slow" (requests with slow_workers false skip it).
@@ -74,9 +74,9 @@ def declared(pop: dict) -> tuple:
     )
 
 
-def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
-    """The worker `pop` names, made or updated; `owner` passed the authorization table's RUN_WORKER row
-    (horde/workers/service.py worker_owner)."""
+def check_in(session: Session, owner: User | Identity, pop: dict, address: str | None = None) -> Worker:
+    """The worker `pop` names, made or updated, with the pop's client `address`; `owner` passed the authorization
+    table's RUN_WORKER row (horde/workers/service.py worker_owner)."""
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
     if worker is None:  # chat's insert, so that simultaneous first pops of a new name all succeed
         worker = workers.insert_new(
@@ -102,6 +102,8 @@ def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     worker.require_upfront_kudos = bool(pop.get("require_upfront_kudos"))
     worker.bridge_agent = (pop.get("bridge_agent") or "unknown:0:unknown")[:300]
     worker.text_pop_at = utcnow()
+    if address is not None:
+        worker.ip_address = address[:MAX_ADDRESS_CHARS]
     session.flush()
     return worker
 

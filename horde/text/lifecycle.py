@@ -39,7 +39,7 @@ from horde import errors
 from horde.accounts import service as accounts
 from horde.accounts.identity import Identity
 from horde.accounts.models import User
-from horde.accounts.moves import Kind, Move
+from horde.accounts.moves import Kind, Move, multiplied
 from horde.chat import tiers
 from horde.storage import precompiled
 from horde.storage.database import is_postgresql, table_of
@@ -195,6 +195,7 @@ _OWNED_JOB = (
         _REQUESTS.c.kudos_estimate,
         _REQUESTS.c.n,
         _REQUESTS.c.service_tier,
+        _REQUESTS.c.usage_multiplier,
     )
     .select_from(
         _JOBS.join(_REQUESTS, _REQUESTS.c.id == _JOBS.c.request_id).outerjoin(
@@ -356,11 +357,16 @@ def submit(session: Session, settings: Settings, owner: User | Identity, body: d
         prompt_tokens=job.prompt_tokens,
         reference_path=settings.model_reference_path,
     )
-    charge = tiers.requester_price(kudos, job.service_tier, settings.batch_price_factor)
+    # The requester pays its tier's share of the price (a flex generation HORDE_BATCH_PRICE_FACTOR of it) times its
+    # usage multiplier (PUT /users/{id}); the worker earns the price (horde/chat/tiers.py).
+    charge = multiplied(
+        tiers.requester_price(kudos, job.service_tier, settings.batch_price_factor), job.usage_multiplier or 1.0
+    )
+    reward = kudos
     if job.shared_key_id:  # at most its share of what the admission reserved of the key (accounts/shared_keys.py)
-        charge = min(charge, job.kudos_estimate // job.n)
-    # A flex generation's worker earns the price, as for any job (horde/chat/tiers.py); otherwise what is paid.
-    reward = kudos if job.service_tier == tiers.FLEX else charge
+        share = job.kudos_estimate // job.n
+        charge = min(charge, share)
+        reward = reward if job.service_tier == tiers.FLEX else min(reward, share)
     now = utcnow()
     connection = session.connection()
     landed = precompiled.execute(

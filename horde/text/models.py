@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from horde.chat.models import IN_FLIGHT_STATES_SQL
 from horde.storage.database import Base
 from horde.timeutil import utcnow
 
@@ -46,6 +47,13 @@ class TextRequest(Base):
             "state",
             postgresql_where=text("shared_key_id IS NOT NULL"),
             sqlite_where=text("shared_key_id IS NOT NULL"),
+        ),
+        # A user's requests waiting or running, whose generations admission counts against its concurrency.
+        Index(
+            "ix_text_requests_in_flight",
+            "user_id",
+            postgresql_where=text(IN_FLIGHT_STATES_SQL),
+            sqlite_where=text(IN_FLIGHT_STATES_SQL),
         ),
     )
 
@@ -89,6 +97,8 @@ class TextRequest(Base):
     cancelled: Mapped[bool] = mapped_column(Boolean, default=False)
     kudos_estimate: Mapped[int] = mapped_column(Integer, default=0)
     kudos_charged: Mapped[int] = mapped_column(Integer, default=0)
+    #: The requester's usage multiplier when it was admitted, as chat's (horde/chat/models.py).
+    usage_multiplier: Mapped[float] = mapped_column(Float, default=1.0, server_default=text("1.0"))
     fault_rc: Mapped[str | None] = mapped_column(String(50), nullable=True)
     fault_message: Mapped[str | None] = mapped_column(Text, nullable=True)
 

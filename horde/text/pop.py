@@ -21,6 +21,7 @@ from horde.accounts.models import User
 from horde.events.bus import request_channel
 from horde.http.client_connection import requester_gone
 from horde.http.payload import RepeatedBodies
+from horde.http.request_context import caller_address
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.text import checkin, eligibility, lifecycle, views
@@ -101,7 +102,7 @@ def pop_once(runtime: TextParts, owner: Identity, pop_body: dict, *, explain: bo
     remembered = runtime.text_checkins.current(owner.id, pop_body, runtime.settings.worker_online_window_s)
     started = time.monotonic()
     with runtime.db.transaction() as session:
-        worker = remembered or checkin.TextWorkerView.of(checkin.check_in(session, owner, pop_body))
+        worker = remembered or checkin.TextWorkerView.of(checkin.check_in(session, owner, pop_body, caller_address()))
         answer, request_id = _claim_or_explain(runtime, session, owner, worker, pop_body, explain=explain)
     if remembered is None:
         runtime.text_checkins.remember(pop_body, worker, started)

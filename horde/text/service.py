@@ -11,6 +11,7 @@ from horde.authz.rules import Action
 from horde.chat import tiers
 from horde.events.bus import request_channel
 from horde.http.payload import load
+from horde.oversight import gate
 from horde.stats import rollup
 from horde.text import admission, fail_fast, lifecycle, pop, roster, stats, views, webhook
 from horde.text.models import WAITING, TextJob, TextRequest
@@ -45,6 +46,7 @@ def create(
     """Admit a text request. With `front` (the OpenAI front), gaps are refused before queueing. `tier`: interactive,
     or a batch line's (horde/chat/tiers.py); `request_id`: the new request's id, when the caller chose it."""
     authorize(user, Action.GENERATE)
+    gate.admit_generation(runtime.oversight.current(), user, runtime.settings.raid_new_account_s)
     loaded, warnings = admission.validate(body)
     if loaded.get("webhook"):
         webhook.check(loaded["webhook"], runtime.settings)

@@ -1,10 +1,11 @@
 """The AI Horde's UserDetails body, as /find_user, /users/{id} and /users answer it.
 
-Two views, as on the AI Horde: the public one (anyone), and the user's own (its own API key), which adds
-what only the user may see: `worker_ids`, `sharedkey_ids`, `active_generations`, and the fields the AI Horde
-shows its moderators (this Horde has none, so they carry only their neutral values). What this Horde has no
-notion of (roles, styles, monthly kudos, image work) is present with the AI Horde's neutral value; see
-docs/reference/accounts.md for which is which.
+Three views, as on the AI Horde: the public one (anyone: the user's standing, what moderators set of its
+concurrency, invitation, role, trust and flag, and its `worker_ids` when it shows them, `public_workers`); the
+user's own (its own API key), which adds what only the user may see: `worker_ids`, `sharedkey_ids`, `contact`,
+`active_generations`; and a moderator's, which adds the moderators' note (`admin_comment`) to the user's own.
+What this Horde has no notion of (styles, monthly kudos, suspicion, image work) is present with the AI Horde's
+neutral value; see docs/reference/accounts.md for which is which.
 
 Every figure of a user is read from its row (the running totals of horde/accounts/moves.py), its workers and
 shared keys, and its open requests: none walks the user's history.
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from horde.accounts import names
 from horde.accounts.models import SharedKey, User
+from horde.authz.roles import Role
 from horde.chat import models as chat_models
 from horde.chat.models import ChatRequest
 from horde.text import models as text_models
@@ -34,30 +36,37 @@ LAST_PAGE = 10_000
 SORTS = ("kudos", "age")
 #: The most ids listed per kind of active generation (a user's open requests), newest first.
 MAX_ACTIVE_LISTED = 1000
-#: The AI Horde's default concurrency; not enforced here (the Horde limits a user by its rate, not concurrency).
-DEFAULT_CONCURRENCY = 30
 _IMAGE_AMOUNTS = {"image": 0, "interrogation": 0}
+#: The roles the AI Horde's `moderator` flag reports (an admin moderates too).
+MODERATING_ROLES = (Role.MODERATOR.value, Role.ADMIN.value)
 
 
-def find(session: Session, user_id: int, *, own: bool, shared_key_name: str | None = None) -> dict:
-    """The details of user `user_id` (an id of the users table), in its own view when `own`. With
-    `shared_key_name` (the caller sent a shared key: "" when it has no name), the public view with the username
-    marked as the AI Horde marks it."""
+def find(
+    session: Session, user_id: int, *, own: bool, moderator: bool = False, shared_key_name: str | None = None
+) -> dict:
+    """The details of user `user_id` (an id of the users table), in its own view when `own`, in a moderator's when
+    `moderator`. With `shared_key_name` (the caller sent a shared key: "" when it has no name), the public view
+    with the username marked as the AI Horde marks it."""
     user = session.get_one(User, user_id)
     body = details(user, _worker_counts(session, [user.id]).get(user.id, 0))
-    if own:
+    if user.public_workers and not (own or moderator):
+        body["worker_ids"] = _worker_ids(session, user.id)
+    if own or moderator:
         body |= _own_view(session, user)
+    if moderator:
+        body["admin_comment"] = user.admin_comment
     if shared_key_name is not None:
         body["username"] += f" (Shared Key{': ' + shared_key_name if shared_key_name else ''})"
     return body
 
 
 def page(session: Session, number: int, sort: str) -> list[dict]:
-    """Page `number` (from 1) of every user's public details, by kudos (most first) or age (oldest first)."""
+    """Page `number` (from 1) of every live user's public details, by kudos (most first) or age (oldest first)."""
     if number > LAST_PAGE:
         return []
     order = (User.created_at, User.id) if sort == "age" else (User.kudos.desc(), User.id)
-    users = session.scalars(select(User).order_by(*order).offset((max(1, number) - 1) * PAGE_SIZE).limit(PAGE_SIZE))
+    live = select(User).where(User.deleted_at.is_(None))
+    users = session.scalars(live.order_by(*order).offset((max(1, number) - 1) * PAGE_SIZE).limit(PAGE_SIZE))
     listed = list(users)
     counts = _worker_counts(session, [user.id for user in listed])
     return [details(user, counts.get(user.id, 0)) for user in listed]
@@ -77,7 +86,7 @@ def details(user: User, worker_count: int, now: dt.datetime | None = None) -> di
             "admin": float(user.kudos_admin),
             "received": float(user.kudos_received),
             "recurring": 0.0,
-            "awarded": 0.0,
+            "awarded": float(user.kudos_awarded),
             "styled": 0.0,
         },
         "usage": {"megapixelsteps": 0.0, "requests": 0},
@@ -89,16 +98,16 @@ def details(user: User, worker_count: int, now: dt.datetime | None = None) -> di
             "request": {**_IMAGE_AMOUNTS, "text": user.requested_generations},
             "style": {**_IMAGE_AMOUNTS, "text": 0},
         },
-        "concurrency": DEFAULT_CONCURRENCY,
-        "worker_invited": 0,
-        "moderator": False,
+        "concurrency": user.concurrency,
+        "worker_invited": user.worker_invited,
+        "moderator": user.role in MODERATING_ROLES,
         "trusted": bool(user.trusted),
-        "flagged": False,
+        "flagged": bool(user.flagged),
         "pseudonymous": not anonymous,
         "worker_count": worker_count,
         "account_age": max(0, int(((now or utcnow()) - user.created_at).total_seconds())),
         "service": False,
-        "deleted": False,
+        "deleted": user.deleted_at is not None,
         "education": False,
         "customizer": False,
         "styles": [],
@@ -114,14 +123,11 @@ def _own_view(session: Session, user: User) -> dict:
         text = _open_requests(session, TextRequest, user.id, (text_models.WAITING, text_models.PROCESSING))
         chat = _open_requests(session, ChatRequest, user.id, (chat_models.WAITING, chat_models.PROCESSING))
     return {
-        "worker_ids": list(
-            session.scalars(
-                select(Worker.id).where(Worker.owner_id == user.id, Worker.deleted_at.is_(None)).order_by(Worker.id)
-            )
-        ),
+        "worker_ids": _worker_ids(session, user.id),
         "sharedkey_ids": list(
             session.scalars(select(SharedKey.id).where(SharedKey.user_id == user.id).order_by(SharedKey.created_at))
         ),
+        "contact": user.contact,
         "vpn": False,
         "special": False,
         # chat: the Horde's own chat requests (GET /api/v2/generate/chat/status/{id}), beside the AI Horde's kinds
@@ -130,6 +136,11 @@ def _own_view(session: Session, user: User) -> dict:
         "evaluating_kudos": 0.0,
         "suspicious": 0,
     }
+
+
+def _worker_ids(session: Session, user_id: int) -> list[str]:
+    query = select(Worker.id).where(Worker.owner_id == user_id, Worker.deleted_at.is_(None)).order_by(Worker.id)
+    return list(session.scalars(query))
 
 
 def _open_requests(session: Session, table: Any, user_id: int, states: Sequence[str]) -> list[str]:

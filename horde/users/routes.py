@@ -1,4 +1,5 @@
-"""The AI Horde's user routes: /find_user (the API key's user), /users (a page of every user), /users/{id}."""
+"""The AI Horde's user routes: /find_user (the API key's user), /users (a page of every user). /users/{id}, which
+moderators also change and delete, is declared on this namespace by horde/moderation/routes.py."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from flask import request as http_request
 from flask_restx import Namespace, Resource
 
 from horde import errors
-from horde.accounts import names
 from horde.accounts.auth import authenticate
 from horde.accounts.models import SharedKey
 from horde.http.request_context import api_key, runtime
@@ -17,7 +17,6 @@ from horde.users.schemas import UserDetailsSchema
 find_namespace = Namespace("find_user", description="The API key's user")
 users_namespace = Namespace("users", description="Users, as the AI Horde lists them")
 APIKEY_HEADER = {"apikey": {"in": "header", "description": "API key; 0000000000 or none is anonymous"}}
-OWN_KEY_HEADER = {"apikey": {"in": "header", "description": "The user's own API key, for its own view"}}
 find_model = body_model(find_namespace, "UserDetails", UserDetailsSchema)
 user_model = body_model(users_namespace, "UserDetails", UserDetailsSchema)
 
@@ -56,25 +55,3 @@ class Users(Resource):
         sort = http_request.args.get("sort", "kudos")
         with runtime().db.read() as session:
             return details.page(session, int(raw_page), sort if sort in details.SORTS else "kudos")
-
-
-@users_namespace.route("/<string:user_id>")
-class UserSingle(Resource):
-    @users_namespace.doc(params=OWN_KEY_HEADER)
-    @users_namespace.response(200, "The user: its own view with its own API key, else its public view", user_model)
-    def get(self, user_id: str) -> dict:
-        """A user's details, by the number of its `name#id`."""
-        public = names.id_in_alias(user_id) if user_id.isascii() and user_id.isdecimal() else None
-        if public is None:
-            raise errors.UserNotFound(
-                "Please use only the numerical part of the userID. E.g. the '1' in 'db0#1'.", param="user_id"
-            )
-        hub = runtime()
-        key = api_key()
-        caller = authenticate(hub, key) if key else None
-        with hub.db.read() as session:
-            user = names.by_public_id(session, public)
-            if user is None:
-                raise errors.UserNotFound(f"User with ID '{user_id}' not found.", param="user_id")
-            own = caller is not None and caller.id == user.id and caller.shared_key_id is None
-            return details.find(session, user.id, own=own)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields
 
-_PRIVATE = "Only in the user's own view (its own API key)"
+_PRIVATE = "Only in the user's own view (its own API key) and a moderator's"
+_MODERATORS = "Only in a moderator's view"
 
 
 class KudosDetailsSchema(Schema):
@@ -16,7 +17,7 @@ class KudosDetailsSchema(Schema):
     admin = fields.Float(metadata={"description": "Granted or set by the operator"})
     received = fields.Float(metadata={"description": "Received from other users"})
     recurring = fields.Float(metadata={"description": "Always 0"})
-    awarded = fields.Float(metadata={"description": "Always 0"})
+    awarded = fields.Float(metadata={"description": "Awarded by moderators (POST /kudos/award)"})
     styled = fields.Float(metadata={"description": "Always 0"})
 
 
@@ -76,24 +77,30 @@ class UserDetailsSchema(Schema):
     usage = fields.Nested(UsageSchema, required=True)
     contributions = fields.Nested(ContributionsSchema, required=True)
     records = fields.Nested(RecordsSchema, required=True)
-    concurrency = fields.Integer(required=True, metadata={"description": "The AI Horde's default; not enforced"})
-    worker_invited = fields.Integer(required=True)
-    moderator = fields.Boolean(required=True)
+    concurrency = fields.Integer(
+        required=True, metadata={"description": "The most of its requests of one kind waiting or running at once"}
+    )
+    worker_invited = fields.Integer(required=True, metadata={"description": "Workers it may add in invite-only mode"})
+    moderator = fields.Boolean(required=True, metadata={"description": "A moderator or an admin"})
     trusted = fields.Boolean(required=True)
-    flagged = fields.Boolean(required=True)
+    flagged = fields.Boolean(required=True, metadata={"description": "Flagged by a moderator"})
     pseudonymous = fields.Boolean(required=True)
     worker_count = fields.Integer(required=True)
     account_age = fields.Integer(required=True, metadata={"description": "Seconds since the user was created"})
     service = fields.Boolean(required=True)
-    deleted = fields.Boolean(required=True)
+    deleted = fields.Boolean(required=True, metadata={"description": "Deleted; only a moderator sees such a user"})
     education = fields.Boolean(required=True)
     customizer = fields.Boolean(required=True)
     styles = fields.List(fields.Dict(), required=True, metadata={"description": "Always empty: no styles here"})
-    worker_ids = fields.List(fields.String(), metadata={"description": _PRIVATE})
+    worker_ids = fields.List(
+        fields.String(), metadata={"description": _PRIVATE + "; in the public view too when it shows them"}
+    )
     sharedkey_ids = fields.List(fields.String(), metadata={"description": _PRIVATE})
+    contact = fields.String(allow_none=True, metadata={"description": _PRIVATE})
     vpn = fields.Boolean(metadata={"description": _PRIVATE})
     special = fields.Boolean(metadata={"description": _PRIVATE})
     active_generations = fields.Nested(ActiveGenerationsSchema, metadata={"description": _PRIVATE})
     monthly_kudos = fields.Nested(MonthlyKudosSchema, metadata={"description": _PRIVATE})
     evaluating_kudos = fields.Float(metadata={"description": _PRIVATE})
     suspicious = fields.Integer(metadata={"description": _PRIVATE})
+    admin_comment = fields.String(allow_none=True, metadata={"description": _MODERATORS})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.storage.database import Base
@@ -14,6 +14,9 @@ from horde.timeutil import utcnow
 MAX_NAME_CHARS = 100
 MAX_INFO_CHARS = 1000
 MAX_MAINTENANCE_MSG_CHARS = 300
+#: A name's key (horde/workers/names.py) can be longer than the name: case folding turns "ß" into "ss".
+MAX_NAME_KEY_CHARS = 400
+MAX_ADDRESS_CHARS = 64
 
 
 class KnownModel(Base):
@@ -27,6 +30,8 @@ class KnownModel(Base):
 
 class Worker(Base):
     __tablename__ = "workers"
+    #: No two live workers have names that look alike (a deleted worker holds no key).
+    __table_args__ = (Index("ix_workers_name_key", "name_key", unique=True),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=lambda: str(uuid.uuid4()))
     name: Mapped[str] = mapped_column(String(MAX_NAME_CHARS), unique=True)
@@ -58,3 +63,10 @@ class Worker(Base):
     maintenance_msg: Mapped[str | None] = mapped_column(String(MAX_MAINTENANCE_MSG_CHARS), nullable=True)
     info: Mapped[str | None] = mapped_column(String(MAX_INFO_CHARS), nullable=True)
     deleted_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+    # Set by moderators and the Horde (docs/reference/moderation.md). A paused worker takes no job, and its pops are
+    # answered as if none waited (its owner is not told). `name_key` is what names that look alike share
+    # (horde/workers/names.py); `ip_address` the address of its latest check-in, which a moderator may block.
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    name_key: Mapped[str | None] = mapped_column(String(MAX_NAME_KEY_CHARS), nullable=True)
+    ip_address: Mapped[str | None] = mapped_column(String(MAX_ADDRESS_CHARS), nullable=True)

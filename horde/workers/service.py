@@ -19,15 +19,17 @@ from horde.authz.check import authorize
 from horde.authz.rules import Action
 from horde.storage.database import Base, insert_ignoring_duplicates, is_postgresql, table_of
 from horde.timeutil import utcnow
+from horde.workers import invitation, names
 from horde.workers.declarations import features_mask, guarantees_mask
-from horde.workers.models import KnownModel, Worker
+from horde.workers.models import MAX_ADDRESS_CHARS, KnownModel, Worker
 
 if TYPE_CHECKING:
     from horde.accounts.parts import AccountsParts
 
 
-def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
-    """Create the worker on its first pop; replace its declarations on every pop."""
+def check_in(session: Session, owner: User | Identity, pop: dict, address: str | None = None) -> Worker:
+    """Create the worker on its first pop; replace its declarations on every pop, and its address (`address`, the
+    pop's client address) on every one that writes."""
     if owner.anonymous:
         raise errors.AnonForbiddenWorker("The anonymous user cannot run workers.")
     worker = session.scalar(select(Worker).where(Worker.name == pop["name"]))
@@ -49,6 +51,8 @@ def check_in(session: Session, owner: User | Identity, pop: dict) -> Worker:
     worker.max_temperature_with_tools = (pop.get("limits") or {}).get("max_temperature_with_tools")
     worker.bridge_agent = pop["bridge_agent"]
     worker.last_pop_at = utcnow()
+    if address is not None:
+        worker.ip_address = address[:MAX_ADDRESS_CHARS]
     session.flush()
     return worker
 
@@ -58,15 +62,24 @@ def insert_new(session: Session, owner: User | Identity, name: str, **columns: o
     whichever row won: the chat and the text check-ins' first pop. The caller checks the row's owner.
 
     An upsert rather than an INSERT: concurrent first pops of a new name all succeed (the losers wait for the
-    winner's commit, then find its row), where a plain INSERT would fail on the unique name.
+    winner's commit, then find its row), where a plain INSERT would fail on the unique name. A name that looks
+    like another worker's (horde/workers/names.py) is refused (WorkerNameTaken), by the same unique key. In worker
+    invite-only mode the owner may add no more workers than it was invited to (WorkerInviteOnly).
     """
+    invitation.check(session, owner.id)
     insert = postgresql_insert if is_postgresql(session) else sqlite_insert
     session.execute(
         insert(Worker)
-        .values(name=name, owner_id=owner.id, **columns)
-        .on_conflict_do_nothing(index_elements=[Worker.name])
+        .values(name=name, name_key=names.name_key(name), owner_id=owner.id, **columns)
+        .on_conflict_do_nothing()  # the name's, or its key's: a look-alike of a worker that exists
     )
-    return session.scalars(select(Worker).where(Worker.name == name)).one()
+    worker = session.scalars(select(Worker).where(Worker.name == name)).first()
+    if worker is None:
+        raise errors.WorkerNameTaken(
+            f"The worker name '{name}' looks like the name of another worker (case, width, dashes or spaces "
+            "aside): choose another."
+        )
+    return worker
 
 
 def online_cutoff(window_s: float) -> dt.datetime:

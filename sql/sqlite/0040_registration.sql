@@ -4,8 +4,9 @@
 --
 -- The rows referencing users (requests, workers, the ledger, ...) stay valid throughout: foreign keys are checked at
 -- the commit (defer_foreign_keys, for this transaction only), by which time every user is back under its id. The
--- column list is the users table's at this step: a step that adds a users column must come after this one (a
--- database with another column stops this step, below, rather than lose it).
+-- column list is the users table's at this step, the moderation's columns of 0016 included: a step that adds a
+-- users column must come after this one (a database with another column stops this step, below, rather than lose
+-- it).
 -- Idempotent: on a table without the constraint it makes the same table again.
 
 PRAGMA defer_foreign_keys = ON;
@@ -17,8 +18,10 @@ CREATE TEMP TABLE users_columns_unknown_to_0040 (unknown INTEGER CHECK (unknown 
 INSERT INTO users_columns_unknown_to_0040
 SELECT count(*) FROM pragma_table_info('users')
 WHERE name NOT IN ('id', 'username', 'api_key_hash', 'kudos', 'trusted', 'anonymous', 'created_at', 'role',
-                   'kudos_accumulated', 'kudos_gifted', 'kudos_received', 'kudos_admin', 'requested_generations',
-                   'requested_tokens', 'fulfilled_generations', 'fulfilled_tokens');
+                   'kudos_accumulated', 'kudos_gifted', 'kudos_received', 'kudos_admin', 'kudos_awarded',
+                   'requested_generations', 'requested_tokens', 'fulfilled_generations', 'fulfilled_tokens', 'flagged',
+                   'concurrency', 'usage_multiplier', 'worker_invited', 'public_workers', 'contact', 'admin_comment',
+                   'deleted_at');
 DROP TABLE temp.users_columns_unknown_to_0040;
 
 DROP TABLE IF EXISTS users_before_0040;
@@ -38,18 +41,30 @@ CREATE TABLE users (
 	kudos_gifted BIGINT DEFAULT 0 NOT NULL,
 	kudos_received BIGINT DEFAULT 0 NOT NULL,
 	kudos_admin BIGINT DEFAULT 0 NOT NULL,
+	kudos_awarded BIGINT DEFAULT 0 NOT NULL,
 	requested_generations INTEGER DEFAULT 0 NOT NULL,
 	requested_tokens BIGINT DEFAULT 0 NOT NULL,
 	fulfilled_generations INTEGER DEFAULT 0 NOT NULL,
 	fulfilled_tokens BIGINT DEFAULT 0 NOT NULL,
+	flagged BOOLEAN DEFAULT false NOT NULL,
+	concurrency INTEGER DEFAULT 30 NOT NULL,
+	usage_multiplier FLOAT DEFAULT 1.0 NOT NULL,
+	worker_invited INTEGER DEFAULT 0 NOT NULL,
+	public_workers BOOLEAN DEFAULT false NOT NULL,
+	contact VARCHAR(500),
+	admin_comment VARCHAR(500),
+	deleted_at DATETIME,
 	PRIMARY KEY (id)
 );
 
 INSERT INTO users (id, username, api_key_hash, kudos, trusted, anonymous, created_at, role, kudos_accumulated,
-                   kudos_gifted, kudos_received, kudos_admin, requested_generations, requested_tokens,
-                   fulfilled_generations, fulfilled_tokens)
+                   kudos_gifted, kudos_received, kudos_admin, kudos_awarded, requested_generations, requested_tokens,
+                   fulfilled_generations, fulfilled_tokens, flagged, concurrency, usage_multiplier, worker_invited,
+                   public_workers, contact, admin_comment, deleted_at)
 SELECT id, username, api_key_hash, kudos, trusted, anonymous, created_at, role, kudos_accumulated, kudos_gifted,
-       kudos_received, kudos_admin, requested_generations, requested_tokens, fulfilled_generations, fulfilled_tokens
+       kudos_received, kudos_admin, kudos_awarded, requested_generations, requested_tokens, fulfilled_generations,
+       fulfilled_tokens, flagged, concurrency, usage_multiplier, worker_invited, public_workers, contact,
+       admin_comment, deleted_at
 FROM users_before_0040;
 
 DROP TABLE users_before_0040;

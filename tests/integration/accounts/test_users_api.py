@@ -12,7 +12,16 @@ from horde.users.details import PAGE_SIZE
 from tests.support.native import pop, queued_id, submit
 from tests.support.text_api import text_pop, text_queued, text_submit
 
-PRIVATE = {"worker_ids", "sharedkey_ids", "vpn", "special", "active_generations", "monthly_kudos", "suspicious"}
+PRIVATE = {
+    "worker_ids",
+    "sharedkey_ids",
+    "contact",
+    "vpn",
+    "special",
+    "active_generations",
+    "monthly_kudos",
+    "suspicious",
+}
 PUBLIC = {
     "username",
     "id",

@@ -54,6 +54,7 @@ def settings(database_url):
 class World:
     client: object
     keys: dict[str, str | None]
+    owner_id: int
     owner_alias: str
     other_alias: str
     worker_id: str
@@ -90,6 +91,7 @@ def _world(client, make_user, runtime) -> World:
     return World(
         client=client,
         keys=keys,
+        owner_id=owner.id,
         owner_alias=f"{owner.username}#{owner.id}",
         other_alias=f"{other.username}#{other.id}",
         worker_id=worker,
@@ -372,6 +374,88 @@ SCENARIOS = (
 
 def _id_of(alias: str) -> int:
     return int(alias.rsplit("#", 1)[1])
+
+
+def _user_put(body: dict) -> Callable[[World, str | None], object]:
+    """PUT /users/{id} of the world's owner (the target user)."""
+    return lambda w, key: w.client.put(f"/api/v2/users/{w.owner_id}", json=body, headers=_native(key))
+
+
+def _block_worker_address(w: World, key: str | None) -> object:
+    """Block the world's worker's address (the test client's own) and, when that worked, lift it again at once, so
+    that the next caller's world is not refused for its address."""
+    answer = w.client.put(
+        f"/api/v2/operations/block_worker_ipaddr/{w.worker_id}", json={"days": 1}, headers=_native(key)
+    )
+    w.client.delete(f"/api/v2/operations/block_worker_ipaddr/{w.worker_id}", headers=_native(w.keys["admin"]))
+    return answer
+
+
+MODERATION_SCENARIOS = (
+    Scenario("PUT", "/api/v2/users/<string:user_id>", Action.MODIFY_USER, _user_put({"concurrency": 5}), "moderator"),
+    Scenario("PUT", "/api/v2/users/<string:user_id>", Action.MODIFY_USER_AS_ADMIN, _user_put({"kudos": 5}), "admin"),
+    Scenario(
+        "PUT",
+        "/api/v2/users/<string:user_id>",
+        Action.SET_USER_PROFILE,
+        _user_put({"contact": "me@example.com"}),
+        "profile",
+    ),
+    Scenario(
+        "DELETE",
+        "/api/v2/users/<string:user_id>",
+        Action.DELETE_USER,
+        lambda w, key: w.client.delete(f"/api/v2/users/{w.owner_id}", headers=_native(key)),
+    ),
+    Scenario(
+        "POST",
+        "/api/v2/kudos/award",
+        Action.AWARD_KUDOS,
+        lambda w, key: w.client.post(
+            "/api/v2/kudos/award", json={"username": w.other_alias, "amount": 1}, headers=_native(key)
+        ),
+    ),
+    Scenario(
+        "PUT",
+        "/api/v2/status/modes",
+        Action.SET_MODES,
+        lambda w, key: w.client.put("/api/v2/status/modes", json={"invite_only_mode": False}, headers=_native(key)),
+    ),
+    Scenario(
+        "POST",
+        "/api/v2/operations/ipaddr",
+        Action.TIME_OUT_ADDRESS,
+        lambda w, key: w.client.post(
+            "/api/v2/operations/ipaddr", json={"ipaddr": "192.0.2.1", "hours": 1}, headers=_native(key)
+        ),
+    ),
+    Scenario(
+        "DELETE",
+        "/api/v2/operations/ipaddr",
+        Action.TIME_OUT_ADDRESS,
+        lambda w, key: w.client.delete("/api/v2/operations/ipaddr", json={"ipaddr": "192.0.2.1"}, headers=_native(key)),
+    ),
+    Scenario(
+        "PUT",
+        "/api/v2/operations/block_worker_ipaddr/<string:worker_id>",
+        Action.BLOCK_WORKER_ADDRESS,
+        _block_worker_address,
+    ),
+    Scenario(
+        "DELETE",
+        "/api/v2/operations/block_worker_ipaddr/<string:worker_id>",
+        Action.BLOCK_WORKER_ADDRESS,
+        lambda w, key: w.client.delete(f"/api/v2/operations/block_worker_ipaddr/{w.worker_id}", headers=_native(key)),
+    ),
+    Scenario(
+        "PUT",
+        "/api/v2/workers/<string:worker_id>",
+        Action.PAUSE_WORKER,
+        _worker_put({"paused": True}),
+        "paused",
+    ),
+)
+SCENARIOS += MODERATION_SCENARIOS
 
 
 def _authorization_refusals(action: Action) -> set[str]:

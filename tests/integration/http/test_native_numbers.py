@@ -23,6 +23,13 @@ from sqlalchemy import select
 from horde.accounts import names
 from horde.accounts.schemas import SHARED_KEY_INPUT_SCHEMA, TRANSFER_SCHEMA
 from horde.chat.schemas import CHAT_REQUEST_SCHEMA
+from horde.moderation.schemas import (
+    ADD_TIMEOUT_SCHEMA,
+    AWARD_SCHEMA,
+    BLOCK_WORKER_SCHEMA,
+    MODES_INPUT_SCHEMA,
+    MODIFY_USER_SCHEMA,
+)
 from horde.registration.schemas import REGISTER_SCHEMA
 from horde.registry.schemas import MODIFY_WORKER_SCHEMA
 from horde.storage.database import Base
@@ -30,6 +37,7 @@ from horde.text.schemas import GENERATION_INPUT_SCHEMA
 from horde.text.schemas import POP_SCHEMA as TEXT_POP_SCHEMA
 from horde.text.schemas import SUBMIT_SCHEMA as TEXT_SUBMIT_SCHEMA
 from horde.workers.schemas import FAULT_SCHEMA, POP_SCHEMA, PROGRESS_SCHEMA, SUBMIT_SCHEMA
+from tests.support.moderation import with_role
 from tests.support.native import declaration, pop, queued_id
 from tests.support.text_api import text_pop, text_queued
 
@@ -58,9 +66,11 @@ DIALECTS = {
 class Context:
     """The keys, running jobs, shared key and user names the routes' valid bodies name."""
 
-    def __init__(self, client, make_user):
+    def __init__(self, client, make_user, runtime):
         owner, self.owner = make_user()
-        _, self.requester = make_user(kudos=1000)
+        requester, self.requester = make_user(kudos=1000)
+        self.user_id = requester.id
+        self.admin = with_role(runtime, make_user, "admin")[1]
         self.owner_alias = names.alias(owner.username, owner.id, anonymous=False)
         pop(client, self.owner, name="numbers-chat", max_length=1024, max_context_length=8192)
         queued_id(client, self.requester)
@@ -87,7 +97,11 @@ class Route:
     empty_is_valid: bool = False
 
     def url(self, context: Context) -> str:
-        ids = {"<string:sharedkey_id>": context.shared_key["id"], "<string:worker_id>": context.worker["id"]}
+        ids = {
+            "<string:sharedkey_id>": context.shared_key["id"],
+            "<string:worker_id>": context.worker["id"],
+            "<string:user_id>": str(context.user_id),
+        }
         return NATIVE_PREFIX + re.sub(r"<string:\w+>", lambda found: ids[found.group()], self.rule)
 
     def __str__(self) -> str:
@@ -147,6 +161,17 @@ ROUTES = [
     Route("POST", "/sharedkeys", SHARED_KEY_INPUT_SCHEMA, "requester", lambda ctx: {}, empty_is_valid=True),
     Route("PUT", "/sharedkeys", SHARED_KEY_INPUT_SCHEMA, "requester", lambda ctx: {}, empty_is_valid=True),
     Route("PUT", "/workers/<string:worker_id>", MODIFY_WORKER_SCHEMA, "owner", lambda ctx: {"info": "numbers"}),
+    Route("PUT", "/users/<string:user_id>", MODIFY_USER_SCHEMA, "admin", lambda ctx: {"concurrency": 3}),
+    Route("PUT", "/status/modes", MODES_INPUT_SCHEMA, "admin", lambda ctx: {"invite_only_mode": False}),
+    Route("POST", "/kudos/award", AWARD_SCHEMA, "admin", lambda ctx: {"username": ctx.owner_alias, "amount": 1}),
+    Route("POST", "/operations/ipaddr", ADD_TIMEOUT_SCHEMA, "admin", lambda ctx: {"ipaddr": "192.0.2.1", "hours": 1}),
+    Route(
+        "PUT",
+        "/operations/block_worker_ipaddr/<string:worker_id>",
+        BLOCK_WORKER_SCHEMA,
+        "admin",
+        lambda ctx: {"days": 1},
+    ),
     Route(
         "PATCH",
         "/sharedkeys/<string:sharedkey_id>",
@@ -266,7 +291,7 @@ def test_the_routes_cover_every_native_route_that_takes_a_body(app):
 
 @pytest.mark.parametrize("route", ROUTES, ids=str)
 def test_numbers_out_of_range_are_refused_naming_the_field_and_store_nothing(route, client, make_user, runtime, caplog):
-    context = Context(client, make_user)
+    context = Context(client, make_user, runtime)
     refused = 0
     for path, field in numeric_fields(route.schema):
         for value in HUGE_NUMBERS:
@@ -290,7 +315,7 @@ def test_numbers_out_of_range_are_refused_naming_the_field_and_store_nothing(rou
 
 @pytest.mark.parametrize("route", ROUTES, ids=str)
 def test_a_malformed_body_is_400_without_a_traceback(route, client, make_user, runtime, caplog):
-    context = Context(client, make_user)
+    context = Context(client, make_user, runtime)
     headers = {"apikey": getattr(context, route.key), "Content-Type": "application/json"}
     before = stored(runtime)
     bodies = [{"data": raw} for raw in MALFORMED_BODIES if not (route.empty_is_valid and raw == b"null")]

@@ -17,6 +17,7 @@ from horde.http.swagger import schema_definition
 from horde.registration import signin
 from horde.text.schemas import GENERATION_INPUT_SCHEMA
 from horde.workers.schemas import POP_SCHEMA, SUBMIT_SCHEMA
+from tests.support.moderation import with_role
 from tests.support.native import ALL_FEATURES, declaration
 from tests.support.text_api import text_pop
 
@@ -203,6 +204,21 @@ def test_real_answers_match_the_documented_bodies(client, spec, make_user, runti
     call("get", "/find_user", "not-a-key", refused=401)
     call("get", "/workers/{worker_id}", refused=404, worker_id="no-such-worker")
     call("get", "/teams/{team_id}", refused=404, team_id="no-such-team")
+    admin = with_role(runtime, make_user, "admin")[1]
+    call("put", "/users/{user_id}", admin, json={"concurrency": 5, "kudos": 3}, user_id=receiver.id)
+    call("get", "/users/{user_id}", admin, user_id=receiver.id)
+    call("get", "/status/modes", admin)
+    call("put", "/status/modes", admin, json={"invite_only_mode": False})
+    call("post", "/kudos/award", admin, json={"username": f"x#{receiver.id}", "amount": 2})
+    call("post", "/operations/ipaddr", admin, json={"ipaddr": "192.0.2.0/24", "hours": 1})
+    call("get", "/operations/ipaddr", admin)
+    call("get", "/operations/ipaddr/{ipaddr}", admin, ipaddr="192.0.2.1")
+    call("delete", "/operations/ipaddr", admin, json={"ipaddr": "192.0.2.0/24"})
+    # The worker's recorded address is the test client's: the next call from it lifts the block.
+    call("put", "/operations/block_worker_ipaddr/{worker_id}", admin, json={"days": 1}, worker_id=worker_id)
+    call("delete", "/operations/block_worker_ipaddr/{worker_id}", admin, worker_id=worker_id)
+    call("get", "/operations/audit", admin)
+    call("delete", "/users/{user_id}", admin, user_id=receiver.id)
     call("delete", "/workers/{worker_id}", owner, worker_id=worker_id)
 
     call("get", "/register")

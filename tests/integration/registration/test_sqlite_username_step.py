@@ -119,13 +119,13 @@ def test_a_user_missing_under_its_id_refuses_the_commit(before_the_step, tmp_pat
 
 def test_a_users_column_the_step_does_not_know_stops_it_rather_than_lose_it(before_the_step):
     connection = sqlite3.connect(before_the_step, isolation_level=None)
-    connection.execute("ALTER TABLE users ADD COLUMN flagged BOOLEAN DEFAULT 1 NOT NULL")
+    connection.execute("ALTER TABLE users ADD COLUMN unheard_of BOOLEAN DEFAULT 1 NOT NULL")
     connection.close()
     with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
         _apply_step(before_the_step)
     connection = sqlite3.connect(before_the_step)
     try:
-        assert connection.execute("SELECT id, flagged FROM users ORDER BY id").fetchall() == [(1, 1), (7, 1)]
+        assert connection.execute("SELECT id, unheard_of FROM users ORDER BY id").fetchall() == [(1, 1), (7, 1)]
         (users_sql,) = connection.execute("SELECT sql FROM sqlite_master WHERE name = 'users'").fetchone()
         assert "UNIQUE (username)" in users_sql  # untouched: the step rolled back whole
     finally:

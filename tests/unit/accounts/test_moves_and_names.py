@@ -15,6 +15,7 @@ def test_each_kind_adds_to_its_total_and_charges_and_rewards_count_a_generation(
         "kudos_gifted": 0,
         "kudos_received": 0,
         "kudos_admin": 0,
+        "kudos_awarded": 0,
         "requested_generations": 1,
         "requested_tokens": 40,
         "fulfilled_generations": 0,
@@ -24,6 +25,7 @@ def test_each_kind_adds_to_its_total_and_charges_and_rewards_count_a_generation(
     assert deltas(Move(1, -10, Kind.GIFTED))["kudos_gifted"] == -10
     assert deltas(Move(2, 10, Kind.RECEIVED))["kudos_received"] == 10
     assert deltas((1, 5, "grant"))["kudos_admin"] == deltas((1, 5, "adjustment"))["kudos_admin"] == 5
+    assert deltas(Move(2, 7, Kind.AWARD))["kudos_awarded"] == 7  # a moderator's award (POST /kudos/award)
     assert set(deltas(Move(1, 1, Kind.GRANT))) == {"kudos", *TOTALS}
 
 

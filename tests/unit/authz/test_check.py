@@ -36,8 +36,10 @@ def test_roles_include_the_ones_below_them():
     assert not may(caller("moderator"), Action.SET_MODES)
     with pytest.raises(errors.NotAdmin):
         authorize(caller("moderator"), Action.SET_MODES)
-    with pytest.raises(errors.NotModerator):
+    with pytest.raises(errors.NotAllowedAwards):  # the AI Horde's code for an award by a non-moderator
         authorize(caller(), Action.AWARD_KUDOS)
+    with pytest.raises(errors.NotModerator):
+        authorize(caller(), Action.READ_AUDIT)
 
 
 def test_ownership_counts_only_for_the_owner_and_never_for_the_anonymous_user():
