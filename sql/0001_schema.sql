@@ -276,14 +276,15 @@ CREATE TABLE chat_requests (
 	reserved_worker_id VARCHAR(36), 
 	reserved_until TIMESTAMP WITHOUT TIME ZONE, 
 	service_tier VARCHAR(8) DEFAULT 'default' NOT NULL, 
+	batch_line BOOLEAN DEFAULT false NOT NULL, 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
 
 CREATE INDEX ix_chat_requests_body_hash ON chat_requests (body_hash);
 CREATE INDEX ix_chat_requests_conversation ON chat_requests (conversation_key, created_at);
+CREATE INDEX ix_chat_requests_counted_in_flight ON chat_requests (user_id) WHERE state IN ('waiting', 'processing') AND NOT batch_line;
 CREATE INDEX ix_chat_requests_done_finished ON chat_requests (state, finished_at) WHERE state = 'done';
-CREATE INDEX ix_chat_requests_in_flight ON chat_requests (user_id) WHERE state IN ('waiting', 'processing');
 CREATE INDEX ix_chat_requests_queue ON chat_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_chat_requests_reserved ON chat_requests (state, reserved_worker_id, priority_class, priority DESC, created_at, id) WHERE state = 'waiting' AND reserved_worker_id IS NOT NULL;
 CREATE INDEX ix_chat_requests_shared_key ON chat_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
@@ -435,12 +436,13 @@ CREATE TABLE text_requests (
 	holders INTEGER NOT NULL, 
 	delivered BOOLEAN NOT NULL, 
 	service_tier VARCHAR(8) DEFAULT 'default' NOT NULL, 
+	batch_line BOOLEAN DEFAULT false NOT NULL, 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(user_id) REFERENCES users (id)
 );
 
 CREATE INDEX ix_text_requests_body_hash ON text_requests (body_hash);
-CREATE INDEX ix_text_requests_in_flight ON text_requests (user_id) WHERE state IN ('waiting', 'processing');
+CREATE INDEX ix_text_requests_counted_in_flight ON text_requests (user_id) WHERE state IN ('waiting', 'processing') AND NOT batch_line;
 CREATE INDEX ix_text_requests_queue ON text_requests (state, priority_class, priority DESC, created_at, id);
 CREATE INDEX ix_text_requests_shared_key ON text_requests (shared_key_id, state) WHERE shared_key_id IS NOT NULL;
 CREATE INDEX ix_text_requests_user_created ON text_requests (user_id, created_at);
@@ -593,7 +595,7 @@ CREATE OR REPLACE FUNCTION horde_chat_in_flight(
 ) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(lock_class, lock_id);
-    RETURN (SELECT count(*) FROM chat_requests WHERE user_id = caller AND state IN ('waiting', 'processing'));
+    RETURN (SELECT count(*) FROM chat_requests WHERE user_id = caller AND state IN ('waiting', 'processing') AND NOT batch_line);
 END
 $$;
 
@@ -602,7 +604,7 @@ CREATE OR REPLACE FUNCTION horde_text_in_flight(
 ) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(lock_class, lock_id);
-    RETURN (SELECT coalesce(sum(waiting + processing), 0) FROM text_requests WHERE user_id = caller AND state IN ('waiting', 'processing'));
+    RETURN (SELECT coalesce(sum(waiting + processing), 0) FROM text_requests WHERE user_id = caller AND state IN ('waiting', 'processing') AND NOT batch_line);
 END
 $$;
 

@@ -101,6 +101,7 @@ def admit(
         "conversation_key": conversation_key,
         "progress_log": progress_log,
         "service_tier": tier.name,
+        "batch_line": tier.rate_scope is not None,
     }
     turn = _RateTurn(session, settings, user, client_address if user.anonymous else None, tier)
     queue_on = functools.partial(_queue_on, session, settings, native, model_param, row, turn, snapshots=snapshots)

@@ -20,6 +20,8 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    and_,
+    false,
     literal_column,
     text,
 )
@@ -57,11 +59,15 @@ FINAL_STATES = (DONE, FAULTED, CANCELLED)
 #: The states of a request in flight, as the partial indexes of a user's open requests name them (chat's, text's),
 #: and as the statements that count such requests must write them, for the planners to take those indexes.
 IN_FLIGHT_STATES_SQL = "state IN ('waiting', 'processing')"
+#: What counts against a user's concurrency: the user's requests in flight but batch lines, which their batch bounds
+#: instead (HORDE_BATCH_MAX_IN_FLIGHT), so that a running batch never takes its user's places for interactive work.
+COUNTED_IN_FLIGHT_SQL = IN_FLIGHT_STATES_SQL + " AND NOT batch_line"
 
 
-def in_flight(state: ColumnElement[str]) -> ColumnElement[bool]:
-    """`state IN ('waiting', 'processing')` written as the partial indexes of open requests write it."""
-    return state.in_([literal_column(f"'{name}'") for name in (WAITING, PROCESSING)])
+def counted_in_flight(state: ColumnElement[str]) -> ColumnElement[bool]:
+    """COUNTED_IN_FLIGHT_SQL written as the partial indexes of counted requests write it (`batch_line` unqualified:
+    the statements that count read one table)."""
+    return and_(state.in_([literal_column(f"'{name}'") for name in (WAITING, PROCESSING)]), text("NOT batch_line"))
 
 
 JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED = JobState.PROCESSING, JobState.SUBMITTED, JobState.ABORTED
@@ -122,13 +128,13 @@ class ChatRequest(Base):
             postgresql_where=text("shared_key_id IS NOT NULL"),
             sqlite_where=text("shared_key_id IS NOT NULL"),
         ),
-        # A user's requests waiting or running, which admission counts against its concurrency (horde/chat/
-        # request_rows.py). Partial: an ended request leaves it.
+        # A user's requests waiting or running, batch lines apart, which admission counts against its concurrency
+        # (horde/chat/request_rows.py). Partial: an ended request leaves it.
         Index(
-            "ix_chat_requests_in_flight",
+            "ix_chat_requests_counted_in_flight",
             "user_id",
-            postgresql_where=text(IN_FLIGHT_STATES_SQL),
-            sqlite_where=text(IN_FLIGHT_STATES_SQL),
+            postgresql_where=text(COUNTED_IN_FLIGHT_SQL),
+            sqlite_where=text(COUNTED_IN_FLIGHT_SQL),
         ),
     )
 
@@ -193,6 +199,8 @@ class ChatRequest(Base):
     #: "default", or "flex": behind the interactive requests of its priority class, charged
     #: HORDE_BATCH_PRICE_FACTOR of the price (horde/chat/tiers.py). A database default for rows written before it.
     service_tier: Mapped[str] = mapped_column(String(8), default="default", server_default=text("'default'"))
+    #: A line of a batch: bounded by its batch's lines in flight, not counted against its user's concurrency.
+    batch_line: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     @property
     def only_worker_ids(self) -> list[str]:

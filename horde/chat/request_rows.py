@@ -33,14 +33,14 @@ from horde.accounts.models import User
 from horde.chat import affinity, tiers
 from horde.chat.models import (
     FINAL_STATES,
-    IN_FLIGHT_STATES_SQL,
+    COUNTED_IN_FLIGHT_SQL,
     PRIORITY_CLASS_KUDOS,
     PRIORITY_CLASS_OTHERS,
     PROCESSING,
     WAITING,
     ChatRequest,
     ChatRequestModel,
-    in_flight,
+    counted_in_flight,
 )
 from horde.storage import precompiled
 from horde.storage.database import table_of
@@ -157,14 +157,14 @@ _IN_FLIGHT = (
     .select_from(_OPEN)
     .where(
         _OPEN.c.user_id == bindparam("user_id"),
-        in_flight(_OPEN.c.state),
+        counted_in_flight(_OPEN.c.state),
     )
 )
 #: PostgreSQL: the same count once the caller's turn is taken (accounts/rate_limit.py count_under_turn_sql).
 IN_FLIGHT_FUNCTION = "horde_chat_in_flight"
 IN_FLIGHT_FUNCTION_SQL = rate_limit.count_under_turn_sql(
     IN_FLIGHT_FUNCTION,
-    f"SELECT count(*) FROM {REQUESTS.name} WHERE user_id = caller AND {IN_FLIGHT_STATES_SQL}",
+    f"SELECT count(*) FROM {REQUESTS.name} WHERE user_id = caller AND {COUNTED_IN_FLIGHT_SQL}",
 )
 
 

@@ -20,7 +20,7 @@ from horde.accounts.models import DEFAULT_CONCURRENCY, User
 from horde.accounts.moves import multiplied
 from horde.chat import pricing as chat_pricing
 from horde.chat import request_rows, tiers
-from horde.chat.models import IN_FLIGHT_STATES_SQL, in_flight
+from horde.chat.models import COUNTED_IN_FLIGHT_SQL, counted_in_flight
 from horde.http.payload import load
 from horde.storage import precompiled
 from horde.storage.database import table_of
@@ -55,7 +55,7 @@ _IN_FLIGHT = (
     .select_from(_OPEN)
     .where(
         _OPEN.c.user_id == bindparam("user_id"),
-        in_flight(_OPEN.c.state),
+        counted_in_flight(_OPEN.c.state),
     )
 )
 #: PostgreSQL: the same count once the caller's turn is taken (accounts/rate_limit.py count_under_turn_sql).
@@ -63,7 +63,7 @@ IN_FLIGHT_FUNCTION = "horde_text_in_flight"
 IN_FLIGHT_FUNCTION_SQL = rate_limit.count_under_turn_sql(
     IN_FLIGHT_FUNCTION,
     f"SELECT coalesce(sum(waiting + processing), 0) FROM {TextRequest.__tablename__} "
-    f"WHERE user_id = caller AND {IN_FLIGHT_STATES_SQL}",
+    f"WHERE user_id = caller AND {COUNTED_IN_FLIGHT_SQL}",
 )
 
 
@@ -195,6 +195,7 @@ def admit(
         body_hash=body_hash,
         holders=holders,
         service_tier=tier.name,
+        batch_line=tier.rate_scope is not None,
     )
     limit = tiers.BATCH_RATE_LIMIT if tier.rate_scope else settings.rate_limit_per_minute
     # A batch line is bounded by its batch's lines in flight (HORDE_BATCH_MAX_IN_FLIGHT), not the user's concurrency.

@@ -11,10 +11,23 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    false,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
-from horde.chat.models import IN_FLIGHT_STATES_SQL
+from horde.chat.models import COUNTED_IN_FLIGHT_SQL
 from horde.storage.database import Base
 from horde.timeutil import utcnow
 
@@ -48,12 +61,13 @@ class TextRequest(Base):
             postgresql_where=text("shared_key_id IS NOT NULL"),
             sqlite_where=text("shared_key_id IS NOT NULL"),
         ),
-        # A user's requests waiting or running, whose generations admission counts against its concurrency.
+        # A user's requests waiting or running, batch lines apart, whose generations admission counts against its
+        # concurrency.
         Index(
-            "ix_text_requests_in_flight",
+            "ix_text_requests_counted_in_flight",
             "user_id",
-            postgresql_where=text(IN_FLIGHT_STATES_SQL),
-            sqlite_where=text(IN_FLIGHT_STATES_SQL),
+            postgresql_where=text(COUNTED_IN_FLIGHT_SQL),
+            sqlite_where=text(COUNTED_IN_FLIGHT_SQL),
         ),
     )
 
@@ -108,6 +122,8 @@ class TextRequest(Base):
     delivered: Mapped[bool] = mapped_column(Boolean, default=False)
     #: "default", or "flex" (a batch line of /v1/completions): as a chat request's (horde/chat/tiers.py).
     service_tier: Mapped[str] = mapped_column(String(8), default="default", server_default=text("'default'"))
+    #: A line of a batch: bounded by its batch's lines in flight, not counted against its user's concurrency.
+    batch_line: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class TextRequestModel(Base):

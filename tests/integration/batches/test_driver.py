@@ -254,3 +254,26 @@ def test_a_refused_line_is_an_error_line_and_the_rest_runs(runtime, client, owne
     with runtime.db.read() as session:
         assert session.scalar(select(func.count()).select_from(ChatRequest)) == 1
     assert json.dumps(errors)  # plain JSON all through
+
+
+def test_a_running_batch_leaves_its_users_concurrency_to_interactive_requests(runtime, client, owner, make_user):
+    """Batch lines are bounded by HORDE_BATCH_MAX_IN_FLIGHT, apart from the concurrency a moderator sets: a user whose
+    batch keeps more lines in flight than the concurrency still has every place of it for their own chats."""
+    runtime.settings = runtime.settings.replace(batch_max_in_flight=4)
+    user, key = make_user("requester", kudos=10_000)
+    with runtime.db.transaction() as session:
+        session.get_one(type(user), user.id).concurrency = 2
+    batch_of(client, key, [chat_line(f"c{n}", f"line {n}") for n in range(6)])
+    drive = driver(runtime)
+    for _ in range(3):
+        drive.pass_once()
+    assert len([r for r in requests_of_user(runtime, user.id) if r.state == WAITING]) == 4  # the batch's lines
+    chat = {"model": "m1", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 16}
+    admitted = [client.post("/api/v2/generate/chat/async", json=chat, headers={"apikey": key}) for _ in range(3)]
+    assert [answer.status_code for answer in admitted] == [202, 202, 429]
+    assert admitted[2].json["metadata"] == {"in_flight": 2, "concurrency": 2}
+
+
+def requests_of_user(runtime, user_id: int) -> list[ChatRequest]:
+    with runtime.db.read() as session:
+        return list(session.scalars(select(ChatRequest).where(ChatRequest.user_id == user_id)))
