@@ -32,8 +32,8 @@ from horde.accounts import rate_limit, shared_keys
 from horde.accounts.models import User
 from horde.chat import affinity, tiers
 from horde.chat.models import (
-    FINAL_STATES,
     COUNTED_IN_FLIGHT_SQL,
+    FINAL_STATES,
     PRIORITY_CLASS_KUDOS,
     PRIORITY_CLASS_OTHERS,
     PROCESSING,
