@@ -13,19 +13,10 @@ import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
+from tests.support.browser import CHROMIUM, chromium_page
 from tests.support.harness import Harness, unique_model
 from tests.support.processes import wait_until
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TIMEOUT_MS = 30_000
 
 pytestmark = [
@@ -49,16 +40,11 @@ def site(tmp_path_factory):
 
 @pytest.fixture
 def browser_page():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.set_default_timeout(TIMEOUT_MS)
+    with chromium_page(1200, 800, TIMEOUT_MS) as page:
         problems = []
         page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: problems.append(str(error)))
         yield page, problems
-        browser.close()
 
 
 def screenshot(page, name: str) -> None:

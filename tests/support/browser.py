@@ -1,0 +1,33 @@
+"""Debian's Chromium as the end-to-end tests drive it through Playwright (never a browser of Playwright's own)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextlib.contextmanager
+def chromium_page(width: int, height: int, timeout_ms: int) -> Iterator:
+    """A page of a fresh headless Chromium, closed afterwards; skips where Playwright is not installed."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(timeout_ms)
+            yield page
+        finally:
+            browser.close()
