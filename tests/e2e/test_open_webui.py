@@ -44,6 +44,9 @@ ANY_TASK = "### Task:"
 #: Open WebUI's page waits on the Horde, the worker, and its own tasks: generous, never a pass condition.
 PAGE_TIMEOUT_MS = 90_000
 CHAT_PATH = "/v1/chat/completions"
+#: A prompt whose rule calls one of Open WebUI's built-in tools, which Open WebUI runs itself.
+TIME_PROMPT = "What is the Unix time now?"
+TIME_TOOL = "get_current_timestamp"
 
 
 class Stack:
@@ -76,6 +79,14 @@ class Stack:
     def rules(self) -> list[dict]:
         follow_ups_and_tags = {"follow_ups": ["What else can you do?"], "tags": ["General"]}
         return [
+            {
+                "match": {"last_role": "tool"},
+                "reply": {"content": f"{self.answer}: the tool said {{last_tool_output}}"},
+            },
+            {
+                "match": {"contains": TIME_PROMPT, "has_tools": True},
+                "reply": {"tool_calls": [{"name": TIME_TOOL, "arguments": {}}]},
+            },
             {"match": {"contains": TITLE_TASK}, "reply": {"content": json.dumps({"title": self.title})}},
             {"match": {"contains": ANY_TASK}, "reply": {"content": json.dumps(follow_ups_and_tags)}},
             {
@@ -116,8 +127,8 @@ def page():
         yield page
 
 
-def say_hello(page, stack: Stack, model: str) -> None:
-    """Open a new chat in Open WebUI's page, pick `model` in its model selector and send "Hello"."""
+def say_hello(page, stack: Stack, model: str, prompt: str = "Hello") -> None:
+    """Open a new chat in Open WebUI's page, pick `model` in its model selector and send `prompt`."""
     page.goto(stack.webui.url)
     chat_input = page.locator("#chat-input")
     welcome = page.get_by_text("Okay, Let's Go!")  # its release notes, shown once to a new user
@@ -128,7 +139,7 @@ def say_hello(page, stack: Stack, model: str) -> None:
     page.get_by_text(model, exact=True).last.click()
     page.locator("#model-selector-model-button").filter(has_text=model).wait_for()
     chat_input.click()
-    page.keyboard.type("Hello")
+    page.keyboard.type(prompt)
     page.keyboard.press("Enter")
 
 
@@ -166,6 +177,7 @@ def test_a_small_context_model_refuses_the_tools_and_the_page_shows_why(stack, p
     say_hello(page, stack, stack.small)
     refusal = f"above the context of {SMALL_CONTEXT_TOKENS} tokens that the request can have"
     page.locator("#messages-container").get_by_text(refusal).wait_for()
+    assert "of them the tools' definitions, which no dropped turn shortens" in messages_text(page)
     assert stack.answer not in messages_text(page)
 
     chats = [ex for ex in stack.chats_for(stack.small) if ex.body["messages"][-1]["content"] == "Hello"]
@@ -174,6 +186,8 @@ def test_a_small_context_model_refuses_the_tools_and_the_page_shows_why(stack, p
     error = json.loads(chats[0].answer)["error"]
     assert error["code"] == "no_worker_supports_limit" and error["param"] == "messages"
     assert error["metadata"]["context_tokens"] == SMALL_CONTEXT_TOKENS
+    assert error["metadata"]["tools_tokens"] > SMALL_CONTEXT_TOKENS, "the tools alone outgrow the context"
+    assert f"({error['metadata']['tools_tokens']} of them the tools' definitions" in error["message"]
     assert not [row for row in stack.served(stack.small) if row.payload["messages"][-1]["content"] == "Hello"]
 
 
@@ -184,3 +198,20 @@ def test_a_small_context_model_with_legacy_function_calling_answers(stack, page)
     chats = [ex for ex in stack.chats_for(stack.small_legacy) if ex.body["messages"][-1]["content"] == "Hello"]
     assert len(chats) == 1 and "tools" not in chats[0].body, chats[0].body
     assert chats[0].status == 200
+
+
+def test_a_built_in_tool_called_by_the_worker_runs_in_open_webui_and_its_result_comes_back(stack, page):
+    say_hello(page, stack, stack.large, TIME_PROMPT)
+    opening = f"{stack.answer}: the tool said"
+    page.locator("#messages-container").get_by_text(opening).wait_for()
+
+    sent = [ex for ex in stack.chats_for(stack.large) if ex.body.get("tools")]
+    asked = [ex for ex in sent if ex.body["messages"][-1]["content"] == TIME_PROMPT]
+    assert asked and asked[0].status == 200 and TIME_TOOL in asked[0].answer
+    results = [ex for ex in sent if ex.body["messages"][-1]["role"] == "tool"]
+    assert results, [ex.body["messages"][-1] for ex in sent]
+    call = results[0].body["messages"][-2]["tool_calls"][0]
+    assert call["function"]["name"] == TIME_TOOL
+    timestamp = results[0].body["messages"][-1]["content"]
+    assert results[0].status == 200
+    wait_until(lambda: timestamp in messages_text(page), what="the tool's result quoted in the page")
