@@ -198,6 +198,17 @@ def test_a_small_context_model_with_legacy_function_calling_answers(stack, page)
     chats = [ex for ex in stack.chats_for(stack.small_legacy) if ex.body["messages"][-1]["content"] == "Hello"]
     assert len(chats) == 1 and "tools" not in chats[0].body, chats[0].body
     assert chats[0].status == 200
+    # Its title task's max_tokens 1000 is above the small workers' 512: served, lowered and named.
+    titles = wait_until(
+        lambda: [
+            ex
+            for ex in stack.chats_for(stack.small_legacy)
+            if TITLE_TASK in ex.body["messages"][0]["content"] and ex.done
+        ],
+        what="the title task answered",
+    )
+    assert titles[0].status == 200 and titles[0].body["max_tokens"] == TITLE_MAX_TOKENS
+    assert titles[0].headers.get("x-horde-lowered-parameters") == "max_tokens=512", titles[0].headers
 
 
 def test_a_built_in_tool_called_by_the_worker_runs_in_open_webui_and_its_result_comes_back(stack, page):

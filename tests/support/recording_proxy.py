@@ -30,6 +30,8 @@ class Exchange:
     path: str
     body: dict | None
     status: int = 0
+    #: The answer's headers, names in lower case.
+    headers: dict[str, str] = field(default_factory=dict)
     answer: str = ""
     done: bool = field(default=False)
 
@@ -54,6 +56,7 @@ class RecordingProxy:
                     upstream.request(self.command, self.path, body=raw or None, headers=headers)
                     answer = upstream.getresponse()
                     exchange.status = answer.status
+                    exchange.headers = {name.lower(): value for name, value in answer.getheaders()}
                     self.send_response(answer.status)
                     for name, value in answer.getheaders():
                         if name.lower() not in HOP_BY_HOP:
@@ -61,10 +64,10 @@ class RecordingProxy:
                     self.send_header("Connection", "close")
                     self.end_headers()
                     while chunk := answer.read1(CHUNK_BYTES):
+                        if len(exchange.answer) < KEPT_ANSWER_CHARS:  # kept before the client can see it
+                            exchange.answer += chunk.decode(errors="replace")
                         self.wfile.write(chunk)
                         self.wfile.flush()
-                        if len(exchange.answer) < KEPT_ANSWER_CHARS:
-                            exchange.answer += chunk.decode(errors="replace")
                 finally:
                     upstream.close()
                     exchange.done = True
