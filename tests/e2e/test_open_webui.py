@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from horde.chat.models import DONE, ChatRequest
 from tests.support import open_webui
-from tests.support.browser import CHROMIUM, chromium_page
+from tests.support.browser import CHROMIUM, chromium_page, screenshot
 from tests.support.harness import Harness, write_rules
 from tests.support.open_webui.server import OpenWebUI
 from tests.support.processes import wait_until
@@ -164,6 +164,8 @@ def test_hello_streams_the_workers_reply_and_the_title_task_is_answered(stack, p
     assert chat["stream"] is True
     assert len(chat["tools"]) >= 30, [tool["function"]["name"] for tool in chat["tools"]]
     assert chats[0].status == 200 and f"{stack.answer}" in chats[0].answer
+    for exchange in sent:  # the Horde acts on everything Open WebUI sends: nothing ignored
+        assert "x-horde-ignored-parameters" not in exchange.headers, (exchange.body, exchange.headers)
     titles = [ex for ex in sent if TITLE_TASK in ex.body["messages"][0]["content"]]
     assert titles and titles[0].body["max_tokens"] == TITLE_MAX_TOKENS and not titles[0].body.get("stream")
     assert titles[0].status == 200 and stack.title in json.loads(titles[0].answer)["choices"][0]["message"]["content"]
@@ -178,6 +180,7 @@ def test_a_small_context_model_refuses_the_tools_and_the_page_shows_why(stack, p
     refusal = f"above the context of {SMALL_CONTEXT_TOKENS} tokens that the request can have"
     page.locator("#messages-container").get_by_text(refusal).wait_for()
     assert "of them the tools' definitions, which no dropped turn shortens" in messages_text(page)
+    screenshot(page, "open-webui-refused")
     assert stack.answer not in messages_text(page)
 
     chats = [ex for ex in stack.chats_for(stack.small) if ex.body["messages"][-1]["content"] == "Hello"]
@@ -194,6 +197,7 @@ def test_a_small_context_model_refuses_the_tools_and_the_page_shows_why(stack, p
 def test_a_small_context_model_with_legacy_function_calling_answers(stack, page):
     say_hello(page, stack, stack.small_legacy)
     wait_for_reply(page, stack)
+    screenshot(page, "open-webui-legacy")
 
     chats = [ex for ex in stack.chats_for(stack.small_legacy) if ex.body["messages"][-1]["content"] == "Hello"]
     assert len(chats) == 1 and "tools" not in chats[0].body, chats[0].body

@@ -1,9 +1,13 @@
-"""Debian's Chromium as the end-to-end tests drive it through Playwright (never a browser of Playwright's own)."""
+"""Debian's Chromium as the end-to-end tests drive it through Playwright (never a browser of Playwright's own).
+
+Set HORDE_SCREENSHOTS_DIR to write the pages' screenshots (docs/images/ holds the committed ones)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +35,11 @@ def chromium_page(width: int, height: int, timeout_ms: int) -> Iterator:
             yield page
         finally:
             browser.close()
+
+
+def screenshot(page, name: str) -> None:
+    """`name`.png of the whole page in HORDE_SCREENSHOTS_DIR, when it is set."""
+    folder = os.environ.get("HORDE_SCREENSHOTS_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
