@@ -44,7 +44,7 @@ def fit(
     if prompt + max_tokens <= context:
         return FittedContext(messages, context, prompt)
     if mode == "reject":
-        raise _does_not_fit(prompt, max_tokens, context)
+        raise _does_not_fit(prompt, tools_cost, max_tokens, context)
     adjustments = []
     grown = min(prompt + max_tokens, largest_context)
     if grown > context:
@@ -53,10 +53,10 @@ def fit(
     if prompt + max_tokens <= context:
         return FittedContext(messages, context, prompt, adjustments)
     if mode == "grow":
-        raise _does_not_fit(prompt, max_tokens, context)
+        raise _does_not_fit(prompt, tools_cost, max_tokens, context)
     kept, new_prompt = _drop_oldest_turns(messages, message_costs, prompt, context - max_tokens)
     if new_prompt + max_tokens > context:
-        raise _does_not_fit(new_prompt, max_tokens, context, after_truncation=True)
+        raise _does_not_fit(new_prompt, tools_cost, max_tokens, context, after_truncation=True)
     dropped = len(messages) - len(kept)
     adjustments.append({"from": prompt, "to": new_prompt, "reason": "truncate_oldest", "dropped_messages": dropped})
     return FittedContext(kept, context, new_prompt, adjustments)
@@ -90,11 +90,19 @@ def _drop_oldest_turns(
     return kept, prompt
 
 
-def _does_not_fit(prompt: int, max_tokens: int, context: int, after_truncation: bool = False):
+def _does_not_fit(prompt: int, tools_cost: int, max_tokens: int, context: int, after_truncation: bool = False):
+    """The refusal names the tools' share: no turn can be dropped from it, and a client that sends tools the user
+    never chose (a chat UI's built-in ones) leaves the user no other way to see why a short message is refused."""
     detail = " after dropping every older turn" if after_truncation else ""
+    tools = f" ({tools_cost} of them the tools' definitions, which no dropped turn shortens)" if tools_cost else ""
     return errors.NoWorkerSupportsLimit(
-        f"The messages take about {prompt} tokens{detail}; with max_tokens {max_tokens} they need "
+        f"The messages take about {prompt} tokens{tools}{detail}; with max_tokens {max_tokens} they need "
         f"{prompt + max_tokens}, above the context of {context} tokens that the request can have.",
         param="messages",
-        metadata={"prompt_tokens": prompt, "max_tokens": max_tokens, "context_tokens": context},
+        metadata={
+            "prompt_tokens": prompt,
+            "tools_tokens": tools_cost,
+            "max_tokens": max_tokens,
+            "context_tokens": context,
+        },
     )

@@ -6,26 +6,16 @@ write the screenshots of the three views (docs/images/ holds the committed ones)
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
+from tests.support.browser import CHROMIUM, chromium_page, screenshot
 from tests.support.harness import Harness, unique_model
 from tests.support.processes import wait_until
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TIMEOUT_MS = 30_000
 
 pytestmark = [
@@ -49,23 +39,11 @@ def site(tmp_path_factory):
 
 @pytest.fixture
 def browser_page():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.set_default_timeout(TIMEOUT_MS)
+    with chromium_page(1200, 800, TIMEOUT_MS) as page:
         problems = []
         page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: problems.append(str(error)))
         yield page, problems
-        browser.close()
-
-
-def screenshot(page, name: str) -> None:
-    folder = os.environ.get("HORDE_SCREENSHOTS_DIR")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"web-{name}.png"), full_page=True)
 
 
 def enter_key(page, key: str) -> None:
@@ -83,7 +61,7 @@ def test_page_lists_models_and_streams_a_reply_from_a_worker(site, browser_page)
     enter_key(page, key)
     page.fill("#model-filter", model.split("/")[1])
     assert page.locator(".model-card").count() == 1
-    screenshot(page, "models")
+    screenshot(page, "web-models")
 
     page.goto(harness.url + "/#playground")
     page.locator(f'#chat-model option[value="{model}"]').wait_for(state="attached")
@@ -96,12 +74,12 @@ def test_page_lists_models_and_streams_a_reply_from_a_worker(site, browser_page)
     assert page.locator(".message.assistant .content").inner_text() == "A slow answer, in steps."
     assert page.locator(".message.assistant details.reasoning").text_content().endswith("Thinking slowly.")
     assert "worker " in meta.inner_text() and "kudos " in meta.inner_text()
-    screenshot(page, "playground")
+    screenshot(page, "web-playground")
 
     page.goto(harness.url + "/#status")
     page.locator("#status-table td", has_text=model).wait_for()
     assert page.locator("#totals .tile", has_text="requests served in all").locator("b").inner_text() != "0"
-    screenshot(page, "status")
+    screenshot(page, "web-status")
     assert problems == []
 
 

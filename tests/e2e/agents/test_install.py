@@ -79,3 +79,11 @@ def test_changed_pins_rebuild_in_place_and_unchanged_pins_reuse(cache):
     second = install.installed("tool", "1.0", "pins-2", lambda directory: (directory / "which").write_text("second"))
     assert second == first and (second / "which").read_text() == "second"
     assert sorted(path.name for path in cache.iterdir()) == [".tool-1.0.lock", "tool-1.0"]
+
+
+def test_an_install_given_a_root_of_its_own_is_built_there(cache, tmp_path):
+    """Open WebUI's install (tests/support/open_webui) keeps a cache apart from the agents' clients."""
+    root = tmp_path / "open-webui"
+    target = install.installed("tool", "1.0", "pins-1", lambda directory: (directory / "part").write_text("x"), root)
+    assert target == root / "tool-1.0" and (target / "part").read_text() == "x"
+    assert not cache.exists(), "nothing was built in the agents' cache"

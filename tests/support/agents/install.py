@@ -68,9 +68,10 @@ def _run(command: list[str], cwd: Path, env: dict | None = None) -> None:
         )
 
 
-def installed(name: str, version: str, stamp: str, build) -> Path:
-    """The directory of `name`-`version` built by `build(tmp_dir)` from what `stamp` names, built now if missing."""
-    root = cache_root()
+def installed(name: str, version: str, stamp: str, build, root: Path | None = None) -> Path:
+    """The directory of `name`-`version` built by `build(tmp_dir)` from what `stamp` names, built now if missing;
+    under `root` when given (another cache than the agents')."""
+    root = root or cache_root()
     target = root / f"{name}-{version}"
     stamp_path = target / STAMP_NAME
     if stamp_path.is_file() and stamp_path.read_text() == stamp:
@@ -121,7 +122,7 @@ def _check_pinned(directory: Path) -> None:
             raise InstallError(f"npm installed {package} {found}, not the pinned {version}")
 
 
-def pip_venv(name: str, version: str, lock: Path) -> Path:
+def pip_venv(name: str, version: str, lock: Path, root: Path | None = None) -> Path:
     """A venv of its own holding every package of `lock` (a frozen requirements file), apart from the project's."""
     stamp = f"{sys.version_info.major}.{sys.version_info.minor} {hashlib.sha256(lock.read_bytes()).hexdigest()}"
 
@@ -130,4 +131,4 @@ def pip_venv(name: str, version: str, lock: Path) -> Path:
         _run([base_python, "-m", "venv", str(directory)], directory)
         _run([str(directory / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", str(lock)], directory)
 
-    return installed(name, version, stamp, build)
+    return installed(name, version, stamp, build, root)

@@ -6,7 +6,7 @@ import pytest
 
 from horde import errors
 from horde.chat import context
-from horde.chat.tokens import prompt_tokens
+from horde.chat.tokens import prompt_tokens, tools_tokens
 
 
 def turns(count, words=50):
@@ -78,3 +78,24 @@ def test_fitting_estimates_each_message_once(monkeypatch, mode):
         monkeypatch.undo()
         assert fitted.prompt_tokens == prompt_tokens(fitted.messages) <= 2048 - 100
         assert fitted.adjustments[-1]["dropped_messages"] == len(messages) - len(fitted.messages)
+
+
+def test_a_refusal_names_what_the_tools_take():
+    """A chat UI that sends tools of its own with a short message: the refusal says where the tokens went."""
+    tools = [
+        {"type": "function", "function": {"name": f"tool_{i}", "description": "word " * 100, "parameters": {}}}
+        for i in range(60)
+    ]
+    messages = [{"role": "user", "content": "Hello"}]
+    with pytest.raises(errors.NoWorkerSupportsLimit) as raised:
+        context.fit(messages, tools, max_tokens=512, mode="truncate_oldest", default_context=2048, largest_context=4096)
+    tools_cost = tools_tokens(tools)
+    assert raised.value.metadata["tools_tokens"] == tools_cost > 4096
+    assert raised.value.metadata["prompt_tokens"] == prompt_tokens(messages, tools)
+    assert f"({tools_cost} of them the tools' definitions, which no dropped turn shortens)" in str(raised.value)
+
+
+def test_a_refusal_without_tools_names_none():
+    with pytest.raises(errors.NoWorkerSupportsLimit) as raised:
+        context.fit(turns(30), None, max_tokens=100, mode="reject", default_context=2048, largest_context=8192)
+    assert raised.value.metadata["tools_tokens"] == 0 and "tools" not in str(raised.value)
