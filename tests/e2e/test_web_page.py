@@ -1,41 +1,21 @@
 """The page at `/` in headless Chromium, against a real server and a real scripted worker.
 
-Debian's `chromium` driven by Playwright (never a downloaded browser). Set HORDE_SCREENSHOTS_DIR to
-write the screenshots of the three views (docs/images/ holds the committed ones).
+Debian's `chromium` driven by Playwright (tests/e2e/web/browser.py). Set HORDE_SCREENSHOTS_DIR to write the
+screenshots of the views (docs/images/ holds the committed ones). The console's views: test_web_page_console.py.
 """
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
+from tests.e2e.web.browser import chromium_page, needs_chromium, screenshot
+from tests.e2e.web.browser import sign_in as enter_key
 from tests.support.harness import Harness, unique_model
 from tests.support.processes import wait_until
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-TIMEOUT_MS = 30_000
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason=f"Chromium is not installed at {CHROMIUM} "
-        "(apt-get install chromium chromium-driver; .ci/run installs it)",
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_chromium]
 
 
 @pytest.fixture(scope="module")
@@ -49,29 +29,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture
 def browser_page():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.set_default_timeout(TIMEOUT_MS)
-        problems = []
-        page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: problems.append(str(error)))
-        yield page, problems
-        browser.close()
-
-
-def screenshot(page, name: str) -> None:
-    folder = os.environ.get("HORDE_SCREENSHOTS_DIR")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"web-{name}.png"), full_page=True)
-
-
-def enter_key(page, key: str) -> None:
-    page.fill("#api-key", key)
-    page.press("#api-key", "Enter")
-    page.locator("#kudos").filter(has_text="kudos").wait_for()
+    with chromium_page() as opened:
+        yield opened
 
 
 def test_page_lists_models_and_streams_a_reply_from_a_worker(site, browser_page):

@@ -1,0 +1,219 @@
+"""The page's console in headless Chromium (tests/e2e/web/browser.py): Register, Account, Status, Moderator,
+against a real server, a real scripted worker and real clients (the OpenAI SDK, requests).
+
+HORDE_SCREENSHOTS_DIR writes the screenshots docs/how-to/use-the-web-page.md shows.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import requests
+
+from horde.accounts import roles
+from horde.accounts import service as accounts
+from tests.e2e.web.browser import PHONE, chromium_page, needs_chromium, screenshot, sign_in
+from tests.support.harness import Harness, unique_model
+from tests.support.processes import wait_until
+
+pytestmark = [pytest.mark.e2e, needs_chromium]
+
+#: What a registration starts with here, so that the new account can chat at once.
+NEW_USER_KUDOS = 500
+SETTINGS = {"HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY": 1000, "HORDE_NEW_USER_KUDOS": NEW_USER_KUDOS}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    harness = Harness(f"sqlite:///{tmp_path_factory.mktemp('console') / 'horde.db'}", SETTINGS)
+    model = unique_model("console")
+    harness.worker([model])
+    yield harness, model
+    harness.close()
+
+
+def register(harness: Harness, name: str = "") -> dict:
+    """An account made through the API, as another person would: {id, username, api_key}."""
+    answer = requests.post(
+        harness.url + "/api/v2/register", json={"username": name or f"p-{uuid.uuid4().hex[:8]}"}, timeout=10
+    )
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def moderator(harness: Harness) -> str:
+    """A moderator's key, given the role as the operator gives it (python -m horde users role)."""
+    name = f"mod-{uuid.uuid4().hex[:8]}"
+    with harness.runtime.db.transaction() as session:
+        _, key = accounts.create_user(session, name)
+        roles.set_role(session, name, "moderator")
+    return key
+
+
+def user_details(harness: Harness, key: str) -> dict:
+    answer = requests.get(harness.url + "/api/v2/find_user", headers={"apikey": key}, timeout=10)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def chat(page, model: str, text: str) -> None:
+    page.goto(page.url.split("#")[0] + "#playground")
+    page.locator(f'#chat-model option[value="{model}"]').wait_for(state="attached")
+    page.select_option("#chat-model", model)
+    page.fill("#chat-input", text)
+    page.click("#chat-send")
+    page.locator(".message.assistant .meta").last.wait_for()
+
+
+def test_register_chat_see_the_charge_transfer_and_lend_through_a_shared_key(site):
+    harness, model = site
+    with chromium_page() as (page, problems):
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=harness.url)
+        page.goto(harness.url + "/#register")
+        page.locator("#register-mode", has_text="Anyone may register").wait_for()
+        screenshot(page, "register")
+        page.fill("#register-username", "Page Person")
+        page.click("#register-form button[type=submit]")
+        shown = page.locator("#register-result input.secret")
+        shown.wait_for()
+        key = shown.input_value()
+        assert "cannot show it again" in page.locator("#register-result .warning").inner_text()
+        page.click("#register-result button:text('Copy')")
+        page.locator("#register-result", has_text="Copied.").wait_for()
+        assert page.evaluate("navigator.clipboard.readText()") == key
+        page.locator("#kudos", has_text=f"{NEW_USER_KUDOS} kudos").wait_for()
+        me = user_details(harness, key)
+        assert me["username"].startswith("Page Person#")
+
+        chat(page, model, "Hello from the console")
+        assert "You wrote: Hello from the console" in page.locator(".message.assistant .content").inner_text()
+
+        page.goto(harness.url + "/#account")
+        charge = page.locator("#history-table tbody tr", has_text="request charged").first
+        charge.wait_for()
+        balance = user_details(harness, key)["kudos"]
+        assert balance < NEW_USER_KUDOS
+        assert charge.locator(".balance-after").inner_text() == f"{int(balance):,}"
+        page.locator("#balance-chart canvas[aria-label]").first.wait_for(state="attached")
+
+        other_key = harness.user()
+        other = user_details(harness, other_key)
+        page.fill("#transfer-username", other["username"])
+        page.fill("#transfer-amount", "25")
+        page.click("#transfer-form button[type=submit]")
+        page.locator("#transfer-line", has_text=f"Sent 25 kudos to {other['username']}").wait_for()
+        page.locator("#history-table tbody tr", has_text="sent").first.wait_for()
+        assert user_details(harness, other_key)["kudos"] == 25
+
+        page.fill("#sharedkey-name", "lent from the page")
+        page.fill("#sharedkey-kudos", "100")
+        page.fill("#sharedkey-tokens", "64")
+        page.click("#sharedkey-submit")
+        shared = page.locator("#sharedkey-result input.secret")
+        shared.wait_for()
+        shared_key = shared.input_value()
+        row = page.locator("#sharedkeys-table tbody tr", has_text="lent from the page")
+        row.wait_for()
+        assert shared_key in row.inner_text()
+
+        reply = harness.openai(shared_key).chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "Paid with a shared key"}]
+        )
+        assert reply.choices[0].message.content == "You wrote: Paid with a shared key"
+        page.goto(harness.url + "/#models")
+        page.goto(harness.url + "/#account")
+        used = page.locator("#sharedkeys-table tbody tr", has_text="lent from the page").locator("td").nth(3)
+        used.wait_for()
+        assert used.inner_text() != "0"
+        page.locator("#history-table tbody tr", has_text="request charged").nth(1).wait_for()
+        screenshot(page, "account")
+        assert problems == []
+
+
+def test_a_worker_of_mine_goes_into_maintenance_from_the_page(site):
+    harness, model = site
+    made = register(harness)
+    worker_name = f"page-worker-{uuid.uuid4().hex[:6]}"
+    harness.worker([model], key=made["api_key"], name=worker_name)
+    with chromium_page() as (page, problems):
+        page.goto(harness.url + "/#account")
+        sign_in(page, made["api_key"])
+
+        def listed():
+            page.reload()
+            row = page.locator(f'#my-workers .maintenance[data-worker="{worker_name}"]')
+            row.wait_for(state="attached", timeout=5000)
+            return row
+
+        row = wait_until(listed, what="the worker to be listed on the Account view")
+        row.locator("input[type=checkbox]").check()
+        row.locator("input.maintenance-msg").fill("Back soon")
+        row.locator("button", has_text="Save").click()
+        page.locator("#workers-line", has_text="is in maintenance").wait_for()
+        workers = requests.get(harness.url + "/api/v2/workers?type=chat", timeout=10).json()
+        assert [worker["maintenance_mode"] for worker in workers if worker["name"] == worker_name] == [True]
+        assert page.locator(f'#my-workers .maintenance[data-worker="{worker_name}"] input[type=checkbox]').is_checked()
+        assert problems == []
+
+
+@pytest.mark.parametrize(("name", "says"), [("x" * 51, "50"), ("has#hash", "#")], ids=["too-long", "hash"])
+def test_the_register_view_shows_the_refusal_as_the_horde_words_it(site, name, says):
+    harness, _ = site
+    with chromium_page() as (page, problems):
+        page.goto(harness.url + "/#register")
+        page.locator("#register-mode", has_text="Anyone may register").wait_for()
+        page.fill("#register-username", name)
+        page.click("#register-form button[type=submit]")
+        line = page.locator("#register-line.error")
+        line.wait_for()
+        expected = requests.post(harness.url + "/api/v2/register", json={"username": name}, timeout=10).json()
+        assert line.inner_text() == expected["message"] + " (" + expected["rc"] + ")"
+        assert says in expected["message"]
+        assert page.locator("#register-result input.secret").count() == 0
+        assert problems == ["Failed to load resource: the server responded with a status of 400 (BAD REQUEST)"]
+
+
+def test_the_moderator_flags_a_user_and_the_trail_shows_it(site):
+    harness, _ = site
+    target = register(harness)
+    with chromium_page() as (page, problems):
+        page.goto(harness.url + "/#account")
+        sign_in(page, moderator(harness))
+        page.click("#nav-moderator")
+        page.locator("#mod-audit table").wait_for()
+        page.fill("#mod-find", target["username"])
+        page.click("#mod-find-form button[type=submit]")
+        page.locator("#mod-user-title", has_text=target["username"]).wait_for()
+        page.check("#mod-flagged")
+        page.fill("#mod-reason", "garbage replies from the page")
+        page.click("#mod-save-user")
+        page.locator("#mod-user-line", has_text="Saved").wait_for()
+        record = page.locator("#audit-table tbody tr", has_text="garbage replies from the page")
+        record.wait_for()
+        assert "modify_user" in record.inner_text() and "flagged" in record.inner_text()
+        assert requests.get(harness.url + f"/api/v2/users/{target['id']}", timeout=10).json()["flagged"] is True
+        screenshot(page, "moderator")
+        assert problems == []
+
+
+@pytest.mark.parametrize("viewport", [None, PHONE], ids=["desktop", "phone"])
+def test_the_status_charts_render_with_their_labels(site, viewport):
+    harness, model = site
+    harness.openai(harness.user(kudos=50)).chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Count me in the charts"}]
+    )
+    with chromium_page(viewport) as (page, problems):
+        page.goto(harness.url + "/#status")
+        chart = page.locator('#requests-chart canvas[aria-label^="Requests served per minute"]')
+        chart.first.wait_for(state="attached")
+        assert page.locator("#queue-chart canvas[aria-label*='Workers']").count() >= 1
+        assert "Requests served per minute" in page.locator("#requests-chart .visually-hidden").inner_text()
+        page.locator("#workers-table td", has_text=model).first.wait_for()
+        page.locator(f'#series-model option[value="{model}"]').wait_for(state="attached")
+        page.select_option("#series-model", model)
+        page.locator(f'#requests-chart canvas[aria-label*="{model}"]').first.wait_for(state="attached")
+        if viewport == PHONE:
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        screenshot(page, "status-phone" if viewport else "status")
+        assert problems == []
