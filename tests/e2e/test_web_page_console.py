@@ -121,11 +121,10 @@ def test_register_chat_see_the_charge_transfer_and_lend_through_a_shared_key(sit
             model=model, messages=[{"role": "user", "content": "Paid with a shared key"}]
         )
         assert reply.choices[0].message.content == "You wrote: Paid with a shared key"
-        page.goto(harness.url + "/#models")
-        page.goto(harness.url + "/#account")
+        page.reload()
         used = page.locator("#sharedkeys-table tbody tr", has_text="lent from the page").locator("td").nth(3)
         used.wait_for()
-        assert used.inner_text() != "0"
+        assert int(used.inner_text()) > 0
         page.locator("#history-table tbody tr", has_text="request charged").nth(1).wait_for()
         screenshot(page, "account")
         assert problems == []

@@ -33,8 +33,9 @@ needs_chromium = pytest.mark.skipif(
 
 
 @contextlib.contextmanager
-def chromium_page(viewport: dict | None = None) -> Iterator[tuple[object, list[str]]]:
-    """A fresh page (its own context: storage, clipboard rights) and the list its console errors go to."""
+def chromium_page(viewport: dict | None = None, origin: str = "") -> Iterator[tuple[object, list[str]]]:
+    """A fresh page (its own context: storage, clipboard rights) and the list its console errors go to: those of
+    pages at `origin` only, when given (another site's pages, such as a sign-in provider's, are not ours)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
@@ -42,7 +43,12 @@ def chromium_page(viewport: dict | None = None) -> Iterator[tuple[object, list[s
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         problems: list[str] = []
-        page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+
+        def heard(message) -> None:
+            if message.type == "error" and message.location.get("url", "").startswith(origin):
+                problems.append(message.text)
+
+        page.on("console", heard)
         page.on("pageerror", lambda error: problems.append(str(error)))
         try:
             yield page, problems

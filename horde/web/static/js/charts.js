@@ -20,7 +20,8 @@ export function lineChart(figure, { label, xs, series, daily = false }) {
   const width = Math.max(260, (figure.clientWidth || 320) - FIGURE_PADDING_PX);
   const options = {
     width, height: HEIGHT_PX,
-    scales: { x: { time: true } },
+    // From 0, and 0 to 1 while every value is 0 (rather than uPlot's 0 to 100).
+    scales: { x: { time: true }, y: { range: (chart, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
     series: [{ label: daily ? "Day" : "Time" }, ...series.map((line, index) => ({
       label: line.label, stroke: COLOURS[index % COLOURS.length], width: 2, points: { show: daily },
     }))],

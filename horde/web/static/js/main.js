@@ -4,7 +4,7 @@ import { $, attempt, kudos, onSessionChange, session, showError, signIn, signOut
 import { loadModels, setupModels } from "./models.js";
 import { busy, setupPlayground } from "./playground.js";
 import { loadStatus, setupStatus } from "./status.js";
-import { loadRegister, setupRegister } from "./register.js";
+import { endProviderSession, loadRegister, setupRegister } from "./register.js";
 import { loadAccount, setupAccount } from "./account.js";
 import { loadModerator, setupModerator } from "./moderator.js";
 
@@ -13,7 +13,7 @@ const LOADERS = {
   models: loadModels, playground: loadModels, status: loadStatus, register: loadRegister, account: loadAccount,
   moderator: loadModerator,
 };
-//: Views whose figures change by themselves; the others hold forms the refresh would disturb.
+// Views whose figures change by themselves; the others hold forms the refresh would disturb.
 const LIVE = new Set(["models", "status"]);
 
 function route() {
@@ -62,8 +62,9 @@ async function submitKey(event) {
   }
 }
 
-function leave() {
+async function leave() {
   signOut();
+  await endProviderSession().catch((error) => showError(error));
   if (route().name === "moderator") location.hash = "#account";
   else refresh();
 }

@@ -70,6 +70,14 @@ export async function finishProviderSignIn(box) {
     + "get a new one: the old key stops working." }), button, line);
 }
 
+// Signing out of the page ends the provider's sign-in session too, when there is one (its cookie goes with it).
+export async function endProviderSession() {
+  const signedIn = await api("/api/v2/oidc/session", { key: "" });
+  if (signedIn.signed_in) {
+    await api("/api/v2/oidc/session", { method: "DELETE", key: "", headers: { "X-CSRF-Token": signedIn.csrf_token } });
+  }
+}
+
 export function setupRegister() {
   $("register-form").addEventListener("submit", register);
   registrationStatus().then((offer) => showProviderLinks(offer.oidc)).catch(() => {});

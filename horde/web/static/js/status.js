@@ -4,13 +4,17 @@ import { $, allWorkers, api, duration, el, kudos, table } from "./core.js";
 import { lineChart } from "./charts.js";
 
 const SERIES_MINUTES = 1440;
+// The models online now: the picker offers them too, before the sampler has seen them.
+let online = [];
 
 export async function loadStatus() {
-  await Promise.all([loadTotals(), loadSeries(), loadWorkers()]);
+  await loadTotals();
+  await Promise.all([loadSeries(), loadWorkers()]);
 }
 
 async function loadTotals() {
   const [models, totals] = await Promise.all([api("/api/v2/status/models?type=chat"), api("/api/v2/stats/chat/totals")]);
+  online = models.map((model) => model.name);
   const workers = new Set(models.flatMap((model) => model.worker_ids)).size;
   const queued = models.reduce((sum, model) => sum + model.queued, 0);
   const tiles = [
@@ -58,7 +62,8 @@ async function loadSeries() {
   });
 }
 
-function fillModelPicker(names, chosen) {
+function fillModelPicker(sampled, chosen) {
+  const names = [...new Set([...sampled, ...online])].sort();
   const select = $("series-model");
   const known = [...select.options].map((option) => option.value).slice(1);
   if (known.join("\n") === names.join("\n")) return;
