@@ -60,7 +60,6 @@ def test_page_lists_models_and_streams_a_reply_from_a_worker(site, browser_page)
     page.goto(harness.url + "/#status")
     page.locator("#status-table td", has_text=model).wait_for()
     assert page.locator("#totals .tile", has_text="requests served in all").locator("b").inner_text() != "0"
-    screenshot(page, "status")
     assert problems == []
 
 

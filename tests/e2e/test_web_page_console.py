@@ -72,7 +72,6 @@ def test_register_chat_see_the_charge_transfer_and_lend_through_a_shared_key(sit
         page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=harness.url)
         page.goto(harness.url + "/#register")
         page.locator("#register-mode", has_text="Anyone may register").wait_for()
-        screenshot(page, "register")
         page.fill("#register-username", "Page Person")
         page.click("#register-form button[type=submit]")
         shown = page.locator("#register-result input.secret")
@@ -82,6 +81,7 @@ def test_register_chat_see_the_charge_transfer_and_lend_through_a_shared_key(sit
         page.click("#register-result button:text('Copy')")
         page.locator("#register-result", has_text="Copied.").wait_for()
         assert page.evaluate("navigator.clipboard.readText()") == key
+        screenshot(page, "register")
         page.locator("#kudos", has_text=f"{NEW_USER_KUDOS} kudos").wait_for()
         me = user_details(harness, key)
         assert me["username"].startswith("Page Person#")
@@ -130,12 +130,12 @@ def test_register_chat_see_the_charge_transfer_and_lend_through_a_shared_key(sit
         assert problems == []
 
 
-def test_a_worker_of_mine_goes_into_maintenance_from_the_page(site):
+def test_a_worker_of_mine_goes_into_maintenance_from_the_page_at_phone_width(site):
     harness, model = site
     made = register(harness)
     worker_name = f"page-worker-{uuid.uuid4().hex[:6]}"
     harness.worker([model], key=made["api_key"], name=worker_name)
-    with chromium_page() as (page, problems):
+    with chromium_page(PHONE) as (page, problems):
         page.goto(harness.url + "/#account")
         sign_in(page, made["api_key"])
 
@@ -152,7 +152,12 @@ def test_a_worker_of_mine_goes_into_maintenance_from_the_page(site):
         page.locator("#workers-line", has_text="is in maintenance").wait_for()
         workers = requests.get(harness.url + "/api/v2/workers?type=chat", timeout=10).json()
         assert [worker["maintenance_mode"] for worker in workers if worker["name"] == worker_name] == [True]
-        assert page.locator(f'#my-workers .maintenance[data-worker="{worker_name}"] input[type=checkbox]').is_checked()
+        saved = page.locator(f'#my-workers .maintenance[data-worker="{worker_name}"]')
+        assert saved.locator("input[type=checkbox]").is_checked()
+        assert saved.locator("input.maintenance-msg").input_value() == "Back soon"
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        page.locator("#workers-title").scroll_into_view_if_needed()
+        screenshot(page, "account-phone", full_page=False)
         assert problems == []
 
 
@@ -214,5 +219,5 @@ def test_the_status_charts_render_with_their_labels(site, viewport):
         page.locator(f'#requests-chart canvas[aria-label*="{model}"]').first.wait_for(state="attached")
         if viewport == PHONE:
             assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-        screenshot(page, "status-phone" if viewport else "status")
+        screenshot(page, "status-phone" if viewport else "status", full_page=viewport is None)
         assert problems == []

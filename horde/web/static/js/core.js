@@ -107,13 +107,14 @@ export function el(tag, attributes, ...children) {
   return node;
 }
 
-// A table: `columns` are header texts, `rows` arrays of cells (strings or nodes).
-export function table(columns, rows, attributes = {}) {
+// A table: `columns` are header texts, `rows` arrays of cells (strings or nodes); `attributes.empty`: the text of
+// a table without rows.
+export function table(columns, rows, { empty = "None.", ...attributes } = {}) {
   const head = el("thead", {}, el("tr", {}, ...columns.map((name) => el("th", { scope: "col", text: name }))));
-  const body = el("tbody", {}, ...rows.map((row) => el("tr", {}, ...row.map((cell) => el("td", {}, cell)))));
-  if (!rows.length) body.append(el("tr", {}, el("td", { colspan: String(columns.length), class: "empty", text: attributes.empty || "None." })));
-  delete attributes.empty;
-  return el("div", { class: "table-wrap" }, el("table", attributes, head, body));
+  // Each cell names its column (data-label): at phone width a row stacks into label: value lines (style.css).
+  const body = el("tbody", {}, ...rows.map((row) => el("tr", {}, ...row.map((cell, index) => el("td", { "data-label": columns[index] }, cell)))));
+  if (!rows.length) body.append(el("tr", {}, el("td", { colspan: String(columns.length), class: "empty", text: empty })));
+  return el("div", { class: "table-wrap" }, el("table", { ...attributes, class: "stacks" }, head, body));
 }
 
 // A line in `node` (a status or error element) saying how it went; `error` null clears it.

@@ -15,8 +15,8 @@ export async function loadMyWorkers(userId) {
     el("strong", { text: worker.name }),
     el("span", { class: worker.online ? "online" : "offline", text: worker.online ? "online" : "offline" }),
     worker.models.join(", "),
-    worker.performance,
-    String(worker.requests_fulfilled),
+    worker.speed,
+    String(worker.jobs),
     kudos(worker.kudos_earned),
     maintenanceControl(worker, line, userId),
     el("button", { type: "button", class: "danger", text: "Delete", "aria-label": "Delete worker " + worker.name,
@@ -29,7 +29,7 @@ export async function loadMyWorkers(userId) {
 function maintenanceControl(worker, line, userId) {
   const box = el("input", { type: "checkbox", checked: worker.maintenance_mode, class: "maintenance-toggle",
     "aria-label": "Maintenance for " + worker.name });
-  const message = el("input", { type: "text", maxlength: "1000", class: "maintenance-msg",
+  const message = el("input", { type: "text", maxlength: "1000", class: "maintenance-msg", value: worker.maintenance_msg || "",
     placeholder: "Message to its users (optional)", "aria-label": "Maintenance message for " + worker.name });
   const save = el("button", { type: "button", class: "secondary", text: "Save", "aria-label": "Save maintenance of " + worker.name,
     onclick: () => attempt(line, async () => {
