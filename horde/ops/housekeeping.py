@@ -25,7 +25,8 @@ KEY_PURGE_EVERY_SWEEPS = 60
 
 
 def sweeper(runtime: Runtime) -> None:
-    """Expire jobs past their ttl, so a request restarts even when nobody pops.
+    """Expire jobs past their ttl, so a request restarts even when nobody pops; sample the queue once a minute
+    (the Status charts' series, horde/console/sampler.py).
 
     Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
     keys and stored responses, files and batches past their retention, past days' registration counts and ended
@@ -35,6 +36,7 @@ def sweeper(runtime: Runtime) -> None:
     from horde.background import records as background_records
     from horde.batches import retention as batch_retention
     from horde.batches import service as batches
+    from horde.console.sampler import Sampler
     from horde.files import service as files
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
@@ -42,12 +44,14 @@ def sweeper(runtime: Runtime) -> None:
     from horde.text import service as text_service
 
     sweeps = 0
+    sampler = Sampler()
     while True:
         gevent.sleep(runtime.settings.sweep_interval_s)
         sweeps += 1
         try:
             service.sweep(runtime)
             text_service.sweep(runtime)
+            sampler.sample_when_due(runtime)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 # With the purges, not every sweep: a budget's sum reads its caller's seconds from the window's start on
                 # the primary key, so older rows are never read, and the DELETE reads the whole table.
