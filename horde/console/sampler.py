@@ -74,15 +74,14 @@ class Sampler:
         minute = floor_minute(now or utcnow())
         if minute == self.last_minute:
             return False
+        self.last_minute = minute  # one try a minute: a failing one is logged once, and the next minute tries again
         with runtime.db.read() as session:
             if session.execute(_SAMPLED, {"minute": minute}).first() is not None:
-                self.last_minute = minute
                 return False
             rows = take(session, minute, runtime.settings.worker_online_window_s)
         with runtime.db.transaction() as session:
             written = write(session, rows)
             session.execute(delete(_SAMPLES).where(_SAMPLES.c.minute < minute - SAMPLES_KEPT))
-        self.last_minute = minute
         return written
 
 

@@ -51,7 +51,6 @@ def sweeper(runtime: Runtime) -> None:
         try:
             service.sweep(runtime)
             text_service.sweep(runtime)
-            sampler.sample_when_due(runtime)
             if sweeps % KEY_PURGE_EVERY_SWEEPS == 0:
                 # With the purges, not every sweep: a budget's sum reads its caller's seconds from the window's start on
                 # the primary key, so older rows are never read, and the DELETE reads the whole table.
@@ -65,6 +64,7 @@ def sweeper(runtime: Runtime) -> None:
                 with runtime.db.autocommit() as session:
                     address_counts.forget_past_days(session)
                 signin.forget_expired(runtime)
+            sampler.sample_when_due(runtime)  # last: a failing sample holds up none of the sweep's other work
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:

@@ -9,17 +9,22 @@ import uuid
 
 import pytest
 import requests
+from sqlalchemy import func, select
 
 from horde.accounts.models import User
 from horde.chat import stats as chat_stats
 from horde.stats import rollup
+from horde.stats.models import ALL_MODELS, QueueSample
 from horde.text import stats as text_stats
 from horde.timeutil import utcnow
 from tests.support.harness import postgres_servers, unique_model
 from tests.support.native import declaration
+from tests.support.processes import wait_until
 from tests.support.races import fire_together
 
 HTTP_TIMEOUT_S = 30
+#: A sweep runs every second or so: its first sample comes within a few.
+SAMPLE_WAIT_S = 30
 CHAT_REQUESTS = 8
 TEXT_GENERATIONS = 8
 #: Past the rollup's lag: a rollup at this moment counts everything served until now.
@@ -83,3 +88,20 @@ def test_concurrent_settlements_through_two_servers_count_once_in_the_day(horde)
     usage = _ok(_native(servers[1], "GET", f"/users/{requester_id}/usage?days=1", requester))["days"]
     assert generations == CHAT_REQUESTS + TEXT_GENERATIONS
     assert [(day["requests"], day["tokens"]) for day in usage] == [(generations, tokens)]
+
+
+def test_the_servers_housekeeping_samples_each_minute_once(horde):
+    """Both servers' sweepers sample the queue: the current minute gets its row of every model together, once."""
+
+    def sampled() -> list:
+        with horde.runtime.db.read() as session:
+            return session.execute(
+                select(QueueSample.minute, func.count())
+                .where(QueueSample.model == ALL_MODELS)
+                .group_by(QueueSample.minute)
+            ).all()
+
+    wait_until(lambda: sampled(), SAMPLE_WAIT_S, "a queue sample from the servers' housekeeping")
+    assert all(count == 1 for _, count in sampled())
+    series = _ok(requests.get(f"{horde.servers[0].url}/api/v2/stats/series?minutes=10", timeout=HTTP_TIMEOUT_S))
+    assert series["series"]["workers"][-1] is not None or series["series"]["workers"][-2] is not None
