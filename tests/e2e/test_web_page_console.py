@@ -13,14 +13,19 @@ import requests
 
 from horde.accounts import roles
 from horde.accounts import service as accounts
+from tests.e2e.test_batches import chat_line, jsonl, upload
 from tests.e2e.web.browser import PHONE, chromium_page, needs_chromium, screenshot, sign_in
-from tests.support.harness import Harness, unique_model
+from tests.support.harness import Harness, unique_model, write_rules
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.e2e, needs_chromium]
 
 #: What a registration starts with here, so that the new account can chat at once.
 NEW_USER_KUDOS = 500
+#: The page's history page (account.js HISTORY_PAGE).
+HISTORY_PAGE = 25
+#: A batch long enough (a second a line, one thread) to be cancelled while it runs.
+BATCH_LINES = 20
 SETTINGS = {"HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY": 1000, "HORDE_NEW_USER_KUDOS": NEW_USER_KUDOS}
 
 
@@ -55,6 +60,18 @@ def user_details(harness: Harness, key: str) -> dict:
     answer = requests.get(harness.url + "/api/v2/find_user", headers={"apikey": key}, timeout=10)
     answer.raise_for_status()
     return answer.json()
+
+
+def reloaded_until(page, table: str, wanted: str):
+    """`wanted` on the page, reloaded until its `table` (drawn from what the Horde answered) holds it."""
+
+    def shown():
+        page.reload()
+        page.locator(table).wait_for()
+        found = page.locator(wanted)
+        return found if found.count() else None
+
+    return wait_until(shown, what=f"{wanted} on the page")
 
 
 def chat(page, model: str, text: str) -> None:
@@ -139,13 +156,7 @@ def test_a_worker_of_mine_goes_into_maintenance_from_the_page_at_phone_width(sit
         page.goto(harness.url + "/#account")
         sign_in(page, made["api_key"])
 
-        def listed():
-            page.reload()
-            row = page.locator(f'#my-workers .maintenance[data-worker="{worker_name}"]')
-            row.wait_for(state="attached", timeout=5000)
-            return row
-
-        row = wait_until(listed, what="the worker to be listed on the Account view")
+        row = reloaded_until(page, "#my-workers-table", f'#my-workers .maintenance[data-worker="{worker_name}"]')
         row.locator("input[type=checkbox]").check()
         row.locator("input.maintenance-msg").fill("Back soon")
         row.locator("button", has_text="Save").click()
@@ -220,4 +231,127 @@ def test_the_status_charts_render_with_their_labels(site, viewport):
         if viewport == PHONE:
             assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
         screenshot(page, "status-phone" if viewport else "status", full_page=viewport is None)
+        assert problems == []
+
+
+def start_batch(harness: Harness, key: str, tmp_path) -> str:
+    """A batch of BATCH_LINES chat lines for a worker of its own that takes a second a line: the batch's id."""
+    batch_model = unique_model("console-batch")
+    rules = write_rules(tmp_path, [{"match": {}, "reply": {"content": "slowly", "delay_s": 1}}])
+    harness.worker([batch_model], "--threads", "1", rules=rules)
+    client = harness.openai(key)
+    wait_until(lambda: batch_model in {card.id for card in client.models.list()}, what="the batch's worker")
+    lines = [chat_line(f"line-{n}", batch_model, f"line {n}", max_tokens=16) for n in range(BATCH_LINES)]
+    uploaded = upload(client, jsonl(lines))
+    return client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h").id
+
+
+def test_account_edits_and_deletes_a_shared_key_pages_its_history_cancels_a_batch_and_replaces_its_key(site, tmp_path):
+    harness, _ = site
+    made = register(harness)
+    key, user_id = made["api_key"], made["id"]
+    friend = user_details(harness, harness.user())["username"]
+    for _ in range(HISTORY_PAGE + 2):  # more entries than a page: the history's "Older"
+        sent = requests.post(
+            harness.url + "/api/v2/kudos/transfer",
+            json={"username": friend, "amount": 1},
+            headers={"apikey": key},
+            timeout=10,
+        )
+        assert sent.status_code == 200, sent.text
+    with chromium_page() as (page, problems):
+        page.goto(harness.url + "/#account")
+        sign_in(page, key)
+        rows = page.locator("#history-table tbody tr")
+        rows.nth(HISTORY_PAGE - 1).wait_for()
+        assert rows.count() == HISTORY_PAGE
+        page.click("#history-older")
+        rows.nth(HISTORY_PAGE + 2).wait_for()  # the transfers and the registration's grant
+        assert rows.count() == HISTORY_PAGE + 3
+        assert page.locator("#history-older").is_hidden()
+        assert rows.last.locator(".balance-after").inner_text() == f"{NEW_USER_KUDOS}"
+
+        page.fill("#sharedkey-name", "to be changed")
+        page.click("#sharedkey-submit")
+        row = page.locator("#sharedkeys-table tbody tr", has_text="to be changed")
+        row.wait_for()
+        shared_id = page.locator("#sharedkey-result input.secret").input_value()
+        assert "no limit" in row.inner_text()
+        row.locator("button", has_text="Edit").click()
+        assert page.locator("#sharedkey-legend").inner_text().startswith("Change the shared key")
+        page.fill("#sharedkey-kudos", "40")
+        page.click("#sharedkey-submit")
+        page.locator("#sharedkeys-table tbody tr", has_text="to be changed").locator("td").nth(2).filter(
+            has_text="40"
+        ).wait_for()
+        assert requests.get(harness.url + f"/api/v2/sharedkeys/{shared_id}", timeout=10).json()["kudos"] == 40
+        page.locator("#sharedkeys-table tbody tr", has_text="to be changed").locator(
+            "button", has_text="Delete"
+        ).click()
+        page.locator("#confirm").wait_for()
+        page.click("#confirm-yes")
+        page.locator("#sharedkeys-table tbody tr", has_text="No shared key yet").wait_for()
+        assert requests.get(harness.url + f"/api/v2/sharedkeys/{shared_id}", timeout=10).status_code != 200
+
+        batch = start_batch(harness, key, tmp_path)
+        reloaded_until(page, "#batches-table", f'#batches-table button[aria-label="Cancel batch {batch}"]').click()
+        page.locator("#batches-line", has_text=f"Cancelling {batch}").wait_for()
+        assert harness.openai(key).batches.retrieve(batch).status in ("cancelling", "cancelled")
+        page.locator("#batches-table .batch-status").filter(has_text="cancel").first.wait_for()
+
+        page.click("#rotate-key")
+        fresh = page.locator("#rotate-result input.secret")
+        fresh.wait_for()
+        new_key = fresh.input_value()
+        assert user_details(harness, new_key)["id"] == user_id
+        assert requests.get(harness.url + "/api/v2/find_user", headers={"apikey": key}, timeout=10).status_code == 401
+        assert page.evaluate("sessionStorage.getItem('horde.apiKey')") == new_key
+        page.reload()
+        page.locator("#kudos", has_text=made["username"]).wait_for()
+        assert problems == []
+
+
+#: The visible controls of the shown view without an accessible name: a field without a label or aria-label, a
+#: button without text or aria-label.
+UNLABELLED = """(view) => [...document.querySelectorAll(`#view-${view} input, #view-${view} select,
+  #view-${view} textarea, #view-${view} button`)]
+  .filter((control) => control.offsetParent !== null)
+  .filter((control) => control.tagName === "BUTTON"
+    ? !(control.textContent.trim() || control.getAttribute("aria-label"))
+    : !(control.labels.length || control.getAttribute("aria-label") || control.getAttribute("aria-labelledby")))
+  .map((control) => control.outerHTML)"""
+
+
+def test_every_control_is_labelled_and_the_views_open_from_the_keyboard(site):
+    harness, model = site
+    made = register(harness)
+    harness.worker([model], key=made["api_key"])  # so that My workers has a row of controls
+    with chromium_page() as (page, problems):
+        page.goto(harness.url + "/#models")
+        sign_in(page, moderator(harness))
+        for view in ("models", "playground", "status", "register", "moderator"):
+            page.goto(f"{harness.url}/#{view}")
+            page.locator(f"#view-{view}").wait_for()
+            page.wait_for_load_state("networkidle")
+            assert page.evaluate(UNLABELLED, view) == [], view
+        page.locator("#sign-out").click()
+        page.goto(harness.url + "/#account")
+        sign_in(page, made["api_key"])
+        page.locator("#my-workers-table tbody tr .maintenance").wait_for()
+        assert page.evaluate(UNLABELLED, "account") == []
+
+        page.goto(harness.url + "/#models")
+        page.reload()  # the keyboard starts from the top of the page
+        page.locator("#model-cards .model-card").first.wait_for()
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
+        for _ in range(10):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement.textContent") == "Status":
+                break
+        assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+        page.keyboard.press("Enter")
+        page.wait_for_url(harness.url + "/#status")
+        page.locator("#view-status").wait_for()
+        assert page.locator("nav a[aria-current=page]").inner_text() == "Status"
         assert problems == []
