@@ -47,12 +47,12 @@ def register(harness: Harness, name: str = "") -> dict:
     return answer.json()
 
 
-def moderator(harness: Harness) -> str:
-    """A moderator's key, given the role as the operator gives it (python -m horde users role)."""
-    name = f"mod-{uuid.uuid4().hex[:8]}"
+def with_role(harness: Harness, role: str) -> str:
+    """The key of a new user given `role` as the operator gives it (python -m horde users role)."""
+    name = f"{role}-{uuid.uuid4().hex[:8]}"
     with harness.runtime.db.transaction() as session:
         _, key = accounts.create_user(session, name)
-        roles.set_role(session, name, "moderator")
+        roles.set_role(session, name, role)
     return key
 
 
@@ -194,7 +194,7 @@ def test_the_moderator_flags_a_user_and_the_trail_shows_it(site):
     target = register(harness)
     with chromium_page() as (page, problems):
         page.goto(harness.url + "/#account")
-        sign_in(page, moderator(harness))
+        sign_in(page, with_role(harness, "moderator"))
         page.click("#nav-moderator")
         page.locator("#mod-audit table").wait_for()
         page.fill("#mod-find", target["username"])
@@ -328,7 +328,7 @@ def test_every_control_is_labelled_and_the_views_open_from_the_keyboard(site):
     harness.worker([model], key=made["api_key"])  # so that My workers has a row of controls
     with chromium_page() as (page, problems):
         page.goto(harness.url + "/#models")
-        sign_in(page, moderator(harness))
+        sign_in(page, with_role(harness, "moderator"))
         for view in ("models", "playground", "status", "register", "moderator"):
             page.goto(f"{harness.url}/#{view}")
             page.locator(f"#view-{view}").wait_for()
@@ -354,4 +354,46 @@ def test_every_control_is_labelled_and_the_views_open_from_the_keyboard(site):
         page.wait_for_url(harness.url + "/#status")
         page.locator("#view-status").wait_for()
         assert page.locator("nav a[aria-current=page]").inner_text() == "Status"
+        assert page.evaluate("document.activeElement.id") == "status-title"  # the focus follows to the view
         assert problems == []
+
+
+def test_an_admin_times_out_a_network_pauses_a_worker_and_sets_a_mode_from_the_page(site):
+    harness, _ = site
+    key = with_role(harness, "admin")
+    worker_name = f"paused-{uuid.uuid4().hex[:6]}"
+    harness.worker([unique_model("console-pause")], name=worker_name)
+    network = "203.0.113.0/24"
+    try:
+        with chromium_page() as (page, problems):
+            page.goto(harness.url + "/#models")
+            sign_in(page, key)
+            page.click("#nav-moderator")
+            page.locator("#mod-timeouts-table").wait_for()
+
+            page.fill("#mod-ipaddr", network)
+            page.fill("#mod-hours", "2")
+            page.fill("#mod-ip-reason", "a scraper")
+            page.click("#mod-timeout-form button[type=submit]")
+            page.locator("#mod-timeouts-table tbody tr", has_text=network).wait_for()
+            page.locator("#audit-table tbody tr", has_text="a scraper").wait_for()
+            page.click(f'button[aria-label="Lift the timeout of {network}"]')
+            page.locator("#mod-timeouts-table tbody tr", has_text="No address is in timeout").wait_for()
+
+            pause = reloaded_until(page, "#mod-workers-table", f'button[aria-label="Pause {worker_name}"]')
+            pause.click()
+            page.locator(f'button[aria-label="Unpause {worker_name}"]').wait_for()
+            listed = requests.get(harness.url + "/api/v2/workers?type=chat", headers={"apikey": key}, timeout=10)
+            assert [worker["paused"] for worker in listed.json() if worker["name"] == worker_name] == [True]
+
+            page.check("#mod-invite_only_mode")
+            page.click("#mod-modes-form button[type=submit]")
+            page.locator("#mod-modes-line", has_text="Modes saved").wait_for()
+            modes = requests.get(harness.url + "/api/v2/status/modes", headers={"apikey": key}, timeout=10).json()
+            assert modes["invite_only_mode"] is True
+            page.locator("#audit-table tbody tr", has_text="set_modes").wait_for()
+            assert problems == []
+    finally:
+        requests.put(
+            harness.url + "/api/v2/status/modes", json={"invite_only_mode": False}, headers={"apikey": key}, timeout=10
+        )

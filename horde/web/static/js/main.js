@@ -21,7 +21,8 @@ function route() {
   return { name: name in LOADERS ? name : "models", query: new URLSearchParams(query || "") };
 }
 
-async function show() {
+// Show the view the address names; `moved`: the reader followed a link, so the focus goes to the view's heading.
+async function show(moved = false) {
   const { name } = route();
   for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== "view-" + name;
   for (const link of document.querySelectorAll("nav a")) {
@@ -29,6 +30,7 @@ async function show() {
     link.classList.toggle("active", active);
     if (active) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
   }
+  if (moved) document.querySelector("#view-" + name + " h2").focus();
   await refresh();
 }
 
@@ -79,7 +81,7 @@ async function start() {
   onSessionChange(showSession);
   $("sign-in-form").addEventListener("submit", submitKey);
   $("sign-out").addEventListener("click", leave);
-  window.addEventListener("hashchange", show);
+  window.addEventListener("hashchange", () => show(true));
   setInterval(() => { if (LIVE.has(route().name)) refresh(); }, REFRESH_MS);
   const key = storedKey();
   if (key) await signIn(key).catch(() => signOut());
