@@ -13,10 +13,11 @@ import requests
 
 from horde.accounts import roles
 from horde.accounts import service as accounts
+from horde.registration import invites
 from tests.e2e.test_batches import chat_line, jsonl, upload
 from tests.e2e.web.browser import PHONE, chromium_page, needs_chromium, screenshot, sign_in
 from tests.support.harness import Harness, unique_model, write_rules
-from tests.support.processes import wait_until
+from tests.support.processes import Server, wait_until
 
 pytestmark = [pytest.mark.e2e, needs_chromium]
 
@@ -397,3 +398,52 @@ def test_an_admin_times_out_a_network_pauses_a_worker_and_sets_a_mode_from_the_p
         requests.put(
             harness.url + "/api/v2/status/modes", json={"invite_only_mode": False}, headers={"apikey": key}, timeout=10
         )
+
+
+@pytest.fixture
+def server_in_mode(site):
+    """Another server on the module's database, with HORDE_REGISTRATION set as the test asks."""
+    harness, _ = site
+    started = []
+
+    def start(mode: str) -> Server:
+        started.append(Server({**harness.env, "HORDE_REGISTRATION": mode}))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def test_the_register_view_asks_for_an_invite_when_the_horde_does(site, server_in_mode):
+    harness, _ = site
+    server = server_in_mode("invite")
+    with harness.runtime.db.transaction() as session:
+        code = invites.create(session, 1)
+    with chromium_page() as (page, problems):
+        page.goto(server.url + "/#register")
+        page.locator("#register-mode", has_text="by invitation").wait_for()
+        page.fill("#register-username", "invited")
+        page.fill("#register-invite", "not-a-code")
+        page.click("#register-form button[type=submit]")
+        page.locator("#register-line.error", has_text="InvalidInviteCode").wait_for()
+        page.fill("#register-invite", code)
+        page.click("#register-form button[type=submit]")
+        page.locator("#register-result input.secret").wait_for()
+        page.locator("#kudos", has_text="invited#").wait_for()
+        assert problems == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
+
+
+def test_the_register_view_says_when_registration_is_closed_and_shows_the_refusal(site, server_in_mode):
+    server = server_in_mode("closed")
+    with chromium_page() as (page, problems):
+        page.goto(server.url + "/#register")
+        page.locator("#register-mode", has_text="closed").wait_for()
+        page.fill("#register-username", "latecomer")
+        page.click("#register-form button[type=submit]")
+        line = page.locator("#register-line.error", has_text="RegistrationClosed")
+        line.wait_for()
+        refusal = requests.post(server.url + "/api/v2/register", json={"username": "latecomer"}, timeout=10).json()
+        assert line.inner_text() == f"{refusal['message']} ({refusal['rc']})"
+        assert page.locator("#register-result input.secret").count() == 0
+        assert problems == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
