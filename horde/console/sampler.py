@@ -1,8 +1,9 @@
 """The queue's sampler: once a minute, the requests waiting and the workers online per model (and for every model
 together), one row per (minute, model) in queue_samples, for the Status page's charts (series.py).
 
-Every serving process's housekeeping calls it; the first process to write a minute's rows wins (INSERT ... ON
-CONFLICT DO NOTHING on the key), and a process that finds the minute sampled already reads nothing more. The
+Every serving process's housekeeping calls it; the first process to write a minute's row of every model together
+writes the minute (INSERT ... ON CONFLICT DO NOTHING on the key), and a process that finds the minute sampled
+already reads nothing more. The
 same call drops the samples older than SAMPLES_KEPT.
 """
 
@@ -116,9 +117,19 @@ def take(session: Session, minute: dt.datetime, online_window_s: float) -> list[
 
 
 def write(session: Session, rows: list[dict]) -> bool:
-    """Insert the minute's rows unless they are there: whoever writes first wins, the others change nothing.
-    True when this call wrote the minute's row of every model together."""
+    """Write the minute's rows unless a process did: the row of every model together (the first of `rows`) first,
+    and the others only when it was this call's, in the caller's transaction. A process racing for the minute
+    waits on that row's key until the other commits, then writes nothing: a minute's rows are one process's."""
+    if not _inserted(session, rows[:1]):
+        return False
+    _inserted(session, rows[1:])
+    return True
+
+
+def _inserted(session: Session, rows: list[dict]) -> bool:
+    """INSERT ... ON CONFLICT DO NOTHING of `rows`: whether any was written."""
+    if not rows:
+        return False
     insert = (postgresql_insert if is_postgresql(session) else sqlite_insert)(_SAMPLES).values(rows)
     statement = insert.on_conflict_do_nothing(index_elements=[_SAMPLES.c.minute, _SAMPLES.c.model])
-    written = session.execute(statement.returning(_SAMPLES.c.model)).all()
-    return any(row.model == ALL_MODELS for row in written)
+    return bool(session.execute(statement.returning(_SAMPLES.c.model)).all())

@@ -134,3 +134,16 @@ def test_two_processes_sampling_the_same_minute_write_it_once(postgresql_runtime
     with runtime.db.read() as session:
         rows = session.execute(select(QueueSample.model, func.count()).group_by(QueueSample.model)).all()
     assert sorted(rows) == [(ALL_MODELS, 1), ("raced-model", 1)]
+
+
+def test_a_minute_sampled_by_another_process_takes_none_of_this_ones_rows(runtime):
+    minute = rollup.floor_minute(utcnow())
+    first = [{"minute": minute, "model": name, "queued": 1, "workers": 1} for name in (ALL_MODELS, "m-a")]
+    second = [{"minute": minute, "model": name, "queued": 2, "workers": 2} for name in (ALL_MODELS, "m-a", "m-b")]
+    with runtime.db.transaction() as session:
+        assert sampler.write(session, first) is True
+    with runtime.db.transaction() as session:
+        assert sampler.write(session, second) is False
+    with runtime.db.read() as session:
+        rows = session.execute(select(QueueSample.model, QueueSample.queued).order_by(QueueSample.model)).all()
+    assert [tuple(row) for row in rows] == [(ALL_MODELS, 1), ("m-a", 1)]
