@@ -210,7 +210,20 @@ def test_the_moderator_flags_a_user_and_the_trail_shows_it(site):
         assert "modify_user" in record.inner_text() and "flagged" in record.inner_text()
         assert requests.get(harness.url + f"/api/v2/users/{target['id']}", timeout=10).json()["flagged"] is True
         screenshot(page, "moderator")
-        assert problems == []
+
+        spared = register(harness)
+        page.fill("#mod-find", str(spared["id"]))
+        page.click("#mod-find-form button[type=submit]")
+        page.locator("#mod-user-title", has_text=spared["username"]).wait_for()
+        page.click("#mod-delete-user")
+        page.locator("#confirm", has_text=spared["username"]).wait_for()
+        page.click("#confirm button[value=no]")
+        assert requests.get(harness.url + f"/api/v2/users/{spared['id']}", timeout=10).status_code == 200
+        page.click("#mod-delete-user")
+        page.click("#confirm-yes")
+        page.locator("#mod-user-line.error", has_text="NotAdmin").wait_for()  # an admin's: the Horde says so
+        assert requests.get(harness.url + f"/api/v2/users/{spared['id']}", timeout=10).status_code == 200
+        assert problems == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
 
 
 @pytest.mark.parametrize("viewport", [None, PHONE], ids=["desktop", "phone"])
@@ -329,6 +342,11 @@ def test_every_control_is_labelled_and_the_views_open_from_the_keyboard(site):
     harness.worker([model], key=made["api_key"])  # so that My workers has a row of controls
     with chromium_page() as (page, problems):
         page.goto(harness.url + "/#models")
+        page.fill("#api-key", "not-a-key-of-this-horde")
+        page.press("#api-key", "Enter")
+        page.locator("#sign-in-line.error", has_text="InvalidAPIKey").wait_for()
+        assert page.evaluate("sessionStorage.length") == 0
+        problems.clear()  # the refused key's 401
         sign_in(page, with_role(harness, "moderator"))
         for view in ("models", "playground", "status", "register", "moderator"):
             page.goto(f"{harness.url}/#{view}")
@@ -393,6 +411,16 @@ def test_an_admin_times_out_a_network_pauses_a_worker_and_sets_a_mode_from_the_p
             modes = requests.get(harness.url + "/api/v2/status/modes", headers={"apikey": key}, timeout=10).json()
             assert modes["invite_only_mode"] is True
             page.locator("#audit-table tbody tr", has_text="set_modes").wait_for()
+
+            doomed = register(harness)
+            page.fill("#mod-find", doomed["username"])
+            page.click("#mod-find-form button[type=submit]")
+            page.locator("#mod-user-title", has_text=doomed["username"]).wait_for()
+            page.click("#mod-delete-user")
+            page.click("#confirm-yes")
+            page.locator("#mod-user-line", has_text=f"Deleted {doomed['username']}").wait_for()
+            assert requests.get(harness.url + f"/api/v2/users/{doomed['id']}", timeout=10).status_code == 404
+            page.locator("#audit-table tbody tr", has_text="delete_user").wait_for()
             assert problems == []
     finally:
         requests.put(
