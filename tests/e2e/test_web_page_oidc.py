@@ -79,8 +79,10 @@ def test_a_first_sign_in_shows_the_new_key_once_and_signs_the_page_in(world):
         assert me(harness, key).json()["username"].startswith("pat#")
         page.locator("#account-body").wait_for()
 
+        assert page.url == harness.url + "/#account"  # a reload does not ask again
         page.click("#sign-out")
         page.locator("#sign-in-form").wait_for()
+        assert page.locator("input.secret").count() == 0  # the key shown once goes with its owner
         session = page.evaluate("fetch('/api/v2/oidc/session').then((answer) => answer.json())")
         assert session == {"signed_in": False}
         assert page.evaluate("sessionStorage.length") == 0

@@ -1,6 +1,6 @@
 // The Account view: the balance, its history on the ledger, the charts of the last 30 days, a transfer, and a new
 // key; the user's workers, shared keys and batches are their own modules.
-import { $, api, attempt, el, kudos, refreshUser, say, secretBox, session, signIn, table, when } from "./core.js";
+import { $, api, attempt, el, kudos, onSessionChange, refreshUser, say, secretBox, session, signIn, table, when } from "./core.js";
 import { daySeconds, lineChart } from "./charts.js";
 import { finishProviderSignIn } from "./register.js";
 import { loadMyWorkers } from "./my-workers.js";
@@ -9,12 +9,13 @@ import { loadBatches } from "./batches.js";
 
 const HISTORY_PAGE = 25;
 const CHART_DAYS = 30;
-const history = { cursor: null };
+const ledgerPage = { cursor: null };
 
 export async function loadAccount(query) {
-  const oidcBox = $("account-oidc");
-  if (query.get("signed_in") === "oidc") await finishProviderSignIn(oidcBox);
-  else oidcBox.replaceChildren();
+  if (query.get("signed_in") === "oidc") {
+    await finishProviderSignIn($("account-oidc"));
+    window.history.replaceState(null, "", "#account");  // a reload does not ask again
+  }
   const signedIn = Boolean(session.user);
   $("account-signed-out").hidden = signedIn;
   $("account-body").hidden = !signedIn;
@@ -34,9 +35,9 @@ const KINDS = { charge: "request charged", reward: "earned by a worker", gifted:
 
 async function loadHistory(fromStart) {
   const line = $("history-line");
-  if (fromStart) history.cursor = null;
+  if (fromStart) ledgerPage.cursor = null;
   const query = new URLSearchParams({ limit: String(HISTORY_PAGE) });
-  if (history.cursor) query.set("cursor", history.cursor);
+  if (ledgerPage.cursor) query.set("cursor", ledgerPage.cursor);
   let page;
   try {
     page = await api("/api/v2/users/" + session.user.id + "/ledger?" + query);
@@ -57,7 +58,7 @@ async function loadHistory(fromStart) {
   const tbody = built.querySelector("tbody");
   if (fromStart) $("history").replaceChildren(built);
   else if (page.entries.length) $("history").querySelector("tbody").append(...tbody.querySelectorAll("tr"));
-  history.cursor = page.next_cursor;
+  ledgerPage.cursor = page.next_cursor;
   $("history-older").hidden = !page.next_cursor;
 }
 
@@ -110,7 +111,14 @@ async function rotateKey() {
   });
 }
 
+// A key shown once goes from the page when its owner signs out.
+function forgetShownKeys(current) {
+  if (current.user) return;
+  for (const id of ["account-oidc", "rotate-result", "register-result", "sharedkey-result"]) $(id).replaceChildren();
+}
+
 export function setupAccount() {
+  onSessionChange(forgetShownKeys);
   $("transfer-form").addEventListener("submit", transfer);
   $("rotate-key").addEventListener("click", rotateKey);
   $("history-older").addEventListener("click", () => loadHistory(false).catch(() => {}));
