@@ -325,6 +325,17 @@ def test_account_edits_and_deletes_a_shared_key_pages_its_history_cancels_a_batc
         assert problems == []
 
 
+#: Each view, and what it shows once it has drawn what the Horde answered.
+DRAWN = {
+    "models": ".model-card",
+    "playground": "#chat-model option",
+    "status": "#workers-table",
+    "account": "#history-table",
+    "register": "#register-mode:not([hidden])",
+    "moderator": "#audit-table",
+}
+
+
 #: The visible controls of the shown view without an accessible name: a field without a label or aria-label, a
 #: button without text or aria-label.
 UNLABELLED = """(view) => [...document.querySelectorAll(`#view-${view} input, #view-${view} select,
@@ -348,10 +359,9 @@ def test_every_control_is_labelled_and_the_views_open_from_the_keyboard(site):
         assert page.evaluate("sessionStorage.length") == 0
         problems.clear()  # the refused key's 401
         sign_in(page, with_role(harness, "moderator"))
-        for view in ("models", "playground", "status", "register", "moderator"):
+        for view, drawn in DRAWN.items():
             page.goto(f"{harness.url}/#{view}")
-            page.locator(f"#view-{view}").wait_for()
-            page.wait_for_load_state("networkidle")
+            page.locator(drawn).first.wait_for(state="attached")
             assert page.evaluate(UNLABELLED, view) == [], view
         page.locator("#sign-out").click()
         page.goto(harness.url + "/#account")
@@ -475,3 +485,15 @@ def test_the_register_view_says_when_registration_is_closed_and_shows_the_refusa
         assert line.inner_text() == f"{refusal['message']} ({refusal['rc']})"
         assert page.locator("#register-result input.secret").count() == 0
         assert problems == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
+
+
+def test_every_view_fits_a_phone(site):
+    harness, _ = site
+    with chromium_page(PHONE) as (page, problems):
+        page.goto(harness.url + "/#models")
+        sign_in(page, with_role(harness, "moderator"))
+        for view, drawn in DRAWN.items():
+            page.goto(f"{harness.url}/#{view}")
+            page.locator(drawn).first.wait_for(state="attached")
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], view
+        assert problems == []
