@@ -170,6 +170,16 @@ def test_a_worker_of_mine_goes_into_maintenance_from_the_page_at_phone_width(sit
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
         page.locator("#workers-title").scroll_into_view_if_needed()
         screenshot(page, "account-phone", full_page=False)
+
+        mine = requests.get(
+            harness.url + f"/api/v2/users/{made['id']}/workers", headers={"apikey": made["api_key"]}, timeout=10
+        ).json()
+        [worker_id] = [worker["id"] for worker in mine if worker["name"] == worker_name]
+        page.click(f'button[aria-label="Delete worker {worker_name}"]')
+        page.locator("#confirm", has_text=worker_name).wait_for()
+        page.click("#confirm-yes")
+        page.locator("#workers-line", has_text=f"Deleted {worker_name}").wait_for()
+        assert requests.get(harness.url + f"/api/v2/workers/{worker_id}", timeout=10).status_code == 404
         assert problems == []
 
 
