@@ -11,6 +11,7 @@ from horde import errors
 from horde.accounts.routes import kudos_namespace, shared_keys_namespace
 from horde.chat.routes import namespace as chat_namespace
 from horde.chat.routes import stats_namespace, status_namespace
+from horde.console.routes import account_namespace, series_namespace
 from horde.dispatch.worker_routes import namespace as workers_namespace
 from horde.http import request_json
 from horde.http.request_context import runtime
@@ -39,6 +40,8 @@ NAMESPACES_BY_PATH: tuple[tuple[str, Namespace], ...] = (
     ("/sharedkeys", shared_keys_namespace),
     ("/register", register_namespace),
     ("/users", api_key_namespace),
+    ("/users", account_namespace),
+    ("/stats", series_namespace),
     ("/oidc", oidc_namespace),
     ("/operations", operations_namespace),
 )

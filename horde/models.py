@@ -32,7 +32,7 @@ from horde.oversight.models import (
 )
 from horde.presence.models import ServerProcess
 from horde.registration.models import Invite, OidcIdentity, RegistrationCount, SignInSession
-from horde.stats.models import ServedMark, ServedMinute, ServedTotal
+from horde.stats.models import QueueSample, ServedMark, ServedMinute, ServedTotal, UserUsageDay
 from horde.storage.database import Base, table_of
 from horde.storage.secrets import ServerSecret
 from horde.text import admission as text_admission
@@ -62,6 +62,8 @@ MODELS = (
     ServedMark,
     ServedTotal,
     ServedMinute,
+    UserUsageDay,
+    QueueSample,
     AppliedMigration,
     ServerProcess,
     StoredFile,

@@ -78,6 +78,15 @@ CREATE TABLE progress_entries (
 );
 
 
+CREATE TABLE queue_samples (
+	minute TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	model VARCHAR(200) NOT NULL, 
+	queued INTEGER NOT NULL, 
+	workers INTEGER NOT NULL, 
+	PRIMARY KEY (minute, model)
+);
+
+
 CREATE TABLE rate_counts (
 	user_id INTEGER NOT NULL, 
 	client_address VARCHAR(64) NOT NULL, 
@@ -136,6 +145,15 @@ CREATE TABLE server_secrets (
 	value VARCHAR(128) NOT NULL, 
 	created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	PRIMARY KEY (name)
+);
+
+
+CREATE TABLE user_usage_days (
+	user_id INTEGER NOT NULL, 
+	day DATE NOT NULL, 
+	requests BIGINT NOT NULL, 
+	tokens BIGINT NOT NULL, 
+	PRIMARY KEY (user_id, day)
 );
 
 
@@ -336,7 +354,7 @@ CREATE TABLE kudos_ledger (
 );
 
 CREATE INDEX ix_kudos_ledger_request_id ON kudos_ledger (request_id);
-CREATE INDEX ix_kudos_ledger_user_id ON kudos_ledger (user_id);
+CREATE INDEX ix_kudos_ledger_user_created ON kudos_ledger (user_id, created_at, id);
 
 CREATE TABLE oidc_identities (
 	issuer VARCHAR(255) NOT NULL, 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, text
+from sqlalchemy import BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.storage.database import Base
@@ -81,9 +81,12 @@ class KudosEntry(Base):
     """One movement of kudos; a balance is the sum of its user's entries."""
 
     __tablename__ = "kudos_ledger"
+    #: A user's entries by time: the console's pages of the ledger (newest first, keyset) and its sums per day over
+    #: a window read only the entries they show (horde/console/ledger.py, decision 0040).
+    __table_args__ = (Index("ix_kudos_ledger_user_created", "user_id", "created_at", "id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     amount: Mapped[int] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(16))  # a horde.accounts.moves.Kind
     request_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)

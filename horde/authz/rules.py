@@ -49,6 +49,9 @@ class Action(StrEnum):
     #: See what only moderators see, though it changes nothing: raid mode (GET /status/modes), a worker's pause, a
     #: user's deleted account and the moderators' note on it.
     MODERATOR_VIEW = "moderator_view"
+    #: Read a user's private account (the console's ledger, balance history, usage and workers): though it changes
+    #: nothing, only the user's own key or a moderator's; a shared key never reads its owner's account.
+    VIEW_ACCOUNT = "view_account"
 
 
 class Who(Enum):
@@ -180,4 +183,9 @@ TABLE: dict[Action, Rule] = {
     ),
     Action.READ_AUDIT: _moderators_only(errors.NotModerator, "Only a moderator may read the audit trail."),
     Action.MODERATOR_VIEW: _moderators_only(errors.NotModerator, "Only a moderator may see this."),
+    Action.VIEW_ACCOUNT: Rule(
+        Who.OWNER_OR_MODERATOR,
+        denied="Only the user themself or a moderator may read this account.",
+        anonymous_denied="The anonymous user cannot read an account; send the user's own API key.",
+    ),
 }

@@ -25,7 +25,8 @@ KEY_PURGE_EVERY_SWEEPS = 60
 
 
 def sweeper(runtime: Runtime) -> None:
-    """Expire jobs past their ttl, so a request restarts even when nobody pops.
+    """Expire jobs past their ttl, so a request restarts even when nobody pops; sample the queue once a minute
+    (the Status charts' series, horde/console/sampler.py).
 
     Every KEY_PURGE_EVERY_SWEEPS sweeps, drop the rate counts of seconds past the window, expired idempotency
     keys and stored responses, files and batches past their retention, past days' registration counts and ended
@@ -35,6 +36,7 @@ def sweeper(runtime: Runtime) -> None:
     from horde.background import records as background_records
     from horde.batches import retention as batch_retention
     from horde.batches import service as batches
+    from horde.console.sampler import Sampler
     from horde.files import service as files
     from horde.oai import idempotency
     from horde.oai.responses import store as responses_store
@@ -42,6 +44,7 @@ def sweeper(runtime: Runtime) -> None:
     from horde.text import service as text_service
 
     sweeps = 0
+    sampler = Sampler()
     while True:
         gevent.sleep(runtime.settings.sweep_interval_s)
         sweeps += 1
@@ -61,6 +64,7 @@ def sweeper(runtime: Runtime) -> None:
                 with runtime.db.autocommit() as session:
                     address_counts.forget_past_days(session)
                 signin.forget_expired(runtime)
+            sampler.sample_when_due(runtime)  # last: a failing sample holds up none of the sweep's other work
         except ServiceUnavailable:
             pass  # the database logs the outage once; the next sweep tries again
         except Exception:

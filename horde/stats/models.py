@@ -1,10 +1,11 @@
-"""The rolled-up counts: a mark per series, its totals through the mark, and its cumulative counts by minute."""
+"""The rolled-up counts: a mark per series, its totals through the mark, and its cumulative counts by minute; each
+user's usage by day, and the queue's samples by minute (the console's charts)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import BigInteger, DateTime, String
+from sqlalchemy import BigInteger, Date, DateTime, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.storage.database import Base
@@ -47,3 +48,31 @@ class ServedMinute(Base):
     minute: Mapped[dt.datetime] = mapped_column(DateTime, primary_key=True)
     requests: Mapped[int] = mapped_column(BigInteger)
     tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class UserUsageDay(Base):
+    """What one user asked for on one UTC day: generations served to its requests (chat and text, both APIs) and
+    their tokens. Added to by the rollup (rollup.py) in the mark's transaction, by arithmetic upserts: each served
+    row counts once, whichever process rolls it, and these rows outlive the swept requests."""
+
+    __tablename__ = "user_usage_days"
+
+    user_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    day: Mapped[dt.date] = mapped_column(Date, primary_key=True)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class QueueSample(Base):
+    """The queue and the workers online for a model (ALL_MODELS: every model together) in one minute, as the
+    housekeeping's sampler saw them (horde/console/sampler.py). The first process to write a minute's row wins; the
+    sampler drops rows older than SAMPLES_KEPT."""
+
+    __tablename__ = "queue_samples"
+
+    minute: Mapped[dt.datetime] = mapped_column(DateTime, primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    #: Requests (chat) and generations (text) waiting for the model.
+    queued: Mapped[int] = mapped_column(Integer)
+    #: Workers online that serve the model.
+    workers: Mapped[int] = mapped_column(Integer)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from horde.stats import usage
 from horde.stats.models import ALL_MODELS, ServedMark, ServedMinute, ServedTotal
 from horde.stats.series import ServedRows, floor_minute
 from horde.storage import precompiled
@@ -95,6 +96,9 @@ def roll_up(session: Session, rows: ServedRows, now: dt.datetime) -> dt.datetime
     minutes, moved = _cumulative(counted, totals, per_model=rows.model is not None)
     if minutes:
         session.execute(insert(_MINUTES), [{"series": rows.name, **minute} for minute in minutes])
+    if rows.user is not None:  # each user's usage by day, in the mark's transaction: counted once
+        by_user = precompiled.execute(session.connection(), rows.user_days_between, {"start": start, "end": end})
+        usage.add(session, by_user.all())
     _write_totals(session, rows, totals, moved)
     return end
 

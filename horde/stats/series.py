@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, DateTime, Select, bindparam, func, literal, select
+from sqlalchemy import ColumnElement, Date, DateTime, FromClause, Select, bindparam, func, literal, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -63,6 +63,33 @@ def _minute_start_sqlite(element: minute_start, compiler: Any, **kw: Any) -> str
     return f"strftime('%Y-%m-%d %H:%M:00', {compiler.process(element.clauses, **kw)})"
 
 
+def as_date(day: dt.date | dt.datetime | str) -> dt.date:
+    """A day as the database returns it (SQLite's date() gives text) as a date."""
+    if isinstance(day, dt.datetime):
+        return day.date()
+    if isinstance(day, dt.date):
+        return day
+    return dt.date.fromisoformat(str(day)[:10])
+
+
+class day_start(FunctionElement):
+    """The UTC day of a timestamp column, as a date."""
+
+    type = Date()
+    name = "day_start"
+    inherit_cache = True
+
+
+@compiles(day_start, "postgresql")
+def _day_start_postgresql(element: day_start, compiler: Any, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS DATE)"
+
+
+@compiles(day_start, "sqlite")
+def _day_start_sqlite(element: day_start, compiler: Any, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)})"
+
+
 @dataclass(frozen=True, eq=False)
 class ServedRows:
     """Rows of one table that count as served: `served` says which, `at` when, `tokens` how many tokens; with
@@ -73,6 +100,10 @@ class ServedRows:
     served: ColumnElement
     tokens: ColumnElement
     model: ColumnElement | None = None
+    #: The user a row was served to: with it, the rollup also adds each user's usage by day (user_usage_days).
+    user: ColumnElement | None = None
+    #: The tables `user` needs beyond the rows' own (a join), or None.
+    joined: FromClause | None = None
 
     #: The statements of counts(), built at their first use.
     _counts: dict[tuple[Span, bool], Select] = field(default_factory=dict, init=False, repr=False)
@@ -101,6 +132,17 @@ class ServedRows:
             .where(self.served, self.at >= bindparam("start", type_=DateTime), self.at < _end())
             .group_by(*grouped)
         )
+
+    @functools.cached_property
+    def user_days_between(self) -> Select:
+        """Per user and UTC day, from `start` to before `end`: the user, the day, count and tokens."""
+        if self.user is None:
+            raise TypeError(f"the {self.name} series keeps no usage per user")
+        query = select(self.user, day_start(self.at), func.count(), func.coalesce(func.sum(self.tokens), 0))
+        if self.joined is not None:
+            query = query.select_from(self.joined)
+        at_start = self.at >= bindparam("start", type_=DateTime)
+        return query.where(self.served, at_start, self.at < _end()).group_by(self.user, day_start(self.at))
 
     def _counted(self, per_model: bool) -> Select:
         counted = (func.count(), func.coalesce(func.sum(self.tokens), 0))

@@ -22,13 +22,16 @@ if TYPE_CHECKING:
 PERIODS_S = {"minute": 60, "hour": 3600, "day": 86_400, "month": 30 * 86_400}
 
 _JOBS = table_of(TextJob)
-#: Text generations served: submitted jobs, when they ended, their tokens, per model.
+_TEXT_REQUESTS = table_of(TextRequest)
+#: Text generations served: submitted jobs, when they ended, their tokens, per model, and the user who asked.
 SERVED = ServedRows(
     name=SeriesName.TEXT,
     at=_JOBS.c.ended_at,
     served=_JOBS.c.state == JOB_SUBMITTED,
     tokens=_JOBS.c.tokens,
     model=_JOBS.c.model,
+    user=_TEXT_REQUESTS.c.user_id,
+    joined=_JOBS.join(_TEXT_REQUESTS, _TEXT_REQUESTS.c.id == _JOBS.c.request_id),
 )
 
 

@@ -1,31 +1,21 @@
 """The page at `/` in headless Chromium, against a real server and a real scripted worker.
 
-Debian's `chromium` driven by Playwright (never a downloaded browser). Set HORDE_SCREENSHOTS_DIR to
-write the screenshots of the three views (docs/images/ holds the committed ones).
+Debian's `chromium` driven by Playwright (tests/e2e/web/browser.py). Set HORDE_SCREENSHOTS_DIR to write the
+screenshots of the views (docs/images/ holds the committed ones). The console's views: test_web_page_console.py.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from horde.chat.models import ChatRequest
-from tests.support.browser import CHROMIUM, chromium_page, screenshot
+from tests.e2e.web.browser import chromium_page, needs_chromium, screenshot
+from tests.e2e.web.browser import sign_in as enter_key
 from tests.support.harness import Harness, unique_model
 from tests.support.processes import wait_until
 
-TIMEOUT_MS = 30_000
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason=f"Chromium is not installed at {CHROMIUM} "
-        "(apt-get install chromium chromium-driver; .ci/run installs it)",
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_chromium]
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +29,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture
 def browser_page():
-    with chromium_page(1200, 800, TIMEOUT_MS) as page:
-        problems = []
-        page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: problems.append(str(error)))
-        yield page, problems
-
-
-def enter_key(page, key: str) -> None:
-    page.fill("#api-key", key)
-    page.press("#api-key", "Enter")
-    page.locator("#kudos").filter(has_text="kudos").wait_for()
+    with chromium_page() as opened:
+        yield opened
 
 
 def test_page_lists_models_and_streams_a_reply_from_a_worker(site, browser_page):
@@ -61,7 +42,7 @@ def test_page_lists_models_and_streams_a_reply_from_a_worker(site, browser_page)
     enter_key(page, key)
     page.fill("#model-filter", model.split("/")[1])
     assert page.locator(".model-card").count() == 1
-    screenshot(page, "web-models")
+    screenshot(page, "models")
 
     page.goto(harness.url + "/#playground")
     page.locator(f'#chat-model option[value="{model}"]').wait_for(state="attached")
@@ -74,12 +55,11 @@ def test_page_lists_models_and_streams_a_reply_from_a_worker(site, browser_page)
     assert page.locator(".message.assistant .content").inner_text() == "A slow answer, in steps."
     assert page.locator(".message.assistant details.reasoning").text_content().endswith("Thinking slowly.")
     assert "worker " in meta.inner_text() and "kudos " in meta.inner_text()
-    screenshot(page, "web-playground")
+    screenshot(page, "playground")
 
     page.goto(harness.url + "/#status")
     page.locator("#status-table td", has_text=model).wait_for()
     assert page.locator("#totals .tile", has_text="requests served in all").locator("b").inner_text() != "0"
-    screenshot(page, "web-status")
     assert problems == []
 
 

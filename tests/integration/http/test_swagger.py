@@ -198,6 +198,15 @@ def test_real_answers_match_the_documented_bodies(client, spec, make_user, runti
     call("get", "/sharedkeys/{sharedkey_id}", sharedkey_id=lent)
     call("patch", "/sharedkeys/{sharedkey_id}", key, json={"max_text_tokens": 100}, sharedkey_id=lent)
     call("delete", "/sharedkeys/{sharedkey_id}", key, sharedkey_id=lent)
+    me, owner_id = call("get", "/find_user", key)["id"], call("get", "/find_user", owner)["id"]
+    page = call("get", "/users/{user_id}/ledger?limit=1", key, user_id=me)
+    call("get", "/users/{user_id}/ledger?cursor=" + page["next_cursor"], key, user_id=me)
+    call("get", "/users/{user_id}/balance_history", key, user_id=me)
+    call("get", "/users/{user_id}/usage?days=2", key, user_id=me)
+    call("get", "/users/{user_id}/workers", owner, user_id=owner_id)
+    call("get", "/users/{user_id}/ledger", owner, refused=403, user_id=me)
+    call("get", "/stats/series?minutes=10")
+    call("get", "/stats/series?minutes=5", refused=400)
 
     call("post", "/generate/chat/async", key, json={"model": "m1", "messages": []}, refused=400)
     call("get", "/generate/chat/status/{request_id}", key, refused=404, request_id="no-such-request")

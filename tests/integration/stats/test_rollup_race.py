@@ -67,14 +67,21 @@ def test_two_processes_rolling_up_at_once_count_every_minute_once(runtime, make_
     with runtime.db.read() as session:
         assert session.scalar(select(ServedMark.rolled_until)) == rollup.floor_minute(mark)
         minutes = session.execute(
-            select(ServedMinute.minute, ServedMinute.requests).order_by(ServedMinute.minute)
+            select(ServedMinute.minute, ServedMinute.requests)
+            .where(ServedMinute.model == ALL_MODELS)
+            .order_by(ServedMinute.minute)
         ).all()
         total = session.execute(
             select(ServedTotal.requests, ServedTotal.tokens).where(ServedTotal.model == ALL_MODELS)
         ).one()
-        assert session.scalar(select(func.count()).select_from(ServedTotal)) == 1
+        # Every model together, and the model each request was served by (these rows name none).
+        assert session.scalars(select(ServedTotal.model).order_by(ServedTotal.model)).all() == [
+            ALL_MODELS,
+            chat_stats.UNKNOWN_MODEL,
+        ]
+        per_model = session.scalar(select(func.count()).where(ServedMinute.model == chat_stats.UNKNOWN_MODEL))
     before_mark = [(at, tokens) for at, tokens in rows if at < rollup.floor_minute(mark)]
-    assert len(minutes) == ROUNDS, "a minute row per minute served, each written once"
+    assert len(minutes) == per_model == ROUNDS, "a minute row per minute served, each written once"
     assert [requests for _, requests in minutes] == [PER_MINUTE * (index + 1) for index in range(ROUNDS)]
     assert tuple(total) == (len(before_mark), sum(tokens for _, tokens in before_mark))
 

@@ -1,0 +1,62 @@
+"""Debian's Chromium driven by Playwright for the page's tests (never a downloaded browser), and their screenshots.
+
+Set HORDE_SCREENSHOTS_DIR to write the screenshots (docs/images/ holds the committed ones).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.browser import CHROMIUM, CHROMIUM_FLAGS
+
+TIMEOUT_MS = 30_000
+DESKTOP = {"width": 1200, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(),
+    reason=f"Chromium is not installed at {CHROMIUM} (apt-get install chromium chromium-driver; .ci/run installs it)",
+)
+
+
+@contextlib.contextmanager
+def chromium_page(viewport: dict | None = None, origin: str = "") -> Iterator[tuple[object, list[str]]]:
+    """A fresh page (its own context: storage, clipboard rights) and the list its console errors go to: those of
+    pages at `origin` only, when given (another site's pages, such as a sign-in provider's, are not ours)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        context = browser.new_context(viewport=viewport or DESKTOP)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        problems: list[str] = []
+
+        def heard(message) -> None:
+            if message.type == "error" and message.location.get("url", "").startswith(origin):
+                problems.append(message.text)
+
+        page.on("console", heard)
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        try:
+            yield page, problems
+        finally:
+            browser.close()
+
+
+def screenshot(page, name: str, full_page: bool = True) -> None:
+    folder = os.environ.get("HORDE_SCREENSHOTS_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"web-{name}.png"), full_page=full_page)
+
+
+def sign_in(page, key: str) -> None:
+    """Sign in with `key` through the header's form, and wait for the user's name and kudos."""
+    page.fill("#api-key", key)
+    page.press("#api-key", "Enter")
+    page.locator("#kudos").filter(has_text="kudos").wait_for()
