@@ -296,6 +296,7 @@ def test_account_edits_and_deletes_a_shared_key_pages_its_history_cancels_a_batc
         assert rows.last.locator(".balance-after").inner_text() == f"{NEW_USER_KUDOS}"
 
         page.fill("#sharedkey-name", "to be changed")
+        page.fill("#sharedkey-expiry", "7")
         page.click("#sharedkey-submit")
         row = page.locator("#sharedkeys-table tbody tr", has_text="to be changed")
         row.wait_for()
@@ -308,7 +309,8 @@ def test_account_edits_and_deletes_a_shared_key_pages_its_history_cancels_a_batc
         page.locator("#sharedkeys-table tbody tr", has_text="to be changed").locator("td").nth(2).filter(
             has_text="40"
         ).wait_for()
-        assert requests.get(harness.url + f"/api/v2/sharedkeys/{shared_id}", timeout=10).json()["kudos"] == 40
+        changed = requests.get(harness.url + f"/api/v2/sharedkeys/{shared_id}", timeout=10).json()
+        assert changed["kudos"] == 40 and "expiry" in changed  # an expiry left empty while editing stays
         page.locator("#sharedkeys-table tbody tr", has_text="to be changed").locator(
             "button", has_text="Delete"
         ).click()
