@@ -296,6 +296,7 @@ def test_account_edits_and_deletes_a_shared_key_pages_its_history_cancels_a_batc
         assert rows.last.locator(".balance-after").inner_text() == f"{NEW_USER_KUDOS}"
 
         page.fill("#sharedkey-name", "to be changed")
+        page.fill("#sharedkey-expiry", "7")
         page.click("#sharedkey-submit")
         row = page.locator("#sharedkeys-table tbody tr", has_text="to be changed")
         row.wait_for()
@@ -308,7 +309,8 @@ def test_account_edits_and_deletes_a_shared_key_pages_its_history_cancels_a_batc
         page.locator("#sharedkeys-table tbody tr", has_text="to be changed").locator("td").nth(2).filter(
             has_text="40"
         ).wait_for()
-        assert requests.get(harness.url + f"/api/v2/sharedkeys/{shared_id}", timeout=10).json()["kudos"] == 40
+        changed = requests.get(harness.url + f"/api/v2/sharedkeys/{shared_id}", timeout=10).json()
+        assert changed["kudos"] == 40 and "expiry" in changed  # an expiry left empty while editing stays
         page.locator("#sharedkeys-table tbody tr", has_text="to be changed").locator(
             "button", has_text="Delete"
         ).click()
@@ -448,52 +450,55 @@ def test_an_admin_times_out_a_network_pauses_a_worker_and_sets_a_mode_from_the_p
         )
 
 
-@pytest.fixture
-def server_in_mode(site):
-    """Another server on the module's database, with HORDE_REGISTRATION set as the test asks."""
+def test_the_register_view_asks_for_an_invite_when_the_horde_does(site):
     harness, _ = site
-    started = []
-
-    def start(mode: str) -> Server:
-        started.append(Server({**harness.env, "HORDE_REGISTRATION": mode}))
-        return started[-1]
-
-    yield start
-    for server in started:
+    with harness.runtime.db.transaction() as session:
+        code = invites.create(session, 1)
+    server = Server({**harness.env, "HORDE_REGISTRATION": "invite"})  # another, on the module's database
+    try:
+        with chromium_page() as (page, problems):
+            page.goto(server.url + "/#register")
+            page.locator("#register-mode", has_text="by invitation").wait_for()
+            page.fill("#register-username", "invited")
+            page.fill("#register-invite", "not-a-code")
+            page.click("#register-form button[type=submit]")
+            page.locator("#register-line.error", has_text="InvalidInviteCode").wait_for()
+            page.fill("#register-invite", code)
+            page.click("#register-form button[type=submit]")
+            page.locator("#register-result input.secret").wait_for()
+            page.locator("#kudos", has_text="invited#").wait_for()
+            assert problems == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
+    finally:
         server.stop()
 
 
-def test_the_register_view_asks_for_an_invite_when_the_horde_does(site, server_in_mode):
+def test_the_register_view_says_when_registration_is_closed_and_shows_the_refusal(site):
+    """Closed by an admin's raid mode, which closes registration on every server at once."""
     harness, _ = site
-    server = server_in_mode("invite")
-    with harness.runtime.db.transaction() as session:
-        code = invites.create(session, 1)
-    with chromium_page() as (page, problems):
-        page.goto(server.url + "/#register")
-        page.locator("#register-mode", has_text="by invitation").wait_for()
-        page.fill("#register-username", "invited")
-        page.fill("#register-invite", "not-a-code")
-        page.click("#register-form button[type=submit]")
-        page.locator("#register-line.error", has_text="InvalidInviteCode").wait_for()
-        page.fill("#register-invite", code)
-        page.click("#register-form button[type=submit]")
-        page.locator("#register-result input.secret").wait_for()
-        page.locator("#kudos", has_text="invited#").wait_for()
-        assert problems == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
+    admin_key = with_role(harness, "admin")
 
+    def raid(on: bool) -> None:
+        answer = requests.put(
+            harness.url + "/api/v2/status/modes", json={"raid_mode": on}, headers={"apikey": admin_key}, timeout=10
+        )
+        assert answer.status_code == 200, answer.text
 
-def test_the_register_view_says_when_registration_is_closed_and_shows_the_refusal(site, server_in_mode):
-    server = server_in_mode("closed")
     with chromium_page() as (page, problems):
-        page.goto(server.url + "/#register")
-        page.locator("#register-mode", has_text="closed").wait_for()
-        page.fill("#register-username", "latecomer")
-        page.click("#register-form button[type=submit]")
-        line = page.locator("#register-line.error", has_text="RegistrationClosed")
-        line.wait_for()
-        refusal = requests.post(server.url + "/api/v2/register", json={"username": "latecomer"}, timeout=10).json()
-        assert line.inner_text() == f"{refusal['message']} ({refusal['rc']})"
-        assert page.locator("#register-result input.secret").count() == 0
+        page.goto(harness.url + "/#register")
+        page.locator("#register-mode", has_text="Anyone may register").wait_for()
+        raid(True)
+        try:
+            page.fill("#register-username", "latecomer")
+            page.click("#register-form button[type=submit]")  # the view still shows the form: the Horde decides
+            line = page.locator("#register-line.error", has_text="RegistrationClosed")
+            line.wait_for()
+            refusal = requests.post(harness.url + "/api/v2/register", json={"username": "latecomer"}, timeout=10)
+            assert line.inner_text() == f"{refusal.json()['message']} ({refusal.json()['rc']})"
+            assert page.locator("#register-result input.secret").count() == 0
+            page.reload()
+            page.locator("#register-mode", has_text="Registration is closed").wait_for()
+        finally:
+            raid(False)
         assert problems == ["Failed to load resource: the server responded with a status of 403 (FORBIDDEN)"]
 
 

@@ -51,7 +51,8 @@ function changes() {
   if ($("mod-trusted").checked !== user.trusted) body.trusted = $("mod-trusted").checked;
   if ($("mod-flagged").checked !== user.flagged) body.flagged = $("mod-flagged").checked;
   if ($("mod-moderator").checked !== user.moderator) body.moderator = $("mod-moderator").checked;
-  if (Number($("mod-concurrency").value) !== user.concurrency) body.concurrency = Number($("mod-concurrency").value);
+  const concurrency = $("mod-concurrency").value.trim();
+  if (concurrency && Number(concurrency) !== user.concurrency) body.concurrency = Number(concurrency);
   if ($("mod-multiplier").value.trim()) body.usage_multiplier = Number($("mod-multiplier").value);
   if ($("mod-kudos").value.trim()) body.kudos = Number($("mod-kudos").value);
   const reason = $("mod-reason").value.trim();

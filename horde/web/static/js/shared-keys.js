@@ -38,8 +38,10 @@ function number(id) {
   return text === "" ? UNLIMITED : Number(text);
 }
 
+// While a key is edited, an empty expiry leaves its expiry as it is (the form cannot show the days left).
 function formBody() {
-  const body = { kudos: number("sharedkey-kudos"), expiry: number("sharedkey-expiry"), max_text_tokens: number("sharedkey-tokens") };
+  const body = { kudos: number("sharedkey-kudos"), max_text_tokens: number("sharedkey-tokens") };
+  if (!editing.id || $("sharedkey-expiry").value.trim() !== "") body.expiry = number("sharedkey-expiry");
   const name = $("sharedkey-name").value.trim();
   if (name) body.name = name;
   return body;
@@ -68,6 +70,7 @@ function startEdit(key) {
   $("sharedkey-name").value = key.name || "";
   $("sharedkey-kudos").value = key.kudos === UNLIMITED ? "" : key.kudos;
   $("sharedkey-expiry").value = "";
+  $("sharedkey-expiry").placeholder = "unchanged";
   $("sharedkey-tokens").value = key.max_text_tokens === UNLIMITED ? "" : key.max_text_tokens;
   $("sharedkey-submit").textContent = "Save changes";
   $("sharedkey-cancel").hidden = false;
@@ -78,6 +81,7 @@ function startEdit(key) {
 function stopEdit() {
   editing.id = null;
   $("sharedkey-form").reset();
+  $("sharedkey-expiry").placeholder = "";
   $("sharedkey-submit").textContent = "Create";
   $("sharedkey-cancel").hidden = true;
   $("sharedkey-legend").textContent = "A new shared key";
