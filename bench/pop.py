@@ -13,17 +13,25 @@ priorities), then `horde.dispatch.pop.pop_once` is timed in-process:
 
     .venv/bin/python bench/pop.py                     # SQLite + PostgreSQL when reachable
     .venv/bin/python bench/pop.py --queued 1000 --workers 100 --pops 50 --sqlite-only
+
+With `--backlog N[,M]` it measures instead pop, submit and status through real HTTP on both APIs (chat and text),
+with 0 and then N (M...) requests queued ahead for models no worker serves (bench/_backlog.py):
+
+    .venv/bin/python bench/pop.py --backlog 10000                  # SQLite, then PostgreSQL + Redis
+    .venv/bin/python bench/pop.py --backlog 3000,10000 --rounds 100 --postgres-only
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import random
 import sys
 import time
 import uuid
 
+import _backlog
 import _support as S
 from sqlalchemy import insert, update
 
@@ -396,7 +404,18 @@ def main(argv=None) -> int:
         help="PostgreSQL: skip ANALYZE after seeding (as with autovacuum off: planner sees empty tables)",
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--backlog",
+        help="comma-separated counts of requests for offline models queued on each queue: pop, submit and status "
+        "over HTTP on both APIs, for backlog 0 and each count (bench/_backlog.py)",
+    )
+    parser.add_argument("--rounds", type=int, default=60, help="--backlog: timed rounds per API (default 60)")
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("HORDE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), help="--backlog"
+    )
     args = parser.parse_args(argv)
+    if args.backlog:
+        return _backlog.main(args)
     queued_levels = [int(value) for value in args.queued.split(",") if value]
     worker_levels = [int(value) for value in args.workers.split(",") if value]
 
