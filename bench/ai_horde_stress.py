@@ -17,6 +17,7 @@ how many text requests were waiting at the end.
     .venv/bin/python bench/ai_horde_stress.py --source ../AI-Horde
     .venv/bin/python bench/ai_horde_stress.py --backlog 10000 --baseline 40 --pressure 150 --relief 60
     .venv/bin/python bench/ai_horde_stress.py --scenario locustfile.py --run-time 60   # any other locustfile
+    .venv/bin/python bench/ai_horde_stress.py --ci-smoke   # its CI's smoke run, keys from /register, its checker
 """
 
 from __future__ import annotations
@@ -216,6 +217,38 @@ def other_scenario_arguments(args, url: str, suite: Path) -> tuple[list[str], Pa
     ], suite / "run_stats.csv"
 
 
+#: The AI Horde's CI smoke run, as its workflow runs it (.github/workflows/prtests.yml): the suite mints its own keys
+#: through POST /register (--bootstrap-*), and check_smoke_results.py gates on crash-class failures.
+CI_SMOKE = [
+    "--users", "24", "--spawn-rate", "6", "--run-time", "90s",
+    "--bootstrap-requestors", "4", "--bootstrap-workers", "8",
+    "--preflight-fail-hard", "--bootstrap-fail-hard", "--exit-code-on-error", "0",
+]  # fmt: skip
+
+
+#: The smoke's user classes that this Horde serves: its text API, the browsing and the misuse users (it has no image
+#: generation nor interrogation, whose users would only meet 404s).
+CI_SMOKE_USERS = ["TextRequester", "TextWorkerSimulator", "MetaBrowser", "MisuseUser"]
+
+
+def ci_smoke_arguments(args, url: str, suite: Path) -> tuple[list[str], Path]:
+    arguments = ["-f", str(suite / "locustfile.py"), *CI_SMOKE, "--csv", str(suite / "smoke"), *CI_SMOKE_USERS]
+    return arguments, suite / "smoke_stats.csv"
+
+
+def check_smoke(locust: Path, suite: Path) -> int:
+    """The suite's own checker on the smoke run's CSV files; its exit code."""
+    python = locust.parent / "python"
+    checked = subprocess.run(
+        [str(python), "check_smoke_results.py", "--stats", "smoke_stats.csv", "--failures", "smoke_failures.csv"],
+        cwd=suite,
+        capture_output=True,
+        text=True,
+    )
+    print(f"check_smoke_results.py exited {checked.returncode}:", checked.stdout.strip(), checked.stderr.strip())
+    return checked.returncode
+
+
 def print_phases(path: Path) -> None:
     phases = json.loads(path.read_text())
     names = sorted({name for stats in phases.values() for name in stats})
@@ -261,6 +294,12 @@ def main(argv=None) -> int:
     parser.add_argument("--postgres-url", help="admin URL of a PostgreSQL server")
     parser.add_argument("--redis-url", default=os.environ.get("HORDE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--keep-log", action="store_true", help="keep the server's log")
+    parser.add_argument(
+        "--ci-smoke",
+        action="store_true",
+        help="the AI Horde's CI smoke run (locustfile.py, keys bootstrapped by the suite through POST /register), "
+        "gated by its check_smoke_results.py; exit code: the checker's",
+    )
     args = parser.parse_args(argv)
     if not args.source:
         parser.error("--source (or AI_HORDE_SOURCE): a clone of Haidra-Org/AI-Horde, bare or not")
@@ -276,8 +315,9 @@ def main(argv=None) -> int:
             settings["HORDE_REDIS_PREFIX"] = f"horde_bench_{uuid.uuid4().hex[:6]}"
             server = Gunicorn(base_env(url, **settings), PROCESSES, worker_class=HORDE_WORKER_CLASS)
             try:
-                queue_pressure = args.scenario == "locustfile_queue_pressure.py"
+                queue_pressure = args.scenario == "locustfile_queue_pressure.py" and not args.ci_smoke
                 build = queue_pressure_arguments if queue_pressure else other_scenario_arguments
+                build = ci_smoke_arguments if args.ci_smoke else build
                 arguments, stats_path = build(args, server.url, suite)
                 env = dict(os.environ, HORDE_PHASE_STATS_OUT=str(suite / "phases.json"))
                 command = [str(locust), *arguments, "--host", server.url, "--headless", "--only-summary"]
@@ -294,6 +334,8 @@ def main(argv=None) -> int:
                 errors = [line for line in ran.stderr.splitlines() if "Error" in line or "failed" in line]
                 if errors:
                     print("locust reported:", *errors[-10:], sep="\n  ")
+                if args.ci_smoke:
+                    return check_smoke(locust, suite)
             finally:
                 if args.keep_log:
                     server.stop()
