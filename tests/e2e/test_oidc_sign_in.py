@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tests.support.harness import Harness
-from tests.support.oidc.provider import OidcProvider, missing_tools, sign_in
+from tests.support.oidc.provider import OidcProvider, horde_settings, missing_tools, sign_in
 from tests.support.processes import Server, free_port
 
 CLIENT_ID = "horde"
@@ -27,13 +27,7 @@ def world(e2e_database_url):
     if missing_tools():
         pytest.skip(missing_tools())
     provider_port = free_port()
-    oidc = {
-        "HORDE_OIDC_ISSUER": f"http://127.0.0.1:{provider_port}",
-        "HORDE_OIDC_CLIENT_ID": CLIENT_ID,
-        "HORDE_OIDC_CLIENT_SECRET": CLIENT_SECRET,
-        "HORDE_OIDC_PROVIDER_NAME": "Test ID",
-        "HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY": 50,
-    }
+    oidc = horde_settings(provider_port, CLIENT_ID, CLIENT_SECRET)
     harness = Harness(e2e_database_url, oidc)
     closed = Server({**harness.env, "HORDE_REGISTRATION": "closed"})
     provider = None

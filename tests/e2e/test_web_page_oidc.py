@@ -11,7 +11,7 @@ import requests
 
 from tests.e2e.web.browser import chromium_page, needs_chromium
 from tests.support.harness import Harness
-from tests.support.oidc.provider import OidcProvider, missing_tools
+from tests.support.oidc.provider import OidcProvider, horde_settings, missing_tools
 from tests.support.processes import free_port
 
 pytestmark = [pytest.mark.e2e, needs_chromium]
@@ -28,13 +28,7 @@ def world(tmp_path_factory):
     if missing_tools():
         pytest.skip(missing_tools())
     port = free_port()
-    settings = {
-        "HORDE_OIDC_ISSUER": f"http://127.0.0.1:{port}",
-        "HORDE_OIDC_CLIENT_ID": CLIENT_ID,
-        "HORDE_OIDC_CLIENT_SECRET": CLIENT_SECRET,
-        "HORDE_OIDC_PROVIDER_NAME": PROVIDER,
-        "HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY": 50,
-    }
+    settings = horde_settings(port, CLIENT_ID, CLIENT_SECRET, PROVIDER)
     harness = Harness(f"sqlite:///{tmp_path_factory.mktemp('oidc-page') / 'horde.db'}", settings)
     provider = None
     try:

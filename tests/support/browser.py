@@ -24,22 +24,29 @@ CHROMIUM_FLAGS = [
 
 
 @contextlib.contextmanager
-def chromium_page(width: int, height: int, timeout_ms: int) -> Iterator:
-    """A page of a fresh headless Chromium, closed afterwards; skips where Playwright is not installed."""
+def chromium() -> Iterator:
+    """A fresh headless Debian Chromium, closed afterwards; skips where Playwright is not installed."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_default_timeout(timeout_ms)
-            yield page
+            yield browser
         finally:
             browser.close()
 
 
-def screenshot(page, name: str) -> None:
-    """`name`.png of the whole page in HORDE_SCREENSHOTS_DIR, when it is set."""
+@contextlib.contextmanager
+def chromium_page(width: int, height: int, timeout_ms: int) -> Iterator:
+    """A page of a fresh headless Chromium, closed afterwards."""
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.set_default_timeout(timeout_ms)
+        yield page
+
+
+def screenshot(page, name: str, full_page: bool = True) -> None:
+    """`name`.png of the page in HORDE_SCREENSHOTS_DIR, when it is set."""
     folder = os.environ.get("HORDE_SCREENSHOTS_DIR")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=full_page)

@@ -6,13 +6,13 @@ Set HORDE_SCREENSHOTS_DIR to write the screenshots (docs/images/ holds the commi
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import CHROMIUM, CHROMIUM_FLAGS
+from tests.support.browser import CHROMIUM, chromium
+from tests.support.browser import screenshot as shared_screenshot
 
 TIMEOUT_MS = 30_000
 DESKTOP = {"width": 1200, "height": 800}
@@ -28,9 +28,7 @@ needs_chromium = pytest.mark.skipif(
 def chromium_page(viewport: dict | None = None, origin: str = "") -> Iterator[tuple[object, list[str]]]:
     """A fresh page (its own context: storage, clipboard rights) and the list its console errors go to: those of
     pages at `origin` only, when given (another site's pages, such as a sign-in provider's, are not ours)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+    with chromium() as browser:
         context = browser.new_context(viewport=viewport or DESKTOP)
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
@@ -42,17 +40,12 @@ def chromium_page(viewport: dict | None = None, origin: str = "") -> Iterator[tu
 
         page.on("console", heard)
         page.on("pageerror", lambda error: problems.append(str(error)))
-        try:
-            yield page, problems
-        finally:
-            browser.close()
+        yield page, problems
 
 
 def screenshot(page, name: str, full_page: bool = True) -> None:
-    folder = os.environ.get("HORDE_SCREENSHOTS_DIR")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"web-{name}.png"), full_page=full_page)
+    """web-`name`.png: the page's views are named apart from other programs' screenshots."""
+    shared_screenshot(page, f"web-{name}", full_page)
 
 
 def sign_in(page, key: str) -> None:

@@ -34,6 +34,18 @@ def missing_tools() -> str | None:
     return None
 
 
+def horde_settings(port: int, client_id: str, client_secret: str, name: str = "Test ID") -> dict:
+    """A Horde's settings for the provider at `port`, registration's per-address limit raised for the tests' many
+    sign-ins from one address."""
+    return {
+        "HORDE_OIDC_ISSUER": f"http://127.0.0.1:{port}",
+        "HORDE_OIDC_CLIENT_ID": client_id,
+        "HORDE_OIDC_CLIENT_SECRET": client_secret,
+        "HORDE_OIDC_PROVIDER_NAME": name,
+        "HORDE_REGISTRATIONS_PER_ADDRESS_PER_DAY": 50,
+    }
+
+
 class OidcProvider:
     """node-oidc-provider on 127.0.0.1 at `port` (the issuer is http://127.0.0.1:port), whose one client may return
     to `redirect_uris`."""
