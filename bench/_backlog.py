@@ -27,6 +27,7 @@ from sqlalchemy import func, insert, select
 
 from horde.accounts import service as accounts
 from horde.chat.models import ChatRequest, ChatRequestModel
+from horde.queueing.model_rows import PLACE_COLUMNS
 from horde.storage.database import table_of
 from horde.text.models import TextRequest, TextRequestModel
 from tests.support.processes import Gunicorn, Server, base_env
@@ -134,8 +135,13 @@ def fill_backlog(runtime, conn: Connection, api: str, key: str, size: int) -> No
         for first in range(0, len(rows), INSERT_BATCH):
             batch = rows[first : first + INSERT_BATCH]
             session.execute(insert(requests_table), batch)
-            models = [{"request_id": row["id"], "model": spec["offline"]} for row in batch]
+            models = [{"request_id": row["id"], "model": spec["offline"], **place(row)} for row in batch]
             session.execute(insert(models_table), models)
+
+
+def place(row: dict) -> dict:
+    """A model row's copy of its request's place in the queue (horde/queueing/model_rows.py)."""
+    return {name: row[name] for name in PLACE_COLUMNS}
 
 
 def waiting_backlog(runtime) -> dict[str, int]:

@@ -52,6 +52,7 @@ from horde.config import Settings
 from horde.dispatch.pop import pop_once
 from horde.http.payload import load
 from horde.protocol import FEATURES, GUARANTEES
+from horde.queueing.model_rows import PLACE_COLUMNS
 from horde.runtime import Runtime
 from horde.timeutil import utcnow
 from horde.workers.declarations import features_mask, guarantees_mask
@@ -176,7 +177,8 @@ def request_row(rng: random.Random, user: dict, created_at: dt.datetime) -> tupl
         fault_rc=None,
         fault_message=None,
     )
-    return row, [{"request_id": request_id, "model": model} for model in models]
+    place = {name: row[name] for name in PLACE_COLUMNS}  # the model rows' copy of the request's place
+    return row, [{"request_id": request_id, "model": model, **place} for model in models]
 
 
 def worker_declaration(rng: random.Random, name: str, models: list[str]) -> dict:

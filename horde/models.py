@@ -37,6 +37,7 @@ from horde.storage.database import Base, table_of
 from horde.storage.secrets import ServerSecret
 from horde.text import admission as text_admission
 from horde.text import known_models
+from horde.text import models as text_models
 from horde.text.models import KnownTextModel, TextJob, TextRequest, TextRequestModel
 from horde.workers import names as worker_names
 from horde.workers.models import KnownModel, Worker
@@ -173,6 +174,8 @@ def functions_sql() -> list[str]:
         text_admission.IN_FLIGHT_FUNCTION_SQL,
         APPEND_ONLY_FUNCTION_SQL,
         APPEND_ONLY_TRIGGER_SQL,
+        text_models.ENDED_FUNCTION_SQL,
+        text_models.ENDED_TRIGGER_SQL,
     ]
 
 

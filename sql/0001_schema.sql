@@ -545,11 +545,14 @@ CREATE INDEX ix_chat_jobs_worker_state ON chat_jobs (worker_id, state);
 CREATE TABLE chat_request_models (
 	request_id VARCHAR(36) NOT NULL, 
 	model VARCHAR(200) NOT NULL, 
+	priority_class INTEGER DEFAULT 1 NOT NULL, 
+	priority INTEGER DEFAULT 0 NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (request_id, model), 
 	FOREIGN KEY(request_id) REFERENCES chat_requests (id) ON DELETE CASCADE
 );
 
-CREATE INDEX ix_chat_request_models_model ON chat_request_models (model);
+CREATE INDEX ix_chat_request_models_queue ON chat_request_models (model, priority_class, priority DESC, created_at, request_id);
 
 CREATE TABLE file_chunks (
 	file_id VARCHAR(40) NOT NULL, 
@@ -592,11 +595,14 @@ CREATE INDEX ix_text_jobs_worker_state_ended ON text_jobs (worker_id, state, end
 CREATE TABLE text_request_models (
 	request_id VARCHAR(36) NOT NULL, 
 	model VARCHAR(200) NOT NULL, 
+	priority_class INTEGER DEFAULT 1 NOT NULL, 
+	priority INTEGER DEFAULT 0 NOT NULL, 
+	created_at TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (request_id, model), 
 	FOREIGN KEY(request_id) REFERENCES text_requests (id) ON DELETE CASCADE
 );
 
-CREATE INDEX ix_text_request_models_model ON text_request_models (model);
+CREATE INDEX ix_text_request_models_queue ON text_request_models (model, priority_class, priority DESC, created_at, request_id);
 
 CREATE OR REPLACE FUNCTION horde_rate_turn(
     lock_class integer, lock_id integer, caller integer, address varchar, since_second bigint
@@ -634,4 +640,14 @@ END
 $$;
 
 CREATE OR REPLACE TRIGGER audit_entries_append_only BEFORE UPDATE OR DELETE ON audit_entries FOR EACH ROW EXECUTE FUNCTION horde_audit_append_only();
+
+CREATE OR REPLACE FUNCTION horde_text_request_ended()
+RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM text_request_models WHERE request_id = NEW.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER text_requests_ended AFTER UPDATE OF state ON text_requests FOR EACH ROW WHEN (NEW.state IN ('done', 'faulted', 'cancelled') AND OLD.state NOT IN ('done', 'faulted', 'cancelled')) EXECUTE FUNCTION horde_text_request_ended();
 

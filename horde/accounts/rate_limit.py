@@ -51,6 +51,7 @@ from sqlalchemy.orm import Session
 
 from horde import errors
 from horde.accounts.models import RateCount
+from horde.queueing.model_rows import PLACE_COLUMNS
 from horde.storage import precompiled
 from horde.storage.database import COMMITS_WITHOUT_FLUSH, last_statement_connection, table_of
 
@@ -219,13 +220,16 @@ def _insert_statement(
     if postgres:  # no kudos move in an admission's transaction (decision 0023)
         chosen = chosen.where(COMMITS_WITHOUT_FLUSH)
     created = insert(requests).from_select(list(selected), chosen)
+    #: Also the request's place in the queue, which its model rows copy (SQLite: the caller writes them).
+    written = dict.fromkeys((*returning, *PLACE_COLUMNS))
     if not postgres:
-        return created.returning(*(requests.c[name] for name in returning))
-    created_rows = created.returning(requests.c.id, *(requests.c[name] for name in returning)).cte("created")
+        return created.returning(*(requests.c[name] for name in written))
+    created_rows = created.returning(*(requests.c[name] for name in dict.fromkeys(("id", *written)))).cte("created")
     model_names = func.unnest(bindparam("model_names", type_=postgresql.ARRAY(String)))
+    placed = (created_rows.c[name] for name in PLACE_COLUMNS)
     model_rows = (
         insert(request_models)
-        .from_select(["request_id", "model"], select(created_rows.c.id, model_names))
+        .from_select(["request_id", *PLACE_COLUMNS, "model"], select(created_rows.c.id, *placed, model_names))
         .cte("model_rows")
     )
     return select(*(created_rows.c[name] for name in returning)).add_cte(model_rows, _counted_with(created_rows))
@@ -252,8 +256,11 @@ class InsertBelowLimit:
         computed: Mapping[str, ColumnElement[Any]] | None = None,
         where: Sequence[ColumnElement[bool]] = (),
         where_by_database: Callable[[bool], Sequence[ColumnElement[bool]]] | None = None,
+        models_when_none: Sequence[str] = (),
     ):
         self._requests, self._request_models = requests, request_models
+        #: The model rows of a request that names no model (text's ANY_MODEL; a chat request always names one).
+        self._models_when_none = list(models_when_none)
         self._model_rows = insert(request_models)
         self._returning, self._computed, self._where = tuple(returning), dict(computed or {}), tuple(where)
         #: Conditions that differ by database (PostgreSQL or not): a count that must wait for the caller's turn.
@@ -293,7 +300,7 @@ class InsertBelowLimit:
         Call it last in its transaction: on PostgreSQL, when nothing ran before it, it commits as it runs."""
         connection = last_statement_connection(session)
         postgres = connection.dialect.name == "postgresql"
-        models = list(dict.fromkeys(values["models"]))
+        models = list(dict.fromkeys(values["models"])) or self._models_when_none
         params = {f"new_{name}": value for name, value in values.items()}
         caller_second = _caller(values["user_id"], client_address) | _window(epoch_second())
         params |= caller_second
@@ -308,9 +315,9 @@ class InsertBelowLimit:
         if not postgres:  # SQLite has no INSERT in a WITH clause; its statements cost no round trip
             precompiled.execute(connection, _COUNT_ONE, caller_second)
             if models:
-                precompiled.execute_many(
-                    connection, self._model_rows, [{"request_id": values["id"], "model": model} for model in models]
-                )
+                place = {name: getattr(row, name) for name in PLACE_COLUMNS}
+                rows = [{"request_id": values["id"], "model": model, **place} for model in models]
+                precompiled.execute_many(connection, self._model_rows, rows)
         return row
 
 

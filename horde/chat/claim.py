@@ -33,6 +33,7 @@ from horde.chat import affinity
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import JOB_PROCESSING, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel, new_id
 from horde.config import Settings
+from horde.queueing.model_rows import queue_order
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.timeutil import utcnow
@@ -43,30 +44,38 @@ from horde.workers.models import Worker
 DEFAULT_REASONING_EFFORT = "medium"
 
 _REQUESTS, _JOBS, _MODELS = table_of(ChatRequest), table_of(ChatJob), table_of(ChatRequestModel)
-_QUEUE_ORDER = (
-    _REQUESTS.c.priority_class,
-    _REQUESTS.c.priority.desc(),
-    _REQUESTS.c.created_at,
-    _REQUESTS.c.id,
-)
-#: Whether any request waits for one of the worker's models (bind parameter `worker_models`): one index probe.
+#: Whether any request waits for one of the worker's models (bind parameter `worker_models`): a walk of their model
+#: rows, each request's state read by its key. A scalar subquery, not a join: joined, a plan made for any models
+#: (the walking pool's) read every waiting request, those of other models too, and probed their model rows.
 ANY_WAITING_FOR = exists(
     select(_MODELS.c.request_id).where(
         _MODELS.c.model.in_(bindparam("worker_models", expanding=True)),
-        exists(select(literal(1)).where(_REQUESTS.c.id == _MODELS.c.request_id, _REQUESTS.c.state == WAITING)),
+        select(_REQUESTS.c.state).where(_REQUESTS.c.id == _MODELS.c.request_id).scalar_subquery() == WAITING,
     )
 )
 _ANY_WAITING = select(ANY_WAITING_FOR)
 _BEST_COLUMNS = (_REQUESTS.c.id, _REQUESTS.c.models, _REQUESTS.c.payload, _REQUESTS.c.context_tokens)
 
 
+#: The queue's order on the model rows: a worker of one model walks their index in order and stops at the first
+#: request it may take; the requests of models it does not serve are never read (horde/queueing/model_rows.py).
+_MODEL_ROW_ORDER = queue_order(_MODELS)
+_OF_THE_WORKERS_MODELS = _MODELS.c.model.in_(bindparam("worker_models", expanding=True))
+
+
 def _first_eligible(
-    *conditions: ColumnElement[bool], columns: Sequence[Any], lock: bool, order: Sequence[Any] = _QUEUE_ORDER
+    *conditions: ColumnElement[bool], columns: Sequence[Any], lock: bool, order: Sequence[Any] | None = None
 ) -> Select:
-    """The first eligible request in the queue's order that meets `conditions` (locked, skipping rows another claim
-    holds, with `lock`)."""
-    first = select(*columns).where(ELIGIBLE_FOR_WORKER, *conditions).order_by(*order).limit(1)
-    return first.with_for_update(skip_locked=True) if lock else first
+    """The first eligible request that meets `conditions` in `order`, or, by default, in the queue's order walked on
+    the model rows of the worker's models (locked, skipping rows another claim holds, with `lock`)."""
+    first = select(*columns).where(ELIGIBLE_FOR_WORKER, *conditions)
+    if order is None:
+        by_model = _MODELS.join(_REQUESTS, _REQUESTS.c.id == _MODELS.c.request_id)
+        first = first.select_from(by_model).where(_OF_THE_WORKERS_MODELS).order_by(*_MODEL_ROW_ORDER)
+    else:
+        first = first.order_by(*order)
+    first = first.limit(1)
+    return first.with_for_update(skip_locked=True, of=_REQUESTS) if lock else first
 
 
 def _best(*gates: ColumnElement[bool], columns: Sequence[Any], lock: bool) -> Any:
@@ -84,10 +93,13 @@ def _best(*gates: ColumnElement[bool], columns: Sequence[Any], lock: bool) -> An
 
 #: SQLite (one writer at a time): the best request for the worker, then its take (_TAKE) and its job (_NEW_JOB).
 _BEST = _best(columns=_BEST_COLUMNS, lock=False)
-#: PostgreSQL: the planner cannot estimate the bit-mask filters and would sort the whole queue; walking
-#: ix_chat_requests_queue in order stops at the first eligible request instead. Local to the transaction,
-#: and a column, so the pop sets it in the statement that looks at its queue (no round trip of its own).
+#: PostgreSQL: the planner cannot estimate the bit-mask filters and would sort the whole queue of the worker's
+#: models; walking ix_chat_request_models_queue in order stops at the first eligible request instead. Local to
+#: the transaction, and a column, so the pop sets it in the statement that looks at its queue (no round trip of
+#: its own).
 WALK_THE_INDEX = func.set_config("enable_sort", "off", true())
+#: PostgreSQL: and each model row's request probed by its key (horde/storage/pg_engines.py WALKING_SETTINGS).
+PROBE_BY_KEY = func.set_config("enable_material", "off", true())
 #: What a take writes on the request, beside its served model.
 _TAKE_VALUES = {
     "state": PROCESSING,

@@ -80,8 +80,14 @@ def _eligible_for_worker() -> ColumnElement[bool]:
     requests, request_models = table_of(ChatRequest).c, table_of(ChatRequestModel).c
     # Cast: PostgreSQL cannot tell the type of a parameter that is only compared with NULL.
     max_temperature = cast(bindparam("max_temperature_with_tools", type_=Float), Float)
-    serves = select(literal(1)).where(
-        request_models.request_id == requests.id, request_models.model.in_(bindparam("worker_models", expanding=True))
+    # Its own model rows, also where the outer statement walks the model rows (horde/chat/claim.py).
+    serves = (
+        select(literal(1))
+        .where(
+            request_models.request_id == requests.id,
+            request_models.model.in_(bindparam("worker_models", expanding=True)),
+        )
+        .correlate_except(table_of(ChatRequestModel))
     )
     return and_(
         requests.state == WAITING,

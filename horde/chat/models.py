@@ -27,6 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from horde.queueing.model_rows import QueuePlace
 from horde.storage.database import Base
 from horde.timeutil import utcnow
 
@@ -207,13 +208,13 @@ class ChatRequest(Base):
         return [item for item in (self.only_workers or "").split("|") if item]
 
 
-class ChatRequestModel(Base):
-    """One row per model a request accepts, so pop filters by model in SQL."""
+class ChatRequestModel(QueuePlace, Base):
+    """One row per model a request accepts, with the request's place in the queue (horde/queueing/model_rows.py)."""
 
     __tablename__ = "chat_request_models"
 
     request_id: Mapped[str] = mapped_column(ForeignKey("chat_requests.id", ondelete="CASCADE"), primary_key=True)
-    model: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
 
 
 class ChatJob(Base):

@@ -53,10 +53,21 @@ class Snapshots:
         #: This process's committed changes of the chat queue (admissions, claims), for views of the queue to key
         #: by: they are taken again after such a change at once, and after another process's within max_age_s.
         self._queue_generation = 0
+        #: The same, of the text queue.
+        self._text_queue_generation = 0
 
     def queue_changed(self) -> None:
         """An admission or a claim of this process has changed the chat queue (called after its commit)."""
         self._queue_generation += 1
+
+    def text_queue_changed(self) -> None:
+        """An admission or a claim of this process has changed the text queue (called after its commit)."""
+        self._text_queue_generation += 1
+
+    def text_waiting_total(self, compute: Callable[[], int]) -> int:
+        """Every waiting text request (an empty text pop's `skipped.models` less its own models'), kept as
+        waiting_total is."""
+        return self.cached("text_waiting_total", compute, self._text_queue_generation)
 
     def cached(self, key: Hashable, compute: Callable[[], T], version: object = None) -> T:
         """compute(), or its value of less than max_age_s ago when it was taken at the same `version`. Other

@@ -51,7 +51,7 @@ _CHAT_QUEUED_ALL = select(func.count()).select_from(_CHAT).where(_CHAT.c.state =
 _TEXT_QUEUED = (
     select(_TEXT_MODELS.c.model, func.coalesce(func.sum(_TEXT.c.waiting), 0))
     .select_from(_TEXT_MODELS.join(_TEXT, _TEXT.c.id == _TEXT_MODELS.c.request_id))
-    .where(_TEXT.c.state == text.WAITING)
+    .where(_TEXT.c.state == text.WAITING, _TEXT_MODELS.c.model != text.ANY_MODEL)
     .group_by(_TEXT_MODELS.c.model)
 )
 _TEXT_QUEUED_ALL = select(func.coalesce(func.sum(_TEXT.c.waiting), 0)).where(_TEXT.c.state == text.WAITING)

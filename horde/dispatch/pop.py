@@ -44,7 +44,9 @@ log = logging.getLogger(__name__)
 #: A pop's first look, in one round trip: its busy threads and whether its models have a queue at all.
 _BUSY_THREADS_AND_QUEUE = select(BUSY, chat_claim.ANY_WAITING_FOR)
 #: PostgreSQL: the same look also prepares the claim's plan for the rest of the transaction.
-_BUSY_THREADS_AND_QUEUE_WALKING = select(BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX)
+_BUSY_THREADS_AND_QUEUE_WALKING = select(
+    BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX, chat_claim.PROBE_BY_KEY
+)
 #: PostgreSQL, a pop with nothing to write (on the walking pool): the look and the claim in one round trip.
 _LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(BUSY)
 #: A worker sends the same pop body every time: loaded once.
@@ -236,18 +238,17 @@ def _waiting_for_other_models(runtime: Runtime, session: Session) -> dict[str, i
 
 
 def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trusted: bool) -> dict:
-    """Why the waiting requests were not given to this worker, by first failing reason."""
+    """Why the waiting requests were not given to this worker, by first failing reason. Only the requests of its
+    models are read, by their model rows; the others (`models`) are the waiting total (runtime.snapshots) less
+    those, so an empty pop's cost does not grow with a backlog for models it does not serve."""
     if not chat_claim.any_waiting_for(session, worker.models):
         return _waiting_for_other_models(runtime, session)
-    serves = (
-        select(literal(1))
-        .where(ChatRequestModel.request_id == ChatRequest.id, ChatRequestModel.model.in_(worker.models))
-        .exists()
+    mine = ChatRequest.id.in_(
+        select(ChatRequestModel.request_id).where(ChatRequestModel.model.in_(list(worker.models)))
     )
     missing_features = ALL_FEATURES_MASK & ~worker.features_mask
     missing_guarantees = ALL_GUARANTEES_MASK & ~worker.guarantees_mask
     reasons = [
-        ("models", ~serves),
         ("max_length", ChatRequest.max_tokens > worker.max_length),
         ("max_context_length", ChatRequest.context_tokens > worker.max_context_length),
         ("features", ChatRequest.required_features.op("&")(missing_features) != 0),
@@ -257,13 +258,15 @@ def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trust
     ]
     if worker.max_temperature_with_tools is not None:
         reasons.append(("limits", ChatRequest.tools_temperature > worker.max_temperature_with_tools))
-    first_reason = case(*[(condition, name) for name, condition in reasons], else_="other")
+    first_reason = case(*[(condition, name) for name, condition in reasons], (ELIGIBLE_FOR_WORKER, ""), else_="other")
     # The state as a literal: the walking pool plans once for any values, which for a bound state would read the
     # Horde's history of finished requests (decision 0025).
     rows = session.execute(
         select(first_reason, func.count())
-        .where(ChatRequest.state == literal(WAITING, literal_execute=True), ~ELIGIBLE_FOR_WORKER)
+        .where(ChatRequest.state == literal(WAITING, literal_execute=True), mine)
         .group_by(first_reason),
         worker_params(worker, trusted),
     ).all()
-    return {reason: count for reason, count in rows if count}
+    counts = {reason: count for reason, count in rows if reason and count}
+    of_other_models = runtime.snapshots.waiting_total(session) - sum(count for _, count in rows)
+    return {"models": of_other_models, **counts} if of_other_models > 0 else counts

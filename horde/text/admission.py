@@ -25,7 +25,7 @@ from horde.http.payload import load
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.text import pricing
-from horde.text.models import PROCESSING, WAITING, TextRequest, TextRequestModel, new_id
+from horde.text.models import ANY_MODEL, PROCESSING, WAITING, TextRequest, TextRequestModel, new_id
 from horde.text.schemas import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_LENGTH_TOKENS,
@@ -86,6 +86,7 @@ _ADMIT = rate_limit.InsertBelowLimit(
     },
     where=(request_rows.PRIORITY_CALLER,),
     where_by_database=_within_concurrency,
+    models_when_none=(ANY_MODEL,),
 )
 NO_WORKER_MESSAGE = "Warning: No available workers can fulfill this request. It will expire in {minutes} minutes. {why}"
 

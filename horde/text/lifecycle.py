@@ -41,11 +41,12 @@ from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.accounts.moves import Kind, Move, multiplied
 from horde.chat import tiers
+from horde.queueing.model_rows import queue_order
 from horde.storage import precompiled
 from horde.storage.database import is_postgresql, table_of
 from horde.text import pricing
 from horde.text.checkin import TextWorkerView
-from horde.text.eligibility import QUEUE_FILTER, QUEUE_ORDER, Offer, offer_params
+from horde.text.eligibility import OF_THE_WORKERS_MODELS, TAKEABLE, Offer, offer_params
 from horde.text.models import (
     CANCELLED,
     DONE,
@@ -59,6 +60,7 @@ from horde.text.models import (
     WAITING,
     TextJob,
     TextRequest,
+    TextRequestModel,
     new_id,
 )
 from horde.timeutil import utcnow
@@ -107,32 +109,59 @@ _TAKE_ONE = (
         state=case((_REQUESTS.c.waiting == 1, PROCESSING), else_=WAITING),
     )
 )
+_MODEL_ROWS = table_of(TextRequestModel)
+#: The queue's order, on the model rows: a worker of one model walks their index in order and stops at the first
+#: request it may take, never reading the requests of other models (horde/queueing/model_rows.py).
+_MODEL_ROW_ORDER = queue_order(_MODEL_ROWS)
 #: What a pop reads of the request it hands out: to choose the model, batch, and build the job's payload.
+_NEXT_COLUMNS = (
+    _REQUESTS.c.id,
+    _REQUESTS.c.models,
+    _REQUESTS.c.softprompt,
+    _REQUESTS.c.disable_batching,
+    _REQUESTS.c.prompt,
+    _REQUESTS.c.params,
+)
 _NEXT = (
-    select(
-        _REQUESTS.c.id,
-        _REQUESTS.c.models,
-        _REQUESTS.c.softprompt,
-        _REQUESTS.c.disable_batching,
-        _REQUESTS.c.prompt,
-        _REQUESTS.c.params,
-    )
-    .where(QUEUE_FILTER)
-    .order_by(*QUEUE_ORDER)
+    select(*_NEXT_COLUMNS)
+    .select_from(_MODEL_ROWS.join(_REQUESTS, _REQUESTS.c.id == _MODEL_ROWS.c.request_id))
+    .where(OF_THE_WORKERS_MODELS, TAKEABLE)
+    .order_by(*_MODEL_ROW_ORDER)
     .limit(1)
 )
 _INSERT_JOBS = insert(_JOBS)
 #: PostgreSQL: rows another claim holds are skipped, so concurrent pops take different requests.
 _NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=_REQUESTS)
+#: The request of a model row, if the worker may take it: a scalar subquery, read by the request's key for each
+#: model row walked. Never a join, which a planner without statistics, or with a plan made for any models, turns into
+#: a read of every waiting request, those of other models included.
+_TAKEABLE_REQUEST = (
+    select(_REQUESTS.c.id)
+    .where(_REQUESTS.c.id == _MODEL_ROWS.c.request_id, TAKEABLE)
+    .correlate(_MODEL_ROWS)
+    .scalar_subquery()
+)
+#: The first model row of the worker's models in the queue's order whose request it may take. PostgreSQL: locked,
+#: skipping the rows another pop holds, so concurrent pops take different requests (the take itself is the
+#: request's compare-and-set, _TAKE_ONE).
+_FIRST_TAKEABLE = (
+    select(_MODEL_ROWS.c.request_id)
+    .where(OF_THE_WORKERS_MODELS, _TAKEABLE_REQUEST.is_not(None))
+    .order_by(*_MODEL_ROW_ORDER)
+    .limit(1)
+    .with_for_update(skip_locked=True, of=_MODEL_ROWS)
+    .scalar_subquery()
+)
+_NEXT_BY_MODEL_ROWS = select(*_NEXT_COLUMNS).where(_REQUESTS.c.id == _FIRST_TAKEABLE)
 
 
 def next_request(session: Session, offer: Offer, *, skip_locked: bool, prefer_users: list[int]) -> Row | None:
     """The best waiting request for the worker: its priority users first, then priority class, kudos, age."""
-    query = _NEXT_UNLOCKED if skip_locked else _NEXT
     if prefer_users:  # a statement of its own: run as SQLAlchemy runs it, never kept (precompiled keeps plans)
-        query = query.order_by(None).order_by(case((TextRequest.user_id.in_(prefer_users), 0), else_=1), *QUEUE_ORDER)
+        query = (_NEXT_UNLOCKED if skip_locked else _NEXT).order_by(None)
+        query = query.order_by(case((TextRequest.user_id.in_(prefer_users), 0), else_=1), *_MODEL_ROW_ORDER)
         return session.connection().execute(query, offer_params(offer)).first()
-    return precompiled.execute(session.connection(), query, offer_params(offer)).first()
+    return precompiled.execute(session.connection(), _NEXT_BY_MODEL_ROWS, offer_params(offer)).first()
 
 
 class Claimed(NamedTuple):

@@ -12,6 +12,7 @@ import datetime as dt
 import uuid
 
 from sqlalchemy import (
+    DDL,
     JSON,
     BigInteger,
     Boolean,
@@ -22,18 +23,23 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    event,
     false,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
 from horde.chat.models import COUNTED_IN_FLIGHT_SQL
+from horde.queueing.model_rows import QueuePlace
 from horde.storage.database import Base
 from horde.timeutil import utcnow
 
 #: Request states: `waiting` while generations remain to hand out, `processing` while the last ones run.
 WAITING, PROCESSING, DONE, FAULTED, CANCELLED = "waiting", "processing", "done", "faulted", "cancelled"
 FINAL_STATES = (DONE, FAULTED, CANCELLED)
+#: The model row of a request that takes any model: a worker's walk reads it beside its own models' rows. No model
+#: is named so (a request's and a worker's model names are not empty).
+ANY_MODEL = ""
 
 JOB_PROCESSING, JOB_SUBMITTED, JOB_ABORTED, JOB_FAULTED, JOB_CANCELLED = (
     "processing",
@@ -126,13 +132,14 @@ class TextRequest(Base):
     batch_line: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
-class TextRequestModel(Base):
-    """One row per model a request accepts, so pop filters by model in SQL."""
+class TextRequestModel(QueuePlace, Base):
+    """One row per model a request accepts (ANY_MODEL's one for a request that takes any), with the request's place
+    in the queue (horde/queueing/model_rows.py), while the request lives."""
 
     __tablename__ = "text_request_models"
 
     request_id: Mapped[str] = mapped_column(ForeignKey("text_requests.id", ondelete="CASCADE"), primary_key=True)
-    model: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
 
 
 class TextJob(Base):
@@ -186,3 +193,27 @@ class KnownTextModel(Base):
 
     name: Mapped[str] = mapped_column(String(200), primary_key=True)
     first_declared_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+_FINAL_STATES_SQL = ", ".join(f"'{state}'" for state in FINAL_STATES)
+#: PostgreSQL: an ended request's model rows go with the state change that ends it, whichever path ends it (a
+#: submit, a cancel, a fault, the sweeper): the queue's walks never read the history (horde/queueing/model_rows.py).
+ENDED_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION horde_text_request_ended()
+RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM text_request_models WHERE request_id = NEW.id;
+    RETURN NULL;
+END
+$$;"""
+ENDED_TRIGGER_SQL = (
+    "CREATE OR REPLACE TRIGGER text_requests_ended AFTER UPDATE OF state ON text_requests FOR EACH ROW "
+    f"WHEN (NEW.state IN ({_FINAL_STATES_SQL}) AND OLD.state NOT IN ({_FINAL_STATES_SQL})) "
+    "EXECUTE FUNCTION horde_text_request_ended();"
+)
+#: SQLite: the same rule, made with the model rows' table.
+SQLITE_ENDED_TRIGGER_SQL = (
+    "CREATE TRIGGER IF NOT EXISTS text_requests_ended AFTER UPDATE OF state ON text_requests FOR EACH ROW "
+    f"WHEN NEW.state IN ({_FINAL_STATES_SQL}) AND OLD.state NOT IN ({_FINAL_STATES_SQL}) "
+    "BEGIN DELETE FROM text_request_models WHERE request_id = NEW.id; END"
+)
+event.listen(TextRequestModel.__table__, "after_create", DDL(SQLITE_ENDED_TRIGGER_SQL).execute_if(dialect="sqlite"))

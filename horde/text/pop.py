@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from horde.accounts import names
@@ -25,7 +25,7 @@ from horde.http.request_context import caller_address
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.text import checkin, eligibility, lifecycle, views
-from horde.text.models import WAITING, TextRequest
+from horde.text.models import ANY_MODEL, WAITING, TextRequest, TextRequestModel
 from horde.text.schemas import POP_SCHEMA
 from horde.text.threads import busy_threads
 from horde.workers import duty
@@ -39,11 +39,22 @@ LONG_POLL_RECHECK_S = 5.0
 ANY_MODEL_CHANNEL = "text-jobs:*"
 #: A worker sends the same pop body every time: loaded once.
 POP_BODIES = RepeatedBodies(POP_SCHEMA)
-_TEXT_REQUESTS = table_of(TextRequest)
-#: Whether any text request waits: a woken poller that found none it may take then wakes another.
+_TEXT_REQUESTS, _MODEL_ROWS = table_of(TextRequest), table_of(TextRequestModel)
+#: Whether a text request of the poller's models (or of any model) waits: a woken poller that found none it may
+#: take then wakes another. By the model rows: a backlog of other models keeps no announcement going round.
 _ANY_WAITING = (
-    select(_TEXT_REQUESTS.c.id).where(_TEXT_REQUESTS.c.state == WAITING, _TEXT_REQUESTS.c.waiting > 0).limit(1)
+    select(_MODEL_ROWS.c.request_id)
+    .where(
+        _MODEL_ROWS.c.model.in_(bindparam("queue_models", expanding=True)),
+        select(_TEXT_REQUESTS.c.waiting)
+        .where(_TEXT_REQUESTS.c.id == _MODEL_ROWS.c.request_id, _TEXT_REQUESTS.c.state == WAITING)
+        .scalar_subquery()
+        > 0,
+    )
+    .limit(1)
 )
+#: Every waiting text request: the `models` share of an empty pop's skipped counts is this less those of its models.
+_WAITING_TOTAL = select(func.count()).where(_TEXT_REQUESTS.c.state == WAITING)
 
 
 def text_jobs_channel(model: str) -> str:
@@ -87,7 +98,7 @@ def pop(runtime: TextParts, api_key: str | None, raw_body: bytes) -> dict:
             if answer["id"] is not None or last_try or answer.get("busy"):
                 answer.pop("busy", None)
                 return answer
-            if woken and _any_waiting(runtime):
+            if woken and _any_waiting(runtime, pop_body["models"]):
                 subscription.pass_on()
             woken = subscription.wait(max(0.0, min(deadline - time.monotonic(), LONG_POLL_RECHECK_S)))
             if requester_gone():  # nobody would run what it claims: the announcement goes to another
@@ -110,6 +121,7 @@ def pop_once(runtime: TextParts, owner: Identity, pop_body: dict, *, explain: bo
     if refusal is not None:  # after the commit: the check-in stands
         raise refusal
     if request_id is not None:
+        runtime.snapshots.text_queue_changed()
         runtime.bus.publish(request_channel(request_id))
     return answer
 
@@ -131,7 +143,7 @@ def _claim_or_explain(
     prefer = _user_ids(session, pop_body.get("priority_usernames"))
     request = lifecycle.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=prefer)
     if request is None:
-        return empty_answer(eligibility.skipped_counts(session, offer) if explain else {}), None
+        return empty_answer(_skipped(runtime, session, offer) if explain else {}), None
     amount = 1 if request.disable_batching else min(pop_body["amount"], free)
     claimed = lifecycle.claim(session, runtime.settings, request, worker, amount)
     if not claimed.job_ids:
@@ -149,9 +161,20 @@ def _claim_or_explain(
     return answer, request.id
 
 
-def _any_waiting(runtime: TextParts) -> bool:
+def _any_waiting(runtime: TextParts, models: list[str]) -> bool:
     with runtime.db.read() as session:
-        return precompiled.execute(session.connection(), _ANY_WAITING).scalar() is not None
+        params = {"queue_models": [*models, ANY_MODEL]}
+        return precompiled.execute(session.connection(), _ANY_WAITING, params).scalar() is not None
+
+
+def _skipped(runtime: TextParts, session: Session, offer: eligibility.Offer) -> dict[str, int]:
+    """An empty pop's skipped counts. The count of every waiting request is taken at most once a second per process
+    (and again after this process's own admissions and claims: runtime.snapshots): the idle workers' empty pops all
+    ask for it, and it reads the whole queue."""
+    total = runtime.snapshots.text_waiting_total(
+        lambda: precompiled.execute(session.connection(), _WAITING_TOTAL).scalar() or 0
+    )
+    return eligibility.skipped_counts(session, offer, total)
 
 
 def _user_ids(session: Session, usernames: list[str] | None) -> list[int]:

@@ -87,6 +87,7 @@ def create(
         if front is None and admitted.request is not None:  # the native API's warning; the front refused gaps
             admitted.message = _no_worker_message(session, settings, admitted.request, online, loaded)
     if admitted.request is not None:
+        snapshots.text_queue_changed()
         pop.announce(runtime, admitted.request.models)
     return admitted
 

@@ -12,7 +12,7 @@ from horde.stats import windows
 from horde.stats.series import SeriesName, ServedRows
 from horde.storage.database import table_of
 from horde.text import checkin, queue, roster
-from horde.text.models import JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
+from horde.text.models import ANY_MODEL, JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
 from horde.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -73,13 +73,12 @@ def model_status(session: Session, settings: Settings, name: str | None = None) 
 
 def _queued(session: Session, model: str) -> tuple[int, int]:
     """Waiting generations for `model` (or any model), and the tokens they ask for."""
-    for_model = select(TextRequestModel.request_id).where(TextRequestModel.model == model)
-    any_model = ~select(TextRequestModel.request_id).where(TextRequestModel.request_id == TextRequest.id).exists()
+    for_model = select(TextRequestModel.request_id).where(TextRequestModel.model.in_((model, ANY_MODEL)))
     row = session.execute(
         select(
             func.coalesce(func.sum(TextRequest.waiting), 0),
             func.coalesce(func.sum(TextRequest.waiting * TextRequest.max_length), 0),
-        ).where(TextRequest.state == WAITING, TextRequest.id.in_(for_model) | any_model)
+        ).where(TextRequest.state == WAITING, TextRequest.id.in_(for_model))
     ).one()
     return int(row[0]), int(row[1])
 

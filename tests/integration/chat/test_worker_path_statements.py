@@ -38,7 +38,7 @@ def test_a_claiming_pop_takes_one_statement_on_postgresql_four_on_sqlite(client,
         assert [statement.split(" ")[0] for statement in seen] == ["with"]
         assert "set_config(" not in seen[0]  # the walking pool's sessions plan the claim with sorts off
         assert seen[0].startswith("with look as (select (select count(*)")
-        assert "best as (select" in seen[0] and "for update skip locked" in seen[0]
+        assert "best as (select" in seen[0] and "for update of chat_requests skip locked" in seen[0]
         assert "union all" in seen[0]  # the requests reserved for the worker first (horde/chat/affinity.py)
         assert "taken as (update chat_requests" in seen[0] and "insert into chat_jobs" in seen[0]
     else:

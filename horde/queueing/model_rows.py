@@ -1,0 +1,49 @@
+"""A request's model rows, one per model it accepts, with the request's place in the queue copied on them.
+
+A request's place (priority class, priority, arrival) never changes while it is queued, so the copy made at
+admission stays true. The index by model and place lets a pop walk the requests of its worker's models in the
+queue's order and stop at the first it may take: the requests of other models (a backlog for models whose
+workers went offline) are never read. Rows of ended requests are dropped (chat: horde/chat/model_rows.py; text:
+a trigger on the request's state), so the walk never grows with the Horde's history.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import DateTime, Index, Integer, Table, text
+from sqlalchemy.orm import Mapped, declared_attr, mapped_column
+
+#: Columns a model row copies from its request at admission (the queue's order, as ix_*_requests_queue has it).
+PLACE_COLUMNS = ("priority_class", "priority", "created_at")
+
+
+class QueuePlace:
+    """Mixin of chat_request_models and text_request_models: the request's place, and the index that walks it."""
+
+    __tablename__: str
+
+    priority_class: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    priority: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    #: Nullable only for rows written before the column (the upgrade fills them from their requests).
+    created_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+    @declared_attr.directive
+    def __table_args__(cls) -> tuple:
+        return (
+            Index(
+                f"ix_{cls.__tablename__}_queue",
+                "model",
+                "priority_class",
+                text("priority DESC"),
+                "created_at",
+                "request_id",
+            ),
+        )
+
+
+def queue_order(model_rows: Table) -> tuple[Any, ...]:
+    """The queue's order on a model rows table: its index's, so a walk for one model reads it in order."""
+    columns = model_rows.c
+    return (columns.priority_class, columns.priority.desc(), columns.created_at, columns.request_id)
