@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import and_, distinct, func, or_, select
+from sqlalchemy import Select, and_, distinct, func, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -34,12 +34,14 @@ def typical_job_s(session: Session, default_s: float) -> float:
     return statistics.median(durations) if durations else default_s
 
 
-def _of_models(models: Iterable[str], *conditions: ColumnElement[bool]) -> ColumnElement[bool]:
-    """The requests that accept one of `models`, by their model rows (meeting `conditions`): a semi-join, which
-    needs no DISTINCT to count through, and reads no request of another model (a backlog for models nobody
-    serves)."""
-    rows = select(ChatRequestModel.request_id).where(ChatRequestModel.model.in_(list(models)), *conditions)
-    return ChatRequest.id.in_(rows)
+def _waiting_of_models(models: Iterable[str], *conditions: ColumnElement[bool]) -> Select:
+    """How many waiting requests accept one of `models` (and meet `conditions` on their model rows): walked on the
+    model rows' index, each request's state read by its key. A scalar subquery, never a join, which a planner
+    without statistics (SQLite's) turns into a read of every waiting request, those of other models included."""
+    state = select(ChatRequest.state).where(ChatRequest.id == ChatRequestModel.request_id).scalar_subquery()
+    return select(func.count(distinct(ChatRequestModel.request_id))).where(
+        ChatRequestModel.model.in_(list(models)), *conditions, state == WAITING
+    )
 
 
 def waiting(session: Session) -> int:
@@ -48,9 +50,7 @@ def waiting(session: Session) -> int:
 
 
 def waiting_for_models(session: Session, models: Iterable[str]) -> int:
-    return (
-        session.scalar(select(func.count(ChatRequest.id)).where(ChatRequest.state == WAITING, _of_models(models))) or 0
-    )
+    return session.scalar(_waiting_of_models(models)) or 0
 
 
 def served_before(table: Any, request: Any) -> ColumnElement[bool]:
@@ -71,15 +71,7 @@ def position(session: Session, request: ChatRequest) -> int:
     """How many waiting requests for the same models are served before this one (0 = next)."""
     if request.state != WAITING:
         return 0
-    # Walked on the model rows' index up to the request's place, each request's state read by its key: a scalar
-    # subquery, so that no planner (SQLite's, without statistics) reads every waiting request instead.
-    state = select(ChatRequest.state).where(ChatRequest.id == ChatRequestModel.request_id).scalar_subquery()
-    ahead = select(func.count(distinct(ChatRequestModel.request_id))).where(
-        ChatRequestModel.model.in_(list(request.models)),
-        served_before(ChatRequestModel, request),
-        state == WAITING,
-    )
-    return session.scalar(ahead) or 0
+    return session.scalar(_waiting_of_models(request.models, served_before(ChatRequestModel, request))) or 0
 
 
 def wait_estimate_s(queued_ahead: int, threads: int, job_s: float) -> int:

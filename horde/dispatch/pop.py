@@ -243,8 +243,13 @@ def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trust
     those, so an empty pop's cost does not grow with a backlog for models it does not serve."""
     if not chat_claim.any_waiting_for(session, worker.models):
         return _waiting_for_other_models(runtime, session)
-    mine = ChatRequest.id.in_(
-        select(ChatRequestModel.request_id).where(ChatRequestModel.model.in_(list(worker.models)))
+    # The requests of its models from their model rows, each one's first failing reason read by its key (a scalar
+    # subquery, never a join, which a planner without statistics turns into a read of every waiting request).
+    mine = (
+        select(ChatRequestModel.request_id)
+        .where(ChatRequestModel.model.in_(list(worker.models)))
+        .distinct()
+        .subquery("mine")
     )
     missing_features = ALL_FEATURES_MASK & ~worker.features_mask
     missing_guarantees = ALL_GUARANTEES_MASK & ~worker.guarantees_mask
@@ -261,10 +266,14 @@ def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trust
     first_reason = case(*[(condition, name) for name, condition in reasons], (ELIGIBLE_FOR_WORKER, ""), else_="other")
     # The state as a literal: the walking pool plans once for any values, which for a bound state would read the
     # Horde's history of finished requests (decision 0025).
+    waiting_reason = (
+        select(first_reason)
+        .where(ChatRequest.id == mine.c.request_id, ChatRequest.state == literal(WAITING, literal_execute=True))
+        .scalar_subquery()
+    )
+    by_request = select(waiting_reason.label("reason")).select_from(mine).subquery("by_request")
     rows = session.execute(
-        select(first_reason, func.count())
-        .where(ChatRequest.state == literal(WAITING, literal_execute=True), mine)
-        .group_by(first_reason),
+        select(by_request.c.reason, func.count()).where(by_request.c.reason.is_not(None)).group_by(by_request.c.reason),
         worker_params(worker, trusted),
     ).all()
     counts = {reason: count for reason, count in rows if reason and count}
