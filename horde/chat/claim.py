@@ -66,16 +66,25 @@ _OF_THE_WORKERS_MODELS = _MODELS.c.model.in_(bindparam("worker_models", expandin
 def _first_eligible(
     *conditions: ColumnElement[bool], columns: Sequence[Any], lock: bool, order: Sequence[Any] | None = None
 ) -> Select:
-    """The first eligible request that meets `conditions` in `order`, or, by default, in the queue's order walked on
-    the model rows of the worker's models (locked, skipping rows another claim holds, with `lock`)."""
-    first = select(*columns).where(ELIGIBLE_FOR_WORKER, *conditions)
-    if order is None:
-        by_model = _MODELS.join(_REQUESTS, _REQUESTS.c.id == _MODELS.c.request_id)
-        first = first.select_from(by_model).where(_OF_THE_WORKERS_MODELS).order_by(*_MODEL_ROW_ORDER)
-    else:
-        first = first.order_by(*order)
-    first = first.limit(1)
-    return first.with_for_update(skip_locked=True, of=_REQUESTS) if lock else first
+    """The first eligible request that meets `conditions` in `order` (locked, skipping rows another claim holds,
+    with `lock`), or, by default, in the queue's order walked on the model rows of the worker's models: each row's
+    request is probed by its key in a scalar subquery, never a join, which a planner without statistics turns into
+    a read of every waiting request, those of other models included. There the model row is what is locked; the
+    take is the request's compare-and-set (_claim_after)."""
+    if order is not None:
+        first = select(*columns).where(ELIGIBLE_FOR_WORKER, *conditions).order_by(*order).limit(1)
+        return first.with_for_update(skip_locked=True, of=_REQUESTS) if lock else first
+    eligible = (
+        select(_REQUESTS.c.id)
+        .where(_REQUESTS.c.id == _MODELS.c.request_id, ELIGIBLE_FOR_WORKER, *conditions)
+        .correlate(_MODELS)
+        .scalar_subquery()
+    )
+    row = select(_MODELS.c.request_id).where(_OF_THE_WORKERS_MODELS, eligible.is_not(None))
+    row = row.order_by(*_MODEL_ROW_ORDER).limit(1)
+    if lock:
+        row = row.with_for_update(skip_locked=True, of=_MODELS)
+    return select(*columns).where(_REQUESTS.c.id == row.scalar_subquery())
 
 
 def _best(*gates: ColumnElement[bool], columns: Sequence[Any], lock: bool) -> Any:
@@ -148,8 +157,8 @@ def _claim_after(best: CTE) -> Select:
     """PostgreSQL: the take of the request `best` (a CTE of one locked id) and its job's start, as a SELECT of
     what the worker needs; a row comes back only when the take and the insert both happened."""
     taken = (
-        update(_REQUESTS)
-        .where(_REQUESTS.c.id == best.c.id, _REQUESTS.c.state == WAITING)
+        update(_REQUESTS)  # the chosen id as a value: a join with `best` may be planned as a walk of the waiting
+        .where(_REQUESTS.c.id == select(best.c.id).scalar_subquery(), _REQUESTS.c.state == WAITING)
         .values(**_TAKE_VALUES, served_model=_FIRST_SERVED_MODEL)
         .returning(
             _REQUESTS.c.id,
