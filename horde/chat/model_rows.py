@@ -11,10 +11,11 @@ look 64 µs where it takes 8). The sweeper drops the rest (faulted, cancelled, a
 
 from __future__ import annotations
 
-from sqlalchemy import CTE, Select, bindparam, delete, literal, select
+from sqlalchemy import CTE, Select, bindparam, delete, select
 from sqlalchemy.orm import Session
 
-from horde.chat.request_rows import ENDED, REQUEST_MODELS, REQUESTS
+from horde.chat.models import FINAL_STATES
+from horde.chat.request_rows import REQUEST_MODELS, REQUESTS
 from horde.storage import precompiled
 
 #: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from
@@ -22,12 +23,14 @@ from horde.storage import precompiled
 FORGET_PER_SWEEP = 5000
 
 #: The model rows of ended requests, found from the model rows (few: the live requests' and the latest ended
-#: ones), each request looked up by its key: a join let SQLite walk every ended request of the history instead.
+#: ones), each request's state read by its key: a join let SQLite walk every ended request of the history instead,
+#: and an EXISTS, which PostgreSQL turns into a join, let it do the same without statistics.
 _LISTED = REQUEST_MODELS.alias("listed")
+_STATE_OF_LISTED = select(REQUESTS.c.state).where(REQUESTS.c.id == _LISTED.c.request_id).scalar_subquery()
 _FORGET_ENDED = delete(REQUEST_MODELS).where(
     REQUEST_MODELS.c.request_id.in_(
         select(_LISTED.c.request_id)
-        .where(select(literal(1)).where(REQUESTS.c.id == _LISTED.c.request_id, ENDED).exists())
+        .where(_STATE_OF_LISTED.in_(FINAL_STATES))
         .limit(bindparam("batch"))
         .scalar_subquery()
     )
