@@ -107,8 +107,9 @@ _BEST = _best(columns=_BEST_COLUMNS, lock=False)
 #: the transaction, and a column, so the pop sets it in the statement that looks at its queue (no round trip of
 #: its own).
 WALK_THE_INDEX = func.set_config("enable_sort", "off", true())
-#: PostgreSQL: and each model row's request probed by its key (horde/storage/pg_engines.py WALKING_SETTINGS).
-PROBE_BY_KEY = func.set_config("enable_material", "off", true())
+#: PostgreSQL: and each model row's request probed by its key, the model rows read by their index
+#: (horde/storage/pg_engines.py WALKING_SETTINGS).
+PROBE_BY_KEY = (func.set_config("enable_material", "off", true()), func.set_config("enable_seqscan", "off", true()))
 #: What a take writes on the request, beside its served model.
 _TAKE_VALUES = {
     "state": PROCESSING,

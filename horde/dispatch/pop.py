@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 _BUSY_THREADS_AND_QUEUE = select(BUSY, chat_claim.ANY_WAITING_FOR)
 #: PostgreSQL: the same look also prepares the claim's plan for the rest of the transaction.
 _BUSY_THREADS_AND_QUEUE_WALKING = select(
-    BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX, chat_claim.PROBE_BY_KEY
+    BUSY, chat_claim.ANY_WAITING_FOR, chat_claim.WALK_THE_INDEX, *chat_claim.PROBE_BY_KEY
 )
 #: PostgreSQL, a pop with nothing to write (on the walking pool): the look and the claim in one round trip.
 _LOOK_AND_CLAIM = chat_claim.look_and_claim_statement(BUSY)

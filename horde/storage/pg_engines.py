@@ -41,14 +41,16 @@ POSTGRES_WALKING_POOL_SIZE = 8
 #: for the worker's limits (the other pools plan as PostgreSQL does by default: a statement that binds a state,
 #: `state = $1`, needs a plan for its value, since on a Horde that keeps its history most rows are finished ones).
 #: Sorts off: an ORDER BY ... LIMIT walks its index in order and stops at the first row that passes the filters,
-#: where the planner, unable to estimate the filters, would sort the whole table. Materializing off: a walk of the
-#: model rows' index probes each row's request by its key, where the planner, which takes the filters for ones that
-#: keep one request in thousands, would read every waiting request into memory first (decision 0043). Commits that
-#: do not wait for the disk: a pop's look and claim move no kudos (decision 0023).
+#: where the planner, unable to estimate the filters, would sort the whole table. Materializing and sequential
+#: scans off: a look or a walk reads the model rows of the worker's models by their index and probes each row's
+#: request by its key, where a plan made for any models, which takes a model to hold a share of every row (the
+#: backlog's model too), would read them all (decision 0043). Commits that do not wait for the disk: a pop's look
+#: and claim move no kudos (decision 0023).
 WALKING_SETTINGS = (
     ("plan_cache_mode", "force_generic_plan"),
     ("enable_sort", "off"),
     ("enable_material", "off"),
+    ("enable_seqscan", "off"),
     ("synchronous_commit", "off"),
 )
 #: The walking pool's settings as libpq's startup `options`, for every session of the pool.

@@ -152,7 +152,7 @@ def test_a_chat_backlog_for_an_offline_model_costs_the_served_models_calls_nothi
             request = session.get(ChatRequest, served)
             runtime.snapshots.waiting_total(session)
             if runtime.db.is_postgresql:  # as a pop's look sets them (horde/dispatch/pop.py)
-                session.execute(select(chat_claim.WALK_THE_INDEX, chat_claim.PROBE_BY_KEY))
+                session.execute(select(chat_claim.WALK_THE_INDEX, *chat_claim.PROBE_BY_KEY))
             before = spent()
             for name, call in (
                 ("position", lambda: chat_queue.position(session, request)),
