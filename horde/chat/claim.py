@@ -17,6 +17,7 @@ from sqlalchemy import (
     ColumnElement,
     Integer,
     Select,
+    and_,
     bindparam,
     exists,
     func,
@@ -33,7 +34,7 @@ from horde.chat import affinity
 from horde.chat.eligibility import ELIGIBLE_FOR_WORKER, worker_params
 from horde.chat.models import JOB_PROCESSING, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel, new_id
 from horde.config import Settings
-from horde.queueing.model_rows import queue_order
+from horde.queueing.model_rows import of_its_request, queue_order
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.timeutil import utcnow
@@ -50,7 +51,7 @@ _REQUESTS, _JOBS, _MODELS = table_of(ChatRequest), table_of(ChatJob), table_of(C
 ANY_WAITING_FOR = exists(
     select(_MODELS.c.request_id).where(
         _MODELS.c.model.in_(bindparam("worker_models", expanding=True)),
-        select(_REQUESTS.c.state).where(_REQUESTS.c.id == _MODELS.c.request_id).scalar_subquery() == WAITING,
+        of_its_request(_REQUESTS, _MODELS, _REQUESTS.c.state, true()) == WAITING,
     )
 )
 _ANY_WAITING = select(ANY_WAITING_FOR)
@@ -74,12 +75,7 @@ def _first_eligible(
     if order is not None:
         first = select(*columns).where(ELIGIBLE_FOR_WORKER, *conditions).order_by(*order).limit(1)
         return first.with_for_update(skip_locked=True, of=_REQUESTS) if lock else first
-    eligible = (
-        select(_REQUESTS.c.id)
-        .where(_REQUESTS.c.id == _MODELS.c.request_id, ELIGIBLE_FOR_WORKER, *conditions)
-        .correlate(_MODELS)
-        .scalar_subquery()
-    )
+    eligible = of_its_request(_REQUESTS, _MODELS, _REQUESTS.c.id, and_(ELIGIBLE_FOR_WORKER, *conditions))
     row = select(_MODELS.c.request_id).where(_OF_THE_WORKERS_MODELS, eligible.is_not(None))
     row = row.order_by(*_MODEL_ROW_ORDER).limit(1)
     if lock:

@@ -11,11 +11,12 @@ look 64 µs where it takes 8). The sweeper drops the rest (faulted, cancelled, a
 
 from __future__ import annotations
 
-from sqlalchemy import CTE, Select, bindparam, delete, select
+from sqlalchemy import CTE, Select, bindparam, delete, select, true
 from sqlalchemy.orm import Session
 
 from horde.chat.models import FINAL_STATES
 from horde.chat.request_rows import REQUEST_MODELS, REQUESTS
+from horde.queueing.model_rows import of_its_request
 from horde.storage import precompiled
 
 #: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from
@@ -26,7 +27,7 @@ FORGET_PER_SWEEP = 5000
 #: ones), each request's state read by its key: a join let SQLite walk every ended request of the history instead,
 #: and an EXISTS, which PostgreSQL turns into a join, let it do the same without statistics.
 _LISTED = REQUEST_MODELS.alias("listed")
-_STATE_OF_LISTED = select(REQUESTS.c.state).where(REQUESTS.c.id == _LISTED.c.request_id).scalar_subquery()
+_STATE_OF_LISTED = of_its_request(REQUESTS, _LISTED, REQUESTS.c.state, true())
 _FORGET_ENDED = delete(REQUEST_MODELS).where(
     REQUEST_MODELS.c.request_id.in_(
         select(_LISTED.c.request_id)

@@ -7,11 +7,12 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Select, and_, distinct, func, or_, select
+from sqlalchemy import Select, and_, distinct, func, or_, select, true
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from horde.chat.models import JOB_SUBMITTED, PROCESSING, WAITING, ChatJob, ChatRequest, ChatRequestModel
+from horde.queueing.model_rows import of_its_request
 from horde.storage import precompiled
 from horde.storage.database import table_of
 
@@ -38,7 +39,8 @@ def _waiting_of_models(models: Iterable[str], *conditions: ColumnElement[bool]) 
     """How many waiting requests accept one of `models` (and meet `conditions` on their model rows): walked on the
     model rows' index, each request's state read by its key. A scalar subquery, never a join, which a planner
     without statistics (SQLite's) turns into a read of every waiting request, those of other models included."""
-    state = select(ChatRequest.state).where(ChatRequest.id == ChatRequestModel.request_id).scalar_subquery()
+    requests, model_rows = table_of(ChatRequest), table_of(ChatRequestModel)
+    state = of_its_request(requests, model_rows, requests.c.state, true())
     return select(func.count(distinct(ChatRequestModel.request_id))).where(
         ChatRequestModel.model.in_(list(models)), *conditions, state == WAITING
     )

@@ -64,10 +64,11 @@ class Snapshots:
         """An admission or a claim of this process has changed the text queue (called after its commit)."""
         self._text_queue_generation += 1
 
-    def text_waiting_total(self, compute: Callable[[], int]) -> int:
-        """Every waiting text request (an empty text pop's `skipped.models` less its own models'), kept as
-        waiting_total is."""
-        return self.cached("text_waiting_total", compute, self._text_queue_generation)
+    def text_queue_view(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """A view of the text queue (an empty text pop's skipped counts, every waiting text request), kept as
+        waiting_total is: taken again after this process's admissions and claims at once, after another
+        process's within max_age_s."""
+        return self.cached(("text-queue", key), compute, self._text_queue_generation)
 
     def cached(self, key: Hashable, compute: Callable[[], T], version: object = None) -> T:
         """compute(), or its value of less than max_age_s ago when it was taken at the same `version`. Other

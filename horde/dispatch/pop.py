@@ -26,7 +26,9 @@ from horde.http.client_connection import requester_gone
 from horde.http.payload import RepeatedBodies
 from horde.http.request_context import caller_address
 from horde.observability.record import note
+from horde.queueing.model_rows import of_its_request
 from horde.storage import precompiled
+from horde.storage.database import table_of
 from horde.text.threads import BUSY
 from horde.workers import duty
 from horde.workers import service as workers
@@ -266,11 +268,8 @@ def skipped_counts(runtime: Runtime, session: Session, worker: WorkerView, trust
     first_reason = case(*[(condition, name) for name, condition in reasons], (ELIGIBLE_FOR_WORKER, ""), else_="other")
     # The state as a literal: the walking pool plans once for any values, which for a bound state would read the
     # Horde's history of finished requests (decision 0025).
-    waiting_reason = (
-        select(first_reason)
-        .where(ChatRequest.id == mine.c.request_id, ChatRequest.state == literal(WAITING, literal_execute=True))
-        .scalar_subquery()
-    )
+    waiting = ChatRequest.state == literal(WAITING, literal_execute=True)
+    waiting_reason = of_its_request(table_of(ChatRequest), mine, first_reason, waiting)
     by_request = select(waiting_reason.label("reason")).select_from(mine).subquery("by_request")
     rows = session.execute(
         select(by_request.c.reason, func.count()).where(by_request.c.reason.is_not(None)).group_by(by_request.c.reason),

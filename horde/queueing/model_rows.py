@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import DateTime, Index, Integer, Table, text
+from sqlalchemy import ColumnElement, DateTime, FromClause, Index, Integer, ScalarSelect, Table, case, select, text
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
 #: Columns a model row copies from its request at admission (the queue's order, as ix_*_requests_queue has it).
@@ -47,3 +47,13 @@ def queue_order(model_rows: Table) -> tuple[Any, ...]:
     """The queue's order on a model rows table: its index's, so a walk for one model reads it in order."""
     columns = model_rows.c
     return (columns.priority_class, columns.priority.desc(), columns.created_at, columns.request_id)
+
+
+def of_its_request(requests: Table, model_rows: FromClause, value: Any, when: ColumnElement[bool]) -> ScalarSelect[Any]:
+    """`value` of a model row's request (`model_rows`: the table, an alias or a subquery with `request_id`) when
+    `when` holds, else NULL: a scalar subquery (no planner turns it into a join) whose only condition is the
+    request's key, so that its plan is a probe of the primary key. With `when` among the conditions, a planner
+    without statistics found a composite index that leads with the state as good, and walked every waiting
+    request's entry for the key at its end."""
+    found = select(case((when, value))).where(requests.c.id == model_rows.c.request_id)
+    return found.correlate(model_rows).scalar_subquery()

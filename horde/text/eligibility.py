@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from sqlalchemy import Boolean, ColumnElement, String, and_, bindparam, case, exists, func, literal, not_, or_, select
 from sqlalchemy.orm import Session
 
+from horde.queueing.model_rows import of_its_request
 from horde.storage import precompiled
 from horde.storage.database import like_planned_once, table_of
 from horde.text.checkin import TextWorkerView
@@ -69,12 +70,7 @@ _FIRST_FAILURE = case(*[(not_(condition), name) for name, condition in _BESIDE_M
 #: into a read of every waiting request, those of other models included.
 _MINE = select(_MODEL_ROWS.c.request_id).where(OF_THE_WORKERS_MODELS).distinct().subquery("mine")
 _REASONS = (
-    select(
-        select(_FIRST_FAILURE)
-        .where(TextRequest.id == _MINE.c.request_id, TextRequest.state == WAITING)
-        .scalar_subquery()
-        .label("reason")
-    )
+    select(of_its_request(table_of(TextRequest), _MINE, _FIRST_FAILURE, TextRequest.state == WAITING).label("reason"))
     .select_from(_MINE)
     .subquery("reasons")
 )
@@ -97,6 +93,14 @@ def offer_params(offer: Offer) -> dict:
         "nsfw": bool(worker.nsfw),
         "no_upfront_kudos": not worker.require_upfront_kudos,
     }
+
+
+def offer_key(offer: Offer) -> tuple:
+    """The offer as a hashable key: its bind parameters, lists as tuples."""
+    return tuple(
+        (name, tuple(value) if isinstance(value, list) else value)
+        for name, value in sorted(offer_params(offer).items())
+    )
 
 
 def skipped_counts(session: Session, offer: Offer, waiting_total: int) -> dict[str, int]:

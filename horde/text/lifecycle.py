@@ -41,7 +41,7 @@ from horde.accounts.identity import Identity
 from horde.accounts.models import User
 from horde.accounts.moves import Kind, Move, multiplied
 from horde.chat import tiers
-from horde.queueing.model_rows import queue_order
+from horde.queueing.model_rows import of_its_request, queue_order
 from horde.storage import precompiled
 from horde.storage.database import is_postgresql, table_of
 from horde.text import pricing
@@ -135,12 +135,7 @@ _NEXT_UNLOCKED = _NEXT.with_for_update(skip_locked=True, of=_REQUESTS)
 #: The request of a model row, if the worker may take it: a scalar subquery, read by the request's key for each
 #: model row walked. Never a join, which a planner without statistics, or with a plan made for any models, turns into
 #: a read of every waiting request, those of other models included.
-_TAKEABLE_REQUEST = (
-    select(_REQUESTS.c.id)
-    .where(_REQUESTS.c.id == _MODEL_ROWS.c.request_id, TAKEABLE)
-    .correlate(_MODEL_ROWS)
-    .scalar_subquery()
-)
+_TAKEABLE_REQUEST = of_its_request(_REQUESTS, _MODEL_ROWS, _REQUESTS.c.id, TAKEABLE)
 #: The first model row of the worker's models in the queue's order whose request it may take. PostgreSQL: locked,
 #: skipping the rows another pop holds, so concurrent pops take different requests (the take itself is the
 #: request's compare-and-set, _TAKE_ONE).

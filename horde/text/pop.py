@@ -22,6 +22,7 @@ from horde.events.bus import request_channel
 from horde.http.client_connection import requester_gone
 from horde.http.payload import RepeatedBodies
 from horde.http.request_context import caller_address
+from horde.queueing.model_rows import of_its_request
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.text import checkin, eligibility, lifecycle, views
@@ -46,10 +47,7 @@ _ANY_WAITING = (
     select(_MODEL_ROWS.c.request_id)
     .where(
         _MODEL_ROWS.c.model.in_(bindparam("queue_models", expanding=True)),
-        select(_TEXT_REQUESTS.c.waiting)
-        .where(_TEXT_REQUESTS.c.id == _MODEL_ROWS.c.request_id, _TEXT_REQUESTS.c.state == WAITING)
-        .scalar_subquery()
-        > 0,
+        of_its_request(_TEXT_REQUESTS, _MODEL_ROWS, _TEXT_REQUESTS.c.waiting, _TEXT_REQUESTS.c.state == WAITING) > 0,
     )
     .limit(1)
 )
@@ -168,13 +166,18 @@ def _any_waiting(runtime: TextParts, models: list[str]) -> bool:
 
 
 def _skipped(runtime: TextParts, session: Session, offer: eligibility.Offer) -> dict[str, int]:
-    """An empty pop's skipped counts. The count of every waiting request is taken at most once a second per process
-    (and again after this process's own admissions and claims: runtime.snapshots): the idle workers' empty pops all
-    ask for it, and it reads the whole queue."""
-    total = runtime.snapshots.text_waiting_total(
-        lambda: precompiled.execute(session.connection(), _WAITING_TOTAL).scalar() or 0
-    )
-    return eligibility.skipped_counts(session, offer, total)
+    """An empty pop's skipped counts, taken at most once a second per process and offer, and again after this
+    process's own admissions and claims (runtime.snapshots): an idle worker pops several times a second, and its
+    answer is the same. The count of every waiting request, which reads the whole queue, is shared by all offers."""
+    snapshots = runtime.snapshots
+
+    def counts() -> dict[str, int]:
+        total = snapshots.text_queue_view(
+            "waiting", lambda: precompiled.execute(session.connection(), _WAITING_TOTAL).scalar() or 0
+        )
+        return eligibility.skipped_counts(session, offer, total)
+
+    return dict(snapshots.text_queue_view(("skipped", eligibility.offer_key(offer)), counts))
 
 
 def _user_ids(session: Session, usernames: list[str] | None) -> list[int]:

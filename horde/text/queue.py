@@ -9,6 +9,7 @@ from sqlalchemy import ColumnElement, DateTime, Integer, Row, Select, bindparam,
 from sqlalchemy.orm import Session
 
 from horde.chat.queue import served_before
+from horde.queueing.model_rows import of_its_request
 from horde.storage import precompiled
 from horde.storage.database import table_of
 from horde.text.models import ANY_MODEL, JOB_SUBMITTED, WAITING, TextJob, TextRequest, TextRequestModel
@@ -29,11 +30,7 @@ def _waiting_by_model_rows(*conditions: ColumnElement[bool]) -> Select:
     and meet `conditions` on their model rows: walked on the model rows' index, each request's count read by its key
     (a scalar subquery, never a join, which a planner without statistics turns into a read of every waiting request,
     those of models nobody serves included)."""
-    waiting = (
-        select(_REQUESTS.c.waiting)
-        .where(_REQUESTS.c.id == _MODEL_ROWS.c.request_id, _REQUESTS.c.state == WAITING)
-        .scalar_subquery()
-    )
+    waiting = of_its_request(_REQUESTS, _MODEL_ROWS, _REQUESTS.c.waiting, _REQUESTS.c.state == WAITING)
     rows = (
         select(_MODEL_ROWS.c.request_id, waiting.label("waiting"))
         .where(_MODEL_ROWS.c.model.in_(bindparam("queue_models", expanding=True)), *conditions)
