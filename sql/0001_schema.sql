@@ -644,7 +644,9 @@ CREATE OR REPLACE TRIGGER audit_entries_append_only BEFORE UPDATE OR DELETE ON a
 CREATE OR REPLACE FUNCTION horde_text_request_ended()
 RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM text_request_models WHERE request_id = NEW.id;
+    DELETE FROM text_request_models WHERE (request_id, model) IN (
+        SELECT request_id, model FROM text_request_models WHERE request_id = NEW.id FOR UPDATE SKIP LOCKED
+    );
     RETURN NULL;
 END
 $$;

@@ -2,7 +2,8 @@
 -- priority, arrival), copied from the request, with an index by model and place, so that a pop walks the
 -- requests of its worker's models only, whatever waits for models nobody serves. A text request of any model
 -- gets one model row of the model '' (text's ANY_MODEL), and an ended text request's model rows are dropped by
--- a trigger on its state (chat's are dropped by the submit that ends it and by the sweeper already).
+-- a trigger on its state (a row a pop holds at that moment goes with the next sweep; chat's are dropped by the
+-- submit that ends it and by the sweeper already).
 --
 -- The UPDATE writes every model row of a live request once; rows of ended text requests are deleted. CREATE
 -- INDEX holds off the tables' writes while it builds: on a busy Horde, build the two indexes first with CREATE
@@ -46,7 +47,9 @@ DROP INDEX IF EXISTS ix_text_request_models_model;
 CREATE OR REPLACE FUNCTION horde_text_request_ended()
 RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM text_request_models WHERE request_id = NEW.id;
+    DELETE FROM text_request_models WHERE (request_id, model) IN (
+        SELECT request_id, model FROM text_request_models WHERE request_id = NEW.id FOR UPDATE SKIP LOCKED
+    );
     RETURN NULL;
 END
 $$;

@@ -11,31 +11,15 @@ look 64 µs where it takes 8). The sweeper drops the rest (faulted, cancelled, a
 
 from __future__ import annotations
 
-from sqlalchemy import CTE, Select, bindparam, delete, select, true
+from sqlalchemy import CTE, Select, bindparam, delete
 from sqlalchemy.orm import Session
 
 from horde.chat.models import FINAL_STATES
 from horde.chat.request_rows import REQUEST_MODELS, REQUESTS
-from horde.queueing.model_rows import of_its_request
+from horde.queueing.model_rows import FORGET_PER_SWEEP, ended_rows_deletion
 from horde.storage import precompiled
 
-#: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from
-#: before this sweep) clears over successive sweeps.
-FORGET_PER_SWEEP = 5000
-
-#: The model rows of ended requests, found from the model rows (few: the live requests' and the latest ended
-#: ones), each request's state read by its key: a join let SQLite walk every ended request of the history instead,
-#: and an EXISTS, which PostgreSQL turns into a join, let it do the same without statistics.
-_LISTED = REQUEST_MODELS.alias("listed")
-_STATE_OF_LISTED = of_its_request(REQUESTS, _LISTED, REQUESTS.c.state, true())
-_FORGET_ENDED = delete(REQUEST_MODELS).where(
-    REQUEST_MODELS.c.request_id.in_(
-        select(_LISTED.c.request_id)
-        .where(_STATE_OF_LISTED.in_(FINAL_STATES))
-        .limit(bindparam("batch"))
-        .scalar_subquery()
-    )
-)
+_FORGET_ENDED = ended_rows_deletion(REQUESTS, REQUEST_MODELS, FINAL_STATES)
 
 
 _FORGET_FINISHED = delete(REQUEST_MODELS).where(REQUEST_MODELS.c.request_id == bindparam("finished_request"))

@@ -10,9 +10,25 @@ a trigger on the request's state), so the walk never grows with the Horde's hist
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, DateTime, FromClause, Index, Integer, ScalarSelect, Table, case, select, text
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Delete,
+    FromClause,
+    Index,
+    Integer,
+    ScalarSelect,
+    Table,
+    bindparam,
+    case,
+    delete,
+    select,
+    text,
+    true,
+)
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
 #: Columns a model row copies from its request at admission (the queue's order, as ix_*_requests_queue has it).
@@ -57,3 +73,19 @@ def of_its_request(requests: Table, model_rows: FromClause, value: Any, when: Co
     request's entry for the key at its end."""
     found = select(case((when, value))).where(requests.c.id == model_rows.c.request_id)
     return found.correlate(model_rows).scalar_subquery()
+
+
+#: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from before the
+#: sweep) clears over successive sweeps.
+FORGET_PER_SWEEP = 5000
+
+
+def ended_rows_deletion(requests: Table, model_rows: Table, final_states: Sequence[str]) -> Delete:
+    """The DELETE of the model rows of up to `batch` (a bind parameter) ended requests, found from the model rows
+    (few: the live requests' and the latest ended ones), each request's state read by its key: a join let SQLite
+    walk every ended request of the history instead, and an EXISTS, which PostgreSQL turns into a join, let it do
+    the same without statistics."""
+    listed = model_rows.alias("listed")
+    state = of_its_request(requests, listed, requests.c.state, true())
+    ended = select(listed.c.request_id).where(state.in_(list(final_states))).limit(bindparam("batch"))
+    return delete(model_rows).where(model_rows.c.request_id.in_(ended.scalar_subquery()))

@@ -198,10 +198,14 @@ class KnownTextModel(Base):
 _FINAL_STATES_SQL = ", ".join(f"'{state}'" for state in FINAL_STATES)
 #: PostgreSQL: an ended request's model rows go with the state change that ends it, whichever path ends it (a
 #: submit, a cancel, a fault, the sweeper): the queue's walks never read the history (horde/queueing/model_rows.py).
+#: A row a pop holds (it locks the model row it walks to, then takes the request) is left to the sweeper
+#: (horde/text/model_rows.py): waiting for it while holding the request would deadlock with that pop.
 ENDED_FUNCTION_SQL = """CREATE OR REPLACE FUNCTION horde_text_request_ended()
 RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM text_request_models WHERE request_id = NEW.id;
+    DELETE FROM text_request_models WHERE (request_id, model) IN (
+        SELECT request_id, model FROM text_request_models WHERE request_id = NEW.id FOR UPDATE SKIP LOCKED
+    );
     RETURN NULL;
 END
 $$;"""

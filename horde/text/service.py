@@ -13,7 +13,7 @@ from horde.events.bus import request_channel
 from horde.http.payload import load
 from horde.oversight import gate
 from horde.stats import rollup
-from horde.text import admission, fail_fast, lifecycle, pop, roster, stats, views, webhook
+from horde.text import admission, fail_fast, lifecycle, model_rows, pop, roster, stats, views, webhook
 from horde.text.models import WAITING, TextJob, TextRequest
 from horde.text.schemas import SUBMIT_SCHEMA
 from horde.timeutil import utcnow
@@ -170,11 +170,13 @@ def submit(runtime: TextParts, api_key: str | None, body: object) -> dict:
 
 
 def sweep(runtime: TextParts) -> int:
-    """Expire stale text jobs and requests, and roll the generations served up by minute (horde/stats); the serve
-    loop calls it beside chat's sweep."""
+    """Expire stale text jobs and requests, drop the model rows of ended requests that a pop held as they ended, and
+    roll the generations served up by minute (horde/stats); the serve loop calls it beside chat's sweep."""
     with runtime.db.transaction() as session:
         changed = lifecycle.expire_jobs(session, runtime.settings)
         changed += lifecycle.expire_requests(session, REQUEST_LIFETIME_S)
+    with runtime.db.autocommit() as session:
+        model_rows.forget_ended(session)
     for request_id in dict.fromkeys(changed):
         runtime.bus.publish(request_channel(request_id))
         request = read(runtime, request_id)

@@ -148,7 +148,10 @@ class TextBench:
         return self.horde.servers[index % len(self.horde.servers)]
 
     def queue(self, n: int, index: int = 0) -> str:
-        body = {"prompt": "race", "models": [self.model], "params": {"n": n, "max_length": 64}}
+        return self.queue_for([self.model], n, index)
+
+    def queue_for(self, models: list[str], n: int, index: int = 0) -> str:
+        body = {"prompt": "race", "models": models, "params": {"n": n, "max_length": 64}}
         response = native(self.server(index), "POST", "/generate/text/async", self.requester, body)
         assert response.status_code == 202, response.text
         return response.json()["id"]
@@ -336,3 +339,32 @@ def test_simultaneous_first_text_pops_of_a_new_worker_name_all_answer_200(racing
         tally[", ".join(sorted(outcomes))] += 1
     print(f"\n{ROUNDS} rounds of {FIRST_POPS} simultaneous first text pops of a new name: {dict(tally)}")
     assert set(tally) == {", ".join(["200"] * FIRST_POPS)}
+
+
+def test_workers_of_two_models_popping_a_request_of_both_take_each_generation_once(racing):
+    """A pop locks the model row it walks to (horde/text/lifecycle.py): workers of two models of one request hold
+    different rows, and the request's compare-and-set gives each generation to one of them. Pops on both servers,
+    for a request of both models and one of any model at once, with a third worker's pop between."""
+    bench, tally = TextBench(racing), collections.Counter()
+    other = {**bench.declaration, "name": f"text-race-{uuid.uuid4().hex[:8]}", "models": [unique_model("other")]}
+    native(bench.server(1), "POST", "/generate/text/pop", bench.owner, other)
+    pops = [
+        functools.partial(native, bench.server(index), "POST", "/generate/text/pop", bench.owner, declaration)
+        for index, declaration in ((0, bench.declaration), (1, other), (0, other), (1, bench.declaration))
+    ]
+    for _ in range(ROUNDS):
+        n = 2
+        both = bench.queue_for([bench.model, other["models"][0]], n)
+        any_model = bench.queue_for([], 1, index=1)
+        answers = fire_together(pops)
+        assert [outcome(answer) for answer in answers] == ["200"] * len(pops)
+        taken = [job_id for answer in answers for job_id in answer.json()["ids"]]
+        assert len(taken) == len(set(taken)) == n + 1, answers
+        for request_id, generations in ((both, n), (any_model, 1)):
+            status = native(bench.server(0), "GET", f"/generate/text/status/{request_id}", bench.requester).json()
+            assert (status["waiting"], status["processing"]) == (0, generations)
+        for index, job_id in enumerate(taken):
+            assert outcome(bench.submit_call(job_id, index)()) == "200"
+        tally["rounds"] += 1
+    assert_balances_match_ledger(racing.runtime.db)
+    assert tally["rounds"] == ROUNDS

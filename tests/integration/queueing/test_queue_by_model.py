@@ -239,3 +239,22 @@ def test_an_ended_text_requests_model_rows_go_with_it(client, make_user, runtime
         request = session.get(TextRequest, waiting)
         assert tuple(place) == (request.priority_class, request.priority, request.created_at)
     assert text_status(client, done)["done"]
+
+
+def test_the_sweeper_drops_the_model_rows_an_ending_left(client, make_user, runtime):
+    """On PostgreSQL the trigger leaves a row that a pop held as the request ended (waiting for it would deadlock
+    with that pop); the next sweep drops it, and no live request's row."""
+    from horde.text import model_rows as text_model_rows
+
+    _, key = make_user(kudos=100)
+    ended, live = text_queued(client, key), text_queued(client, key)
+    client.delete(f"/api/v2/generate/text/status/{ended}")
+    rows = table_of(TextRequestModel)
+    with runtime.db.transaction() as session:  # the row the trigger could not take
+        request = session.get(TextRequest, ended)
+        place = {name: getattr(request, name) for name in PLACE_COLUMNS}
+        session.execute(insert(rows), [{"request_id": ended, "model": "m1", **place}])
+    with runtime.db.autocommit() as session:
+        assert text_model_rows.forget_ended(session) == 1
+    with runtime.db.read() as session:
+        assert session.execute(select(rows.c.request_id)).scalars().all() == [live]
