@@ -10,7 +10,7 @@ a trigger on the request's state), so the walk never grows with the Horde's hist
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -28,6 +28,7 @@ from sqlalchemy import (
     select,
     text,
     true,
+    tuple_,
 )
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
@@ -73,6 +74,16 @@ def of_its_request(requests: Table, model_rows: FromClause, value: Any, when: Co
     request's entry for the key at its end."""
     found = select(case((when, value))).where(requests.c.id == model_rows.c.request_id)
     return found.correlate(model_rows).scalar_subquery()
+
+
+def unheld_rows_deletion(model_rows: Table, which: Callable[[FromClause], ColumnElement[bool]]) -> Delete:
+    """The DELETE of the model rows `which(rows)` selects (`rows`: an alias of `model_rows`) that no pop holds.
+    A pop locks the model row it walks to, then takes that row's request; a transaction that ends the request
+    holds the request's row and must not wait for the model row (each would wait for the other: a deadlock).
+    The rows a pop holds are left to the sweeper (ended_rows_deletion); the pop finds the request ended."""
+    rows = model_rows.alias("unheld")
+    unheld = select(rows.c.request_id, rows.c.model).where(which(rows)).with_for_update(of=rows, skip_locked=True)
+    return delete(model_rows).where(tuple_(model_rows.c.request_id, model_rows.c.model).in_(unheld))
 
 
 #: Ended requests whose model rows one sweep drops: bounded work per sweep; a backlog (a database from before the

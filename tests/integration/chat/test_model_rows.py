@@ -3,11 +3,17 @@ drops those of the request it finishes at once, the sweeper those of every other
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+import threading
+
+import pytest
+from sqlalchemy import func, select, update
 
 from horde.chat import claim, model_rows, service
-from horde.chat.models import ChatRequestModel
+from horde.chat.models import DONE, PROCESSING, WAITING, ChatRequest, ChatRequestModel
 from tests.support.native import pop, queued_id, submit
+
+#: How long the submit may take while a pop holds its request's model row: it must not wait for that row at all.
+SUBMIT_ALONE_S = 10
 
 
 def _model_rows(runtime, request_id: str) -> int:
@@ -70,3 +76,39 @@ def test_one_sweep_drops_a_bounded_batch(runtime, client, make_user):
     with runtime.db.autocommit() as session:
         assert model_rows.forget_ended(session, batch=2) == 1
     assert [_model_rows(runtime, request) for request in ended] == [0, 0, 0]
+
+
+def test_a_submit_leaves_a_model_row_a_pop_holds_and_that_pop_finds_the_request_ended(
+    runtime, client, make_user, database_url
+):
+    """A pop that saw the request waiting locks its model row, then takes the request; a fast worker's submit of
+    that request (its claim committed meanwhile) holds the request and dropped the model row: each waited for the
+    other, and PostgreSQL killed one (a 500 under load). The submit now leaves the held row to the sweeper."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("row locks are PostgreSQL's: SQLite's writer lock serializes the two")
+    _, owner = make_user("owner")
+    pop(client, owner)
+    request_id = queued_id(client, owner)
+    job = pop(client, owner)["id"]
+    held = runtime.db.engine.connect()
+    transaction = held.begin()
+    held.execute(select(ChatRequestModel.model).where(ChatRequestModel.request_id == request_id).with_for_update())
+    answers = []
+    submitting = threading.Thread(target=lambda: answers.append(submit(client.application.test_client(), owner, job)))
+    try:
+        submitting.start()
+        submitting.join(SUBMIT_ALONE_S)
+        assert not submitting.is_alive(), "the submit waited for the model row the pop holds"
+        seen_waiting = update(ChatRequest).where(ChatRequest.id == request_id, ChatRequest.state == WAITING)
+        taken = held.execute(seen_waiting.values(state=PROCESSING))  # the pop's next step: take what it saw waiting
+        assert taken.rowcount == 0
+    finally:
+        transaction.rollback()
+        held.close()
+        submitting.join()
+    assert answers[0].status_code == 200, answers[0].json
+    with runtime.db.read() as session:
+        assert session.get(ChatRequest, request_id).state == DONE
+    assert _model_rows(runtime, request_id) == 1
+    service.sweep(runtime)
+    assert _model_rows(runtime, request_id) == 0
