@@ -25,7 +25,7 @@ from horde.http.request_context import caller_address
 from horde.queueing.model_rows import of_its_request
 from horde.storage import precompiled
 from horde.storage.database import table_of
-from horde.text import checkin, eligibility, lifecycle, views
+from horde.text import checkin, eligibility, take, views
 from horde.text.models import ANY_MODEL, WAITING, TextRequest, TextRequestModel
 from horde.text.schemas import POP_SCHEMA
 from horde.text.threads import busy_threads
@@ -139,11 +139,11 @@ def _claim_or_explain(
     slow = runtime.snapshots.cached(("text-slow", worker.id), lambda: checkin.is_slow(session, worker.id))
     offer = eligibility.Offer(worker=worker, trusted=bool(owner.trusted), slow=slow)
     prefer = _user_ids(session, pop_body.get("priority_usernames"))
-    request = lifecycle.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=prefer)
+    request = take.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=prefer)
     if request is None:
         return empty_answer(_skipped(runtime, session, offer) if explain else {}), None
     amount = 1 if request.disable_batching else min(pop_body["amount"], free)
-    claimed = lifecycle.claim(session, runtime.settings, request, worker, amount)
+    claimed = take.claim(session, runtime.settings, request, worker, amount)
     if not claimed.job_ids:
         return empty_answer({}), None
     answer = {

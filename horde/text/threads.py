@@ -9,11 +9,11 @@ from sqlalchemy.orm import Session
 
 from horde.chat import claim as chat_claim
 from horde.storage import precompiled
-from horde.text import lifecycle as text_lifecycle
+from horde.text import take as text_take
 from horde.workers import duty
 
 #: The worker's running jobs, chat and text together; duty.OFF_DUTY_THREADS more when it is off duty.
-BUSY = chat_claim.JOBS_IN_FLIGHT + text_lifecycle.JOBS_IN_FLIGHT + duty.OFF_DUTY
+BUSY = chat_claim.JOBS_IN_FLIGHT + text_take.JOBS_IN_FLIGHT + duty.OFF_DUTY
 _BUSY_THREADS = select(BUSY)
 
 

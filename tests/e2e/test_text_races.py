@@ -342,7 +342,7 @@ def test_simultaneous_first_text_pops_of_a_new_worker_name_all_answer_200(racing
 
 
 def test_workers_of_two_models_popping_a_request_of_both_take_each_generation_once(racing):
-    """A pop locks the model row it walks to (horde/text/lifecycle.py): workers of two models of one request hold
+    """A pop locks the model row it walks to (horde/text/take.py): workers of two models of one request hold
     different rows, and the request's compare-and-set gives each generation to one of them. Pops on both servers,
     for a request of both models and one of any model at once, with a third worker's pop between."""
     bench, tally = TextBench(racing), collections.Counter()

@@ -20,7 +20,7 @@ from horde.chat.snapshots import Snapshots
 from horde.dispatch.pop import skipped_counts as chat_skipped_counts
 from horde.queueing.model_rows import PLACE_COLUMNS
 from horde.storage.database import table_of
-from horde.text import eligibility, lifecycle
+from horde.text import eligibility, take
 from horde.text import queue as text_queue
 from horde.text.checkin import TextWorkerView
 from horde.text.models import ANY_MODEL, TextRequest, TextRequestModel
@@ -107,7 +107,7 @@ def _text_costs(runtime, worker_id: str, request_id: str) -> dict[str, int]:
             ("skipped", lambda: eligibility.skipped_counts(session, offer, BACKLOG + 1)),
             (
                 "pop",
-                lambda: lifecycle.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=[]),
+                lambda: take.next_request(session, offer, skip_locked=runtime.db.is_postgresql, prefer_users=[]),
             ),
         ):
             call()
