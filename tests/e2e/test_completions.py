@@ -8,11 +8,10 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-import requests
 from sqlalchemy import func, select
 
 from horde.text.models import TextRequest
-from tests.e2e.test_text_horde_sdk import balance
+from tests.e2e.test_text_horde_sdk import balance, find_user
 from tests.support.harness import unique_model
 from tests.support.openapi import validate
 from tests.support.processes import wait_until
@@ -137,7 +136,7 @@ def test_a_model_its_worker_dropped_stays_known_and_is_refused_as_unserved(horde
     with pytest.raises(openai.InternalServerError) as unserved:
         client.completions.create(model=dropped, prompt="after", max_tokens=16)
     assert balance(horde, key) == before, "nothing charged"
-    user_id = requests.get(horde.url + "/api/v2/find_user", headers={"apikey": key}, timeout=5).json()["id"]
+    user_id = find_user(horde, key)["id"]
     with horde.runtime.db.read() as session:  # the request served before, and none queued since
         assert session.scalar(select(func.count()).where(TextRequest.user_id == user_id)) == 1
     assert unserved.value.status_code == 503

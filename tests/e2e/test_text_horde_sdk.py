@@ -19,8 +19,12 @@ def run_sdk(horde, scenario: str, **args) -> dict:
     return run_sdk_module(horde, "tests.support.horde_sdk.text_scenarios", scenario, json.dumps(args))
 
 
+def find_user(horde, key: str) -> dict:
+    return requests.get(horde.url + "/api/v2/find_user", headers={"apikey": key}, timeout=5).json()
+
+
 def balance(horde, key: str) -> int:
-    return requests.get(horde.url + "/api/v2/find_user", headers={"apikey": key}, timeout=5).json()["kudos"]
+    return find_user(horde, key)["kudos"]
 
 
 def test_keys_take_the_ai_hordes_form(horde):
